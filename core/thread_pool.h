@@ -1,0 +1,49 @@
+// ThreadPool: a fixed set of worker threads. ParallelFor splits work into blocks that depend
+// only on the problem size and the block size, never on how many threads are free, so kernels
+// that reduce per block stay deterministic.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace troupe {
+
+class ThreadPool {
+ public:
+  // num_threads >= 1 workers besides the calling thread.
+  ThreadPool(int num_threads, std::string name);
+  ~ThreadPool();  // finishes queued work, then joins
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()); }
+  const std::string& name() const { return name_; }
+
+  void Schedule(std::function<void()> task);
+
+  // Runs fn(begin, end) over [0, n) in blocks of `block_size` (the last one may be shorter);
+  // the caller works too and returns when every block is done.
+  void ParallelFor(int64_t n, int64_t block_size,
+                   const std::function<void(int64_t begin, int64_t end)>& fn);
+
+  // Shared pool sized by TROUPE_NUM_THREADS, else the hardware concurrency.
+  static ThreadPool* Default();
+
+ private:
+  void WorkerLoop();
+
+  std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,47 @@
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+
+namespace troupe {
+namespace {
+
+TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
+  ThreadPool pool(3, "test");
+  std::vector<std::atomic<int>> hits(1001);
+  pool.ParallelFor(1001, 64, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+  });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPoolTest, BlocksDependOnlyOnSizes) {
+  // Block boundaries are the same whatever the thread count: the determinism contract.
+  auto blocks = [](int threads) {
+    ThreadPool pool(threads, "t");
+    std::mutex mu;
+    std::set<std::pair<int64_t, int64_t>> out;
+    pool.ParallelFor(100, 7, [&](int64_t b, int64_t e) {
+      std::lock_guard<std::mutex> lock(mu);
+      out.insert({b, e});
+    });
+    return out;
+  };
+  EXPECT_EQ(blocks(1), blocks(4));
+  EXPECT_EQ(blocks(1).size(), 15u);
+}
+
+TEST(ThreadPoolTest, ScheduleRunsBeforeDestruction) {
+  std::atomic<int> n{0};
+  {
+    ThreadPool pool(2, "t");
+    for (int i = 0; i < 100; ++i) pool.Schedule([&] { n++; });
+  }
+  EXPECT_EQ(n.load(), 100);
+}
+
+}  // namespace
+}  // namespace troupe
