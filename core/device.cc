@@ -45,7 +45,8 @@ Result<Device> Device::Parse(std::string_view text) {
   }
   if (s.empty()) return d;
   if (s.front() != ':' || s.size() == 1) {
-    return InvalidArgumentError("malformed device '" + std::string(text) + "'; expected cpu:N or gpu:N");
+    return InvalidArgumentError("malformed device '" + std::string(text) +
+                                "'; expected cpu:N or gpu:N");
   }
   s.remove_prefix(1);
   int index = 0;

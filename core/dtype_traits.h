@@ -15,9 +15,9 @@ using bfloat16 = Eigen::bfloat16;
 
 template <typename T>
 struct DTypeOf;  // DTypeOf<float>::value == DType::kFloat32
-#define TROUPE_DTYPE_OF(T, D) \
-  template <>                 \
-  struct DTypeOf<T> {         \
+#define TROUPE_DTYPE_OF(T, D)         \
+  template <>                         \
+  struct DTypeOf<T> {                 \
     static constexpr DType value = D; \
   }
 TROUPE_DTYPE_OF(float, DType::kFloat32);
@@ -41,20 +41,47 @@ TROUPE_DTYPE_OF(uint64_t, DType::kUInt64);
 template <typename Fn>
 bool VisitNumericDType(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kFloat32: fn(float{}); return true;
-    case DType::kFloat64: fn(double{}); return true;
-    case DType::kInt32: fn(int32_t{}); return true;
-    case DType::kUInt8: fn(uint8_t{}); return true;
-    case DType::kInt16: fn(int16_t{}); return true;
-    case DType::kInt8: fn(int8_t{}); return true;
-    case DType::kInt64: fn(int64_t{}); return true;
-    case DType::kBool: fn(bool{}); return true;
-    case DType::kBFloat16: fn(bfloat16{}); return true;
-    case DType::kUInt16: fn(uint16_t{}); return true;
-    case DType::kHalf: fn(half{}); return true;
-    case DType::kUInt32: fn(uint32_t{}); return true;
-    case DType::kUInt64: fn(uint64_t{}); return true;
-    default: return false;
+    case DType::kFloat32:
+      fn(float{});
+      return true;
+    case DType::kFloat64:
+      fn(double{});
+      return true;
+    case DType::kInt32:
+      fn(int32_t{});
+      return true;
+    case DType::kUInt8:
+      fn(uint8_t{});
+      return true;
+    case DType::kInt16:
+      fn(int16_t{});
+      return true;
+    case DType::kInt8:
+      fn(int8_t{});
+      return true;
+    case DType::kInt64:
+      fn(int64_t{});
+      return true;
+    case DType::kBool:
+      fn(bool{});
+      return true;
+    case DType::kBFloat16:
+      fn(bfloat16{});
+      return true;
+    case DType::kUInt16:
+      fn(uint16_t{});
+      return true;
+    case DType::kHalf:
+      fn(half{});
+      return true;
+    case DType::kUInt32:
+      fn(uint32_t{});
+      return true;
+    case DType::kUInt64:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -42,13 +42,13 @@ class LogMessage {
 #define TROUPE_LOG_LEVEL_ERROR ::troupe::LogLevel::kError
 #define TROUPE_LOG_LEVEL_FATAL ::troupe::LogLevel::kFatal
 
-#define TROUPE_LOG(level)                                          \
-  if (TROUPE_LOG_LEVEL_##level < ::troupe::MinLogLevel()) {        \
-  } else                                                           \
+#define TROUPE_LOG(level)                                   \
+  if (TROUPE_LOG_LEVEL_##level < ::troupe::MinLogLevel()) { \
+  } else                                                    \
     ::troupe::internal::LogMessage(__FILE__, __LINE__, TROUPE_LOG_LEVEL_##level).stream()
 
-#define TROUPE_CHECK(cond)                                                      \
-  if (cond) {                                                                   \
-  } else                                                                        \
+#define TROUPE_CHECK(cond)                                                                  \
+  if (cond) {                                                                               \
+  } else                                                                                    \
     ::troupe::internal::LogMessage(__FILE__, __LINE__, ::troupe::LogLevel::kFatal).stream() \
         << "Check failed: " #cond " "

@@ -13,7 +13,7 @@ namespace troupe {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : data_(std::in_place_index<0>, std::move(value)) {}        // NOLINT: implicit
   Result(Status status) : data_(std::in_place_index<1>, std::move(status)) {  // NOLINT
     assert(!std::get<1>(data_).ok() && "Result constructed from an OK Status");
     if (std::get<1>(data_).ok()) {

@@ -85,8 +85,8 @@ Status DataLossError(std::string message);
 #define TROUPE_STATUS_CONCAT(a, b) TROUPE_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define TROUPE_RETURN_IF_ERROR(expr)                              \
-  do {                                                            \
-    ::troupe::Status _troupe_status = (expr);                     \
-    if (!_troupe_status.ok()) return _troupe_status;              \
+#define TROUPE_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::troupe::Status _troupe_status = (expr);        \
+    if (!_troupe_status.ok()) return _troupe_status; \
   } while (0)

@@ -58,7 +58,8 @@ TensorBuffer::~TensorBuffer() {
 }
 
 Result<Tensor> Tensor::Allocate(DType dtype, const TensorShape& shape, Allocator* allocator) {
-  if (dtype == DType::kInvalid) return InvalidArgumentError("cannot allocate a tensor of dtype invalid");
+  if (dtype == DType::kInvalid)
+    return InvalidArgumentError("cannot allocate a tensor of dtype invalid");
   if (!shape.IsFullyDefined()) {
     return InvalidArgumentError("cannot allocate a tensor of partially known shape " +
                                 shape.ToString());

@@ -21,7 +21,8 @@ Result<TensorShape> TensorShape::FromDims(const std::vector<int64_t>& dims) {
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < kUnknownDim) {
       return InvalidArgumentError("dimension " + std::to_string(i) + " has size " +
-                                  std::to_string(dims[i]) + "; sizes must be >= 0 (or -1 for unknown)");
+                                  std::to_string(dims[i]) +
+                                  "; sizes must be >= 0 (or -1 for unknown)");
     }
     if (dims[i] == 0) product = 0;
     if (dims[i] > 0 && product > 0) {

@@ -25,8 +25,8 @@ struct TensorSpec {
   }
   // "TensorSpec(shape=[?,28,28,1], dtype=float32, name='x')"
   std::string ToString() const {
-    std::string out = "TensorSpec(shape=" + shape.ToString() + ", dtype=" +
-                      std::string(DTypeName(dtype));
+    std::string out =
+        "TensorSpec(shape=" + shape.ToString() + ", dtype=" + std::string(DTypeName(dtype));
     if (!name.empty()) out += ", name='" + name + "'";
     return out + ")";
   }

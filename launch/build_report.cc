@@ -14,7 +14,8 @@ std::string BuildReport() {
   out += "flags:     " TROUPE_CXX_FLAGS "\n";
   out += std::string("sanitizer: ") +
          (std::string(TROUPE_SANITIZER).empty() ? "none" : TROUPE_SANITIZER) + "\n";
-  out += "cpu:       " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads\n";
+  out +=
+      "cpu:       " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads\n";
   out += "backends:  cpu (Eigen)";
   out += TROUPE_HAVE_MPI ? ", mpi" : "";
   out += TROUPE_HAVE_CUDA ? ", cuda " TROUPE_CUDA_VERSION : "";

@@ -77,8 +77,8 @@ TEST(TensorTest, WrapRunsRelease) {
   static float storage[4];
   bool released = false;
   {
-    auto buf = TensorBuffer::Wrap(storage, sizeof(storage), Device::Cpu(),
-                                  [&] { released = true; });
+    auto buf =
+        TensorBuffer::Wrap(storage, sizeof(storage), Device::Cpu(), [&] { released = true; });
     Tensor t = *Tensor::FromBuffer(DType::kFloat32, TensorShape{4}, buf);
     EXPECT_EQ(t.data<float>(), storage);
   }

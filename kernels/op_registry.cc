@@ -1,0 +1,120 @@
+#include "kernels/op_registry.h"
+
+#include "kernels/register_ops.h"
+
+namespace troupe {
+
+KernelContext::KernelContext(std::string_view op_name, std::span<const Tensor> inputs,
+                             const AttrMap& attrs, Device device, ThreadPool* pool,
+                             OutputAllocator allocate)
+    : op_name_(op_name),
+      inputs_(inputs),
+      attrs_(attrs),
+      device_(device),
+      pool_(pool),
+      allocate_(std::move(allocate)) {}
+
+Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const TensorShape& shape) {
+  Result<Tensor> t = allocate_ ? allocate_(index, dtype, shape) : Tensor::Allocate(dtype, shape);
+  if (!t.ok())
+    return t.status().WithContext(std::string(op_name_) + " output " + std::to_string(index));
+  SetOutput(index, *t);
+  return t;
+}
+
+void KernelContext::SetOutput(int index, Tensor tensor) {
+  if (outputs_.size() <= static_cast<size_t>(index))
+    outputs_.resize(static_cast<size_t>(index) + 1);
+  outputs_[static_cast<size_t>(index)] = std::move(tensor);
+}
+
+Status KernelContext::InvalidArgument(std::string_view message) const {
+  return InvalidArgumentError(std::string(op_name_) + ": " + std::string(message));
+}
+
+OpRegistry& OpRegistry::Global() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    RegisterBuiltinOps(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+Status OpRegistry::RegisterOp(OpDef def) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ops_.count(def.name)) return AlreadyExistsError("op '" + def.name + "' registered twice");
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::make_unique<OpDef>(std::move(def)));
+  return Status::OK();
+}
+
+Status OpRegistry::RegisterKernel(const std::string& op, Device::Type device, KernelFn kernel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto key = std::make_pair(op, device);
+  if (kernels_.count(key)) {
+    return AlreadyExistsError("kernel for op '" + op + "' registered twice on one device type");
+  }
+  kernels_.emplace(std::move(key), std::make_unique<KernelFn>(std::move(kernel)));
+  return Status::OK();
+}
+
+Result<const OpDef*> OpRegistry::LookupOp(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ops_.find(name);
+  if (it == ops_.end()) return NotFoundError("no op named '" + std::string(name) + "'");
+  return static_cast<const OpDef*>(it->second.get());
+}
+
+Result<const KernelFn*> OpRegistry::LookupKernel(std::string_view name, Device::Type device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(std::make_pair(std::string(name), device));
+  if (it == kernels_.end()) {
+    return NotFoundError("no " + std::string(device == Device::Type::kCpu ? "CPU" : "GPU") +
+                         " kernel for op '" + std::string(name) + "'");
+  }
+  return static_cast<const KernelFn*>(it->second.get());
+}
+
+std::vector<std::string> OpRegistry::OpNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, def] : ops_) names.push_back(name);
+  return names;
+}
+
+Result<std::vector<Tensor>> RunOp(std::string_view op, std::span<const Tensor> inputs,
+                                  const AttrMap& attrs, Device device) {
+  OpRegistry& registry = OpRegistry::Global();
+  TROUPE_ASSIGN_OR_RETURN(const OpDef* def, registry.LookupOp(op));
+  if (def->num_inputs >= 0 && static_cast<int>(inputs.size()) != def->num_inputs) {
+    return InvalidArgumentError(std::string(op) + ": expects " + std::to_string(def->num_inputs) +
+                                " inputs, got " + std::to_string(inputs.size()));
+  }
+  std::vector<TensorSpec> specs;
+  specs.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].initialized()) {
+      return InvalidArgumentError(std::string(op) + ": input " + std::to_string(i) +
+                                  " is an uninitialized tensor");
+    }
+    specs.push_back(TensorSpec::From(inputs[i]));
+  }
+  if (def->infer_shapes) {
+    TROUPE_ASSIGN_OR_RETURN(auto out_specs, def->infer_shapes(specs, attrs));
+    (void)out_specs;
+  }
+  TROUPE_ASSIGN_OR_RETURN(const KernelFn* kernel, registry.LookupKernel(op, device.type));
+  KernelContext ctx(op, inputs, attrs, device);
+  TROUPE_RETURN_IF_ERROR((*kernel)(ctx));
+  return std::move(ctx.outputs());
+}
+
+Result<Tensor> RunOp1(std::string_view op, std::span<const Tensor> inputs, const AttrMap& attrs,
+                      Device device) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, RunOp(op, inputs, attrs, device));
+  if (outputs.empty()) return InternalError(std::string(op) + " produced no output");
+  return outputs[0];
+}
+
+}  // namespace troupe

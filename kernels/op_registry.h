@@ -1,0 +1,105 @@
+// The op registry: an op's definition (arity, shape inference, statefulness) and its kernels
+// per device type. graph/ traces and executes ops through it; eager code calls RunOp.
+//
+// Registration is explicit, not by static initializers (which a static library may drop):
+// OpRegistry::Global() calls every Register*Ops(OpRegistry&) function listed in
+// op_registry.cc exactly once.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/device.h"
+#include "core/result.h"
+#include "core/tensor.h"
+#include "core/tensor_spec.h"
+#include "core/thread_pool.h"
+#include "kernels/attr.h"
+
+namespace troupe {
+
+// What a kernel sees: its inputs, attributes, device, and where to put outputs. The executor
+// may supply `allocate` to hand out reused buffers; otherwise outputs come from the device's
+// allocator.
+class KernelContext {
+ public:
+  using OutputAllocator = std::function<Result<Tensor>(int index, DType, const TensorShape&)>;
+
+  KernelContext(std::string_view op_name, std::span<const Tensor> inputs, const AttrMap& attrs,
+                Device device = Device::Cpu(), ThreadPool* pool = ThreadPool::Default(),
+                OutputAllocator allocate = nullptr);
+
+  std::string_view op_name() const { return op_name_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Tensor& input(int i) const { return inputs_[static_cast<size_t>(i)]; }
+  std::span<const Tensor> inputs() const { return inputs_; }
+  const AttrMap& attrs() const { return attrs_; }
+  Device device() const { return device_; }
+  ThreadPool* pool() const { return pool_; }
+
+  // Allocates output `index` (outputs grow as needed) and returns it for writing.
+  Result<Tensor> AllocateOutput(int index, DType dtype, const TensorShape& shape);
+  // Forwards an existing tensor as output `index` (e.g. Reshape, Identity).
+  void SetOutput(int index, Tensor tensor);
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  // InvalidArgument prefixed with the op name: "Conv2D: input must be rank 4, got [3,3]".
+  Status InvalidArgument(std::string_view message) const;
+
+ private:
+  std::string_view op_name_;
+  std::span<const Tensor> inputs_;
+  const AttrMap& attrs_;
+  Device device_;
+  ThreadPool* pool_;
+  OutputAllocator allocate_;
+  std::vector<Tensor> outputs_;
+};
+
+using KernelFn = std::function<Status(KernelContext&)>;
+// Output specs from input specs (shapes may hold unknown dims) and attributes. Errors name the
+// op, the argument and both shapes.
+using ShapeFn =
+    std::function<Result<std::vector<TensorSpec>>(std::span<const TensorSpec>, const AttrMap&)>;
+
+struct OpDef {
+  std::string name;
+  int num_inputs = 0;  // -1: variadic
+  int num_outputs = 1;
+  ShapeFn infer_shapes;
+  bool stateful = false;       // never deduplicated or pruned; ordered by control deps
+  bool differentiable = true;  // false: gradients through it are an error
+};
+
+class OpRegistry {
+ public:
+  // The process-wide registry with every built-in op registered.
+  static OpRegistry& Global();
+
+  Status RegisterOp(OpDef def);
+  Status RegisterKernel(const std::string& op, Device::Type device, KernelFn kernel);
+
+  Result<const OpDef*> LookupOp(std::string_view name) const;
+  Result<const KernelFn*> LookupKernel(std::string_view name, Device::Type device) const;
+  std::vector<std::string> OpNames() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<OpDef>, std::less<>> ops_;
+  std::map<std::pair<std::string, Device::Type>, std::unique_ptr<KernelFn>, std::less<>> kernels_;
+};
+
+// Eager execution of one op: shape-checks through the OpDef, then runs the kernel.
+Result<std::vector<Tensor>> RunOp(std::string_view op, std::span<const Tensor> inputs,
+                                  const AttrMap& attrs = {}, Device device = Device::Cpu());
+// Single-output convenience.
+Result<Tensor> RunOp1(std::string_view op, std::span<const Tensor> inputs,
+                      const AttrMap& attrs = {}, Device device = Device::Cpu());
+
+}  // namespace troupe

@@ -1,0 +1,7 @@
+#include "kernels/register_ops.h"
+
+namespace troupe {
+
+void RegisterBuiltinOps(OpRegistry& registry) { RegisterArrayOps(registry); }
+
+}  // namespace troupe
