@@ -1,0 +1,49 @@
+// Launch environment detection: which rank this process is, how many there are, its rank on
+// the host, and where the coordinator listens. Precedence: flags > MPI/PMIx (mpirun,
+// srun --mpi=pmix) > Slurm > single process. Under mpirun inside a Slurm job every rank
+// inherits SLURM_PROCID=0, so MPI's variables always win over Slurm's.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace troupe::launch {
+
+struct LaunchFlags {
+  std::optional<int> rank;
+  std::optional<int> world_size;
+  std::optional<int> local_rank;
+  std::optional<std::string> coordinator;  // host:port
+};
+
+struct LaunchEnvironment {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  std::string hostname;
+  std::string launcher;              // "flags", "mpirun", "srun (pmix)", "slurm", "single process"
+  std::string coordinator;           // host:port; empty: rank 0 picks a port and shares it over MPI
+  std::vector<std::string> reasons;  // why each value was chosen, for `troupe env`
+  bool under_mpi = false;            // MPI can be initialised (mpirun or srun --mpi=pmix)
+};
+
+// Reads variables through `getenv` (tests pass a map).
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();
+
+// Fails with InvalidArgument when flags disagree with the launcher's variables, naming both.
+Result<LaunchEnvironment> DetectEnvironment(const LaunchFlags& flags,
+                                            const EnvLookup& env = ProcessEnv());
+
+// Expands a Slurm node list ("node[01-03,07],gpu5") into host names.
+Result<std::vector<std::string>> ExpandSlurmNodeList(const std::string& list);
+
+// Parses "host:port" (port 1..65535).
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& text);
+
+}  // namespace troupe::launch
