@@ -1,0 +1,212 @@
+#include "actors/control_plane.h"
+
+#include <unistd.h>
+
+#include <caf/io/all.hpp>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "actors/actors_internal.h"
+#include "core/logging.h"
+
+namespace troupe::actors {
+
+void AddMessageTypes(caf::actor_system_config& cfg) {
+  cfg.add_message_type<RegisterRequest>("RegisterRequest");
+  cfg.add_message_type<Assignment>("Assignment");
+  cfg.add_message_type<Progress>("Progress");
+  cfg.add_message_type<CheckpointDone>("CheckpointDone");
+  cfg.add_message_type<StopOrder>("StopOrder");
+}
+
+namespace {
+
+caf::timespan Seconds(double s) {
+  return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "localhost";
+}
+
+// Logs the order and ends the process unless the training thread returns first: a peer is
+// gone, so collectives would otherwise wait for their own timeout.
+void DefaultStopHandler(const StopOrder& order) {
+  TROUPE_LOG(ERROR) << "stopping: " << order.reason;
+  int code = order.exit_code == 0 ? 1 : order.exit_code;
+  std::thread([code] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }).detach();
+}
+
+}  // namespace
+
+struct ControlPlane::Impl {
+  ControlOptions options;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor coordinator;
+  caf::actor worker;
+  std::shared_ptr<CoordinatorShared> coordinator_shared;
+  std::shared_ptr<WorkerShared> worker_shared = std::make_shared<WorkerShared>();
+};
+
+ControlPlane::ControlPlane(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ControlPlane::~ControlPlane() {
+  if (!impl_ || !impl_->system) return;
+  // Coordinator first, so it does not mistake this process's own worker leaving for a fault.
+  if (impl_->coordinator) caf::anon_send_exit(impl_->coordinator, caf::exit_reason::user_shutdown);
+  if (impl_->worker) caf::anon_send_exit(impl_->worker, caf::exit_reason::user_shutdown);
+}
+
+Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(const ControlOptions& options) {
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return InvalidArgumentError("control plane: rank " + std::to_string(options.rank) +
+                                " is not in [0, " + std::to_string(options.world_size) + ")");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->cfg.load<caf::io::middleman>();
+  AddMessageTypes(impl->cfg);
+  // CAF 0.17 has BASP heartbeats off by default; without them a frozen peer is only noticed
+  // by TCP timeouts (minutes). The control plane needs little CPU.
+  impl->cfg.set("middleman.heartbeat-interval", Seconds(options.heartbeat_interval_s));
+  impl->cfg.set("middleman.connection-timeout", Seconds(options.peer_timeout_s));
+  impl->cfg.set("scheduler.max-threads", 2);
+  impl->cfg.set("logger.verbosity", caf::atom("quiet"));
+  impl->system = std::make_unique<caf::actor_system>(impl->cfg);
+  impl->worker_shared->rank = options.rank;
+  impl->worker_shared->stop_handler = DefaultStopHandler;
+  return std::unique_ptr<ControlPlane>(new ControlPlane(std::move(impl)));
+}
+
+Result<uint16_t> ControlPlane::StartCoordinator(const CoordinatorOptions& options) {
+  if (impl_->coordinator) return FailedPreconditionError("coordinator already started");
+  impl_->coordinator_shared = std::make_shared<CoordinatorShared>();
+  impl_->coordinator =
+      impl_->system->spawn(CoordinatorBehavior, impl_->options, options, impl_->coordinator_shared);
+  if (impl_->options.world_size == 1) return uint16_t{0};  // nothing remote to reach it
+  const char* bind = options.bind_host.empty() ? nullptr : options.bind_host.c_str();
+  auto port = impl_->system->middleman().publish(impl_->coordinator, options.port, bind, true);
+  if (!port) {
+    return UnavailableError(
+        "coordinator cannot listen on " + options.bind_host + ":" + std::to_string(options.port) +
+        ": " + impl_->system->render(port.error()) + "; pick another port or free this one");
+  }
+  return *port;
+}
+
+Result<Assignment> ControlPlane::Join(const std::string& coordinator_host,
+                                      uint16_t coordinator_port, int num_replicas,
+                                      const std::string& devices) {
+  std::string address = coordinator_host + ":" + std::to_string(coordinator_port);
+  caf::actor coordinator = impl_->coordinator;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(impl_->options.connect_timeout_s));
+  if (!coordinator) {
+    // The coordinator may start a little after us: retry until the connect deadline.
+    std::string last_error;
+    while (!coordinator) {
+      auto remote = impl_->system->middleman().remote_actor(coordinator_host, coordinator_port);
+      if (remote) {
+        coordinator = *remote;
+        break;
+      }
+      last_error = impl_->system->render(remote.error());
+      if (Clock::now() >= deadline) {
+        return UnavailableError("cannot reach the coordinator at " + address + " within " +
+                                std::to_string(impl_->options.connect_timeout_s) +
+                                " s: " + last_error +
+                                "; check the address (--coordinator / TROUPE_COORDINATOR) and "
+                                "that rank 0 is running");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  RegisterRequest req;
+  req.job_token = impl_->options.job_token;
+  req.host = Hostname();
+  req.pid = static_cast<int32_t>(::getpid());
+  req.rank = impl_->options.rank;
+  req.num_replicas = num_replicas;
+  req.devices = devices;
+  auto future = impl_->worker_shared->assignment.get_future();
+  impl_->worker =
+      impl_->system->spawn(WorkerBehavior, coordinator, req, impl_->options.heartbeat_interval_s,
+                           address, impl_->worker_shared);
+  if (future.wait_until(deadline) != std::future_status::ready) {
+    return DeadlineExceededError("no assignment from the coordinator at " + address + " within " +
+                                 std::to_string(impl_->options.connect_timeout_s) +
+                                 " s: not every rank registered");
+  }
+  return future.get();
+}
+
+void ControlPlane::ReportProgress(int64_t step, int64_t epoch, const std::vector<double>&) {
+  impl_->worker_shared->step.store(step);
+  impl_->worker_shared->epoch.store(epoch);
+}
+
+void ControlPlane::ReportCheckpoint(int64_t step, const std::string& path) {
+  if (impl_->worker) caf::anon_send(impl_->worker, ckpt_atom::value, CheckpointDone{step, path});
+}
+
+bool ControlPlane::stop_requested() const { return impl_->worker_shared->stop.load(); }
+
+std::string ControlPlane::stop_reason() const {
+  std::lock_guard<std::mutex> lock(impl_->worker_shared->mu);
+  return impl_->worker_shared->stop_reason;
+}
+
+void ControlPlane::SetStopHandler(std::function<void(const StopOrder&)> handler) {
+  std::lock_guard<std::mutex> lock(impl_->worker_shared->mu);
+  impl_->worker_shared->stop_handler = std::move(handler);
+}
+
+JobOutcome ControlPlane::Finish(const Status& result) {
+  JobOutcome outcome{result, -1, ""};
+  if (impl_->worker && !stop_requested()) {
+    caf::scoped_actor self{*impl_->system};
+    self->request(impl_->worker, Seconds(impl_->options.peer_timeout_s), done_atom::value,
+                  static_cast<int32_t>(result.ok() ? 0 : 1), result.message())
+        .receive([](done_atom) {},
+                 [&](caf::error& err) {
+                   TROUPE_LOG(WARNING) << "coordinator did not acknowledge this worker's end: "
+                                       << impl_->system->render(err);
+                 });
+  }
+  if (impl_->coordinator_shared) {
+    auto future = impl_->coordinator_shared->outcome.get_future();
+    auto wait = std::chrono::duration<double>(impl_->options.peer_timeout_s * 2 + 5);
+    if (future.wait_for(wait) == std::future_status::ready) {
+      outcome = future.get();
+    } else {
+      outcome.status = DeadlineExceededError("the job did not end: some workers never finished");
+    }
+    if (outcome.status.ok() && !result.ok()) outcome.status = result;
+  } else if (stop_requested()) {
+    outcome.status = AbortedError(stop_reason());
+  }
+  return outcome;
+}
+
+std::string MakeJobToken() {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  static const char* hex = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += hex[b >> 4];
+    token += hex[b & 15];
+  }
+  return token;
+}
+
+}  // namespace troupe::actors
