@@ -1,0 +1,64 @@
+#include "launch/supervisor.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace troupe::launch {
+namespace {
+
+SupervisorOptions Fast(int restarts) {
+  SupervisorOptions o;
+  o.max_restarts = restarts;
+  o.initial_backoff_s = 0.01;
+  o.max_backoff_s = 0.05;
+  return o;
+}
+
+TEST(SupervisorTest, CleanEndNeedsNoRestart) {
+  auto r = *Supervise({"true"}, Fast(3));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.restarts, 0);
+}
+
+TEST(SupervisorTest, RestartsUntilSuccess) {
+  // The command fails twice (counting attempts in a file), then succeeds.
+  auto dir = std::filesystem::temp_directory_path() / "troupe_supervisor_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string counter = (dir / "n").string();
+  std::string script = "n=$(cat " + counter + " 2>/dev/null || echo 0); echo $((n+1)) > " +
+                       counter + "; [ $n -ge 2 ]";
+  auto r = *Supervise({"sh", "-c", script}, Fast(5));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.restarts, 2);
+  std::ifstream in(counter);
+  int attempts = 0;
+  in >> attempts;
+  EXPECT_EQ(attempts, 3);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SupervisorTest, GivesUpAfterBudget) {
+  auto r = *Supervise({"sh", "-c", "kill -9 $$"}, Fast(2));
+  EXPECT_EQ(r.exit_code, kExitGaveUp);
+  EXPECT_EQ(r.restarts, 2);
+  EXPECT_NE(r.summary.find("signal Killed"), std::string::npos) << r.summary;
+}
+
+TEST(SupervisorTest, ConfigErrorIsNotRetried) {
+  auto r = *Supervise({"sh", "-c", "exit 2"}, Fast(5));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.restarts, 0);
+}
+
+TEST(SupervisorTest, BadArguments) {
+  EXPECT_FALSE(Supervise({}, Fast(1)).ok());
+  EXPECT_FALSE(Supervise({"true"}, Fast(-1)).ok());
+  auto r = *Supervise({"/nonexistent/binary"}, Fast(0));
+  EXPECT_EQ(r.exit_code, kExitGaveUp);  // exec failure is exit 127, a failure like any other
+}
+
+}  // namespace
+}  // namespace troupe::launch
