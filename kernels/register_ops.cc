@@ -2,6 +2,15 @@
 
 namespace troupe {
 
-void RegisterBuiltinOps(OpRegistry& registry) { RegisterArrayOps(registry); }
+void RegisterBuiltinOps(OpRegistry& registry) {
+  RegisterArrayOps(registry);
+  RegisterElementwiseOps(registry);
+  RegisterUnaryOps(registry);
+  RegisterActivationOps(registry);
+  RegisterCompareOps(registry);
+  RegisterMatMulOps(registry);
+  RegisterReductionOps(registry);
+  RegisterBroadcastGradOps(registry);
+}
 
 }  // namespace troupe

@@ -8,6 +8,13 @@ class OpRegistry;
 
 void RegisterBuiltinOps(OpRegistry& registry);
 
-void RegisterArrayOps(OpRegistry& registry);  // Identity, ...
+void RegisterArrayOps(OpRegistry& registry);          // Identity, Reshape, Shape, ...
+void RegisterElementwiseOps(OpRegistry& registry);    // Add, Sub, Mul, Div, ... (broadcasting)
+void RegisterUnaryOps(OpRegistry& registry);          // Neg, Square, Sqrt, Exp, ... + grads
+void RegisterActivationOps(OpRegistry& registry);     // Relu, Tanh, Sigmoid + grads
+void RegisterCompareOps(OpRegistry& registry);        // Equal, Less, ...
+void RegisterMatMulOps(OpRegistry& registry);         // MatMul
+void RegisterReductionOps(OpRegistry& registry);      // Sum, Mean, Max, Min, Prod
+void RegisterBroadcastGradOps(OpRegistry& registry);  // BroadcastGradientArgs, SumToShapeOf
 
 }  // namespace troupe

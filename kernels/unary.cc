@@ -1,0 +1,38 @@
+// Unary math: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal, Exp, Log, and the gradient
+// helpers TF has for them: SqrtGrad, RsqrtGrad, ReciprocalGrad (all (y, dy) -> dx).
+#include "kernels/elementwise_impl.h"
+#include "kernels/register_ops.h"
+
+namespace troupe {
+
+using kernels::RegisterBinary;
+using kernels::RegisterUnary;
+using kernels::TypeSet;
+
+void RegisterUnaryOps(OpRegistry& r) {
+  RegisterUnary(r, "Neg", TypeSet::kReal, 1, [](const auto& x) { return -x; });
+  RegisterUnary(r, "Abs", TypeSet::kReal, 1, [](const auto& x) { return x.abs(); });
+  RegisterUnary(r, "Sign", TypeSet::kReal, 1, [](const auto& x) { return x.sign(); });
+  RegisterUnary(r, "Square", TypeSet::kReal, 1, [](const auto& x) { return x.square(); });
+  RegisterUnary(r, "Sqrt", TypeSet::kFloat, 4, [](const auto& x) { return x.sqrt(); });
+  RegisterUnary(r, "Rsqrt", TypeSet::kFloat, 4, [](const auto& x) { return x.rsqrt(); });
+  RegisterUnary(r, "Reciprocal", TypeSet::kFloat, 4, [](const auto& x) { return x.inverse(); });
+  RegisterUnary(r, "Exp", TypeSet::kFloat, 10, [](const auto& x) { return x.exp(); });
+  RegisterUnary(r, "Log", TypeSet::kFloat, 10, [](const auto& x) { return x.log(); });
+
+  // (y, dy): y is the forward op's output.
+  RegisterBinary(r, "SqrtGrad", TypeSet::kFloat, "y", "dy", false, 4,
+                 [](const auto& y, const auto& dy) {
+                   using T = typename std::decay_t<decltype(y)>::Scalar;
+                   return dy * T(0.5) / y;
+                 });
+  RegisterBinary(r, "RsqrtGrad", TypeSet::kFloat, "y", "dy", false, 4,
+                 [](const auto& y, const auto& dy) {
+                   using T = typename std::decay_t<decltype(y)>::Scalar;
+                   return dy * T(-0.5) * y.cube();
+                 });
+  RegisterBinary(r, "ReciprocalGrad", TypeSet::kFloat, "y", "dy", false, 2,
+                 [](const auto& y, const auto& dy) { return -dy * y.square(); });
+}
+
+}  // namespace troupe
