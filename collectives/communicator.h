@@ -1,0 +1,137 @@
+// Communicator: collectives over the replicas of a job — allreduce (sum/mean/max/min),
+// broadcast, allgather, reduce_scatter and barrier on Tensors of float32/float64/bfloat16/half/
+// int32/int64. Every process calls with the tensors of its local replicas (one per id in
+// group().local_replica_ids(), in that order) and gets a Work back at once; the operation runs
+// on the communicator's progress thread, in call order, which must be the same on all ranks.
+//
+// Semantics (N = group().num_replicas()):
+//  - AllReduce(t, op): every t[i] becomes op over all N replicas' t (mean = sum / N).
+//  - Broadcast(t, root): every t[i] becomes replica `root`'s tensor.
+//  - AllGather(in, out): out[i] = concat(in of replica 0, 1, ..., N-1) along dim 0
+//    (a scalar input gives a [N] output); out must be allocated by the caller.
+//  - ReduceScatter(in, out, op): in[i] has dim 0 divisible by N; replica g's out = rows
+//    [g*d0/N, (g+1)*d0/N) of the reduction.
+//  - Barrier(): completes once every rank has called it.
+// Deterministic mode (default) reduces in global-replica-id order, so the bits do not depend on
+// how replicas are spread over processes and hosts. Bad arguments give InvalidArgument at
+// once; calls that disagree across ranks (shape, dtype, op, order) give InvalidArgument naming
+// both ranks; a dead or stuck peer gives Unavailable/DeadlineExceeded naming its rank within
+// options().timeout, after which the communicator is broken and fails every later call.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/op_header.h"
+#include "collectives/process_group.h"
+#include "collectives/reduce.h"
+#include "collectives/work.h"
+#include "core/tensor.h"
+
+namespace troupe {
+
+struct CollectiveOptions {
+  // Reduce in global-replica-id order (bit-identical across topologies). false allows each
+  // backend its fastest order (MPI's own allreduce, local pre-reduction, NCCL rings).
+  bool deterministic = true;
+  // How long one operation may wait for its peers before failing.
+  std::chrono::milliseconds timeout{30000};
+  // Staging granularity of the shared-memory and MPI pipelines (bytes per replica slot).
+  size_t piece_bytes = size_t{1} << 20;
+};
+
+struct CollectiveEvent {
+  enum class Type { kStarted, kFinished };
+  Type type;
+  int64_t seq;
+  std::string description;
+  Status status;  // kFinished only
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const ProcessGroup& group() const { return group_; }
+  const CollectiveOptions& options() const { return options_; }
+  virtual std::string backend() const = 0;
+
+  WorkPtr AllReduce(std::vector<Tensor> tensors, ReduceOp op);
+  WorkPtr Broadcast(std::vector<Tensor> tensors, int root_replica);
+  WorkPtr AllGather(std::vector<Tensor> inputs, std::vector<Tensor> outputs);
+  WorkPtr ReduceScatter(std::vector<Tensor> inputs, std::vector<Tensor> outputs, ReduceOp op);
+  WorkPtr Barrier();
+
+  // Observes operations starting and finishing on the progress thread (tests record orderings
+  // with it). Set it before issuing work.
+  void SetObserver(std::function<void(const CollectiveEvent&)> observer);
+  // OK while healthy; the error that broke the communicator otherwise.
+  Status broken_status() const;
+
+  // The expected output shape of AllGather / ReduceScatter for one replica's input.
+  static Result<TensorShape> AllGatherShape(const TensorShape& input, int num_replicas);
+  static Result<TensorShape> ReduceScatterShape(const TensorShape& input, int num_replicas);
+
+ protected:
+  Communicator(ProcessGroup group, CollectiveOptions options);
+
+  struct Op {
+    CollectiveKind kind = CollectiveKind::kBarrier;
+    ReduceOp reduce_op = ReduceOp::kSum;
+    int root = -1;                // broadcast: global replica id
+    std::vector<Tensor> inputs;   // local replicas, in local order
+    std::vector<Tensor> outputs;  // same tensors as inputs for allreduce/broadcast
+    DType dtype = DType::kInvalid;
+    int64_t count = 0;  // elements of one input
+    int64_t seq = 0;
+    OpHeader header;
+    Deadline deadline;
+    std::string description;
+    Status local_error;  // argument error found on this rank; peers learn of it via the header
+  };
+
+  // Exchanges this rank's header with every rank of the group by `deadline` (this exchange is
+  // also the barrier); (*all)[r] is world rank r's header. Errors name the ranks that did not
+  // answer.
+  virtual Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
+                                 std::vector<OpHeader>* all) = 0;
+  // Runs one operation (headers already checked) synchronously on the progress thread,
+  // finishing by op.deadline. Any error breaks the communicator, since peers may be part-way.
+  virtual Status Run(Op& op) = 0;
+  // Device types the backend accepts (CPU by default).
+  virtual bool AcceptsDevice(const Device& device) const { return device.is_cpu(); }
+  // Derived destructors call this first, so no Run() races with their members going away.
+  void Shutdown();
+
+  // Local replica indices sorted by global replica id (the deterministic fold order).
+  const std::vector<int>& local_order() const { return local_order_; }
+
+  ProcessGroup group_;
+  CollectiveOptions options_;
+
+ private:
+  WorkPtr Enqueue(Op op);
+  void Loop();
+  Status ValidateLocal(const std::vector<Tensor>& tensors, const char* what, DType* dtype) const;
+
+  std::vector<int> local_order_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<Op, WorkPtr>> queue_;
+  bool stopping_ = false;
+  int64_t next_seq_ = 0;
+  Status broken_;
+  std::function<void(const CollectiveEvent&)> observer_;
+  std::thread thread_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,60 @@
+#include "collectives/reduce.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/dtype_traits.h"
+
+namespace troupe {
+namespace {
+
+TEST(FoldElements, LeftToRightWithRoundingEachStep) {
+  // (1e8 + 1) - 1e8 = 0 in float32, while (1e8 - 1e8) + 1 = 1: the fold order is visible.
+  float a[1] = {1e8f}, b[1] = {1.f}, c[1] = {-1e8f}, out[1];
+  const void* srcs[] = {a, b, c};
+  void* dsts[] = {out};
+  FoldElements(DType::kFloat32, ReduceOp::kSum, srcs, 3, dsts, 1, 1, 0);
+  EXPECT_EQ(out[0], 0.f);
+  const void* srcs2[] = {a, c, b};
+  FoldElements(DType::kFloat32, ReduceOp::kSum, srcs2, 3, dsts, 1, 1, 0);
+  EXPECT_EQ(out[0], 1.f);
+}
+
+TEST(FoldElements, HalfRoundsAfterEveryAdd) {
+  half a[1] = {half(2048.f)}, b[1] = {half(1.f)}, out[1];
+  const void* srcs[] = {a, b, b};
+  void* dsts[] = {out};
+  FoldElements(DType::kHalf, ReduceOp::kSum, srcs, 3, dsts, 1, 1, 0);
+  EXPECT_EQ(static_cast<float>(out[0]), 2048.f);  // 2049 is not a half; each +1 is lost
+}
+
+TEST(FoldElements, MaxMinPropagateNaNAndIntsWrap) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float a[2] = {1.f, nan}, b[2] = {nan, 2.f}, out[2];
+  const void* srcs[] = {a, b};
+  void* dsts[] = {out};
+  FoldElements(DType::kFloat32, ReduceOp::kMax, srcs, 2, dsts, 1, 2, 0);
+  EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1]));
+  int32_t x[1] = {std::numeric_limits<int32_t>::max()}, y[1] = {1}, z[1];
+  const void* isrcs[] = {x, y};
+  void* idsts[] = {z};
+  FoldElements(DType::kInt32, ReduceOp::kSum, isrcs, 2, idsts, 1, 1, 0);
+  EXPECT_EQ(z[0], std::numeric_limits<int32_t>::min());
+}
+
+TEST(FoldElements, MeanDividesAndInPlaceAliasingWorks) {
+  std::vector<int64_t> a(10000, 7), b(10000, 2);
+  const void* srcs[] = {a.data(), b.data()};
+  void* dsts[] = {a.data(), b.data()};
+  FoldElements(DType::kInt64, ReduceOp::kMean, srcs, 2, dsts, 2, 10000, 2);
+  EXPECT_EQ(a[9999], 4);
+  EXPECT_EQ(b[0], 4);
+  EXPECT_FALSE(IsCollectiveDType(DType::kString));
+  EXPECT_NE(CheckCollectiveDType(DType::kBool, "allreduce").message().find("bool"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace troupe
