@@ -1,6 +1,7 @@
 #include "tests/collectives/collective_testing.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -134,9 +135,16 @@ std::string BitDiff(const Tensor& got, const Tensor& want) {
     if (std::memcmp(a + i * esize, b + i * esize, esize) != 0) {
       Tensor ga = *got.Reshape(TensorShape{got.num_elements()});
       Tensor wa = *want.Reshape(TensorShape{want.num_elements()});
+      auto hex = [&](const char* p) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, p, esize);
+        char buf[24];
+        std::snprintf(buf, sizeof(buf), " (0x%llx)", static_cast<unsigned long long>(bits));
+        return std::string(buf);
+      };
       return "element " + std::to_string(i) + " of " + std::to_string(got.num_elements()) +
-             " differs: got " + ga.Slice(i, i + 1)->DebugString(1) + ", want " +
-             wa.Slice(i, i + 1)->DebugString(1);
+             " differs: got " + ga.Slice(i, i + 1)->DebugString(1) + hex(a + i * esize) +
+             ", want " + wa.Slice(i, i + 1)->DebugString(1) + hex(b + i * esize);
     }
   }
   return "";

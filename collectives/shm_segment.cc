@@ -1,0 +1,292 @@
+#include "collectives/shm_segment.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace troupe {
+namespace {
+
+constexpr uint64_t kMagic = 0x5452555045534d31ull;  // "TRUPESM1"
+constexpr size_t kPage = 4096;
+
+size_t RoundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+void CpuRelax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* timeout) {
+  // Not FUTEX_PRIVATE_FLAG: waiters and wakers live in different processes.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, timeout, nullptr, 0);
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+}  // namespace
+
+struct ShmSegment::Control {
+  uint64_t magic;
+  int32_t local_size;
+  int32_t num_slots;
+  uint64_t slot_bytes;
+  std::atomic<int32_t> ready;
+  std::atomic<int32_t> attached;
+  alignas(64) std::atomic<uint32_t> wake_seq;  // bumped on every arrival; futex word
+  std::atomic<int32_t> sleepers;
+};
+
+struct ShmSegment::RankArea {
+  alignas(64) std::atomic<uint64_t> arrivals;
+  int32_t pid;
+  uint64_t start_time;
+  alignas(64) OpHeader headers[2];  // by seq parity: a fast rank never overwrites one being read
+};
+
+uint64_t ProcessStartTime(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  // Fields after the ")" that closes the command name: state is field 3, starttime field 22.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(line.substr(close + 2));
+  std::string field;
+  char state = 0;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 3) state = field[0];
+    if (i == 22) return (state == 'Z' || state == 'X') ? 0 : std::stoull(field);
+  }
+  return 0;
+}
+
+ShmSegment::Control* ShmSegment::control() const { return static_cast<Control*>(base_); }
+
+ShmSegment::RankArea* ShmSegment::area(int local_rank) const {
+  return reinterpret_cast<RankArea*>(static_cast<char*>(base_) + RoundUp(sizeof(Control), 64) +
+                                     static_cast<size_t>(local_rank) * sizeof(RankArea));
+}
+
+char* ShmSegment::slot(int i) const {
+  return static_cast<char*>(base_) + header_bytes_ + static_cast<size_t>(i) * slot_bytes();
+}
+
+Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline deadline) {
+  if (params.name.empty() || params.name[0] != '/' ||
+      params.name.find('/', 1) != std::string::npos) {
+    return InvalidArgumentError("shared-memory segment name '" + params.name +
+                                "' must look like /name (one leading slash, no other)");
+  }
+  if (static_cast<int>(params.world_ranks.size()) != params.local_size) {
+    return InvalidArgumentError("ShmSegment: world_ranks must list every local rank");
+  }
+  params.slot_bytes = RoundUp(std::max<size_t>(params.slot_bytes, kPage), kPage);
+  std::unique_ptr<ShmSegment> seg(new ShmSegment(params));
+  seg->header_bytes_ =
+      RoundUp(RoundUp(sizeof(Control), 64) + sizeof(RankArea) * params.local_size, kPage);
+  seg->map_bytes_ = seg->header_bytes_ + seg->data_bytes();
+  const std::string& name = params.name;
+  const bool creator = params.local_rank == 0;
+  int fd = -1;
+  if (creator) {
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      // Left over by a crashed run that used the same name; names carry a per-job token, so
+      // nobody else can be using it.
+      shm_unlink(name.c_str());
+      fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
+    if (fd < 0) return UnavailableError(Errno("shm_open(" + name + ") to create"));
+    if (ftruncate(fd, static_cast<off_t>(seg->map_bytes_)) != 0) {
+      const std::string err =
+          Errno("ftruncate(" + name + ", " + std::to_string(seg->map_bytes_) + " bytes)");
+      close(fd);
+      shm_unlink(name.c_str());
+      return ResourceExhaustedError(err + "; is /dev/shm large enough?");
+    }
+  } else {
+    // Wait for the creator: the name appears, then its size.
+    for (;;) {
+      fd = shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd >= 0) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == seg->map_bytes_) break;
+        close(fd);
+        fd = -1;
+      } else if (errno != ENOENT) {
+        return UnavailableError(Errno("shm_open(" + name + ")"));
+      }
+      if (CollectiveClock::now() > deadline) {
+        return DeadlineExceededError("shared-memory segment " + name +
+                                     " was not created by "
+                                     "local rank 0 (world rank " +
+                                     std::to_string(params.world_ranks[0]) + ") in time");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  void* p = mmap(nullptr, seg->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    if (creator) shm_unlink(name.c_str());
+    return UnavailableError(Errno("mmap(" + name + ")"));
+  }
+  seg->base_ = p;
+  Control* c = seg->control();
+  if (creator) {
+    // ftruncate zero-filled the segment: counters start at 0.
+    c->magic = kMagic;
+    c->local_size = params.local_size;
+    c->num_slots = params.num_slots;
+    c->slot_bytes = params.slot_bytes;
+    c->ready.store(1, std::memory_order_release);
+  } else {
+    while (c->ready.load(std::memory_order_acquire) != 1) {
+      if (CollectiveClock::now() > deadline) {
+        return DeadlineExceededError("shared-memory segment " + name + " never became ready");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (c->magic != kMagic || c->local_size != params.local_size ||
+        c->num_slots != params.num_slots || c->slot_bytes != params.slot_bytes) {
+      return FailedPreconditionError(
+          "shared-memory segment " + name + " was created with other parameters (local_size " +
+          std::to_string(c->local_size) + ", slots " + std::to_string(c->num_slots) + "x" +
+          std::to_string(c->slot_bytes) + " bytes); all local ranks must use the same options");
+    }
+  }
+  RankArea* mine = seg->area(params.local_rank);
+  mine->pid = static_cast<int32_t>(getpid());
+  mine->start_time = ProcessStartTime(getpid());
+  if (c->attached.fetch_add(1, std::memory_order_acq_rel) + 1 == params.local_size) {
+    shm_unlink(name.c_str());  // everyone has it mapped; the name is no longer needed
+  }
+  while (c->attached.load(std::memory_order_acquire) < params.local_size) {
+    if (CollectiveClock::now() > deadline) {
+      return DeadlineExceededError("only " + std::to_string(c->attached.load()) + " of " +
+                                   std::to_string(params.local_size) +
+                                   " local ranks attached to shared-memory segment " + name);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  // Peers in another pid namespace cannot be checked by pid; then only the deadline applies.
+  for (int r = 0; r < params.local_size; ++r) {
+    const RankArea* a = seg->area(r);
+    if (ProcessStartTime(a->pid) != a->start_time || a->start_time == 0) seg->check_pids_ = false;
+  }
+  return seg;
+}
+
+ShmSegment::~ShmSegment() {
+  if (base_ != nullptr) munmap(base_, map_bytes_);
+  if (params_.local_rank == 0) shm_unlink(params_.name.c_str());  // if a peer never attached
+}
+
+std::string ShmSegment::DeadPeers(const std::vector<int>& lagging) const {
+  if (!check_pids_) return "";
+  std::string dead;
+  for (int r : lagging) {
+    const RankArea* a = area(r);
+    if (ProcessStartTime(a->pid) != a->start_time) {
+      dead += (dead.empty() ? "" : ", ") + std::string("rank ") +
+              std::to_string(params_.world_ranks[r]) + " (pid " + std::to_string(a->pid) + ")";
+    }
+  }
+  return dead;
+}
+
+Status ShmSegment::WaitForAll(uint64_t target, Deadline deadline, const char* what) {
+  Control* c = control();
+  auto lagging = [&] {
+    std::vector<int> out;
+    for (int r = 0; r < params_.local_size; ++r) {
+      if (area(r)->arrivals.load(std::memory_order_acquire) < target) out.push_back(r);
+    }
+    return out;
+  };
+  auto all_arrived = [&] {
+    for (int r = 0; r < params_.local_size; ++r) {
+      if (area(r)->arrivals.load(std::memory_order_acquire) < target) return false;
+    }
+    return true;
+  };
+  // Spin briefly (peers usually arrive within microseconds), then yield, then sleep on the
+  // futex so oversubscribed hosts are not starved; check peers' pids while sleeping.
+  for (int i = 0; i < 2000; ++i) {
+    if (all_arrived()) return Status::OK();
+    CpuRelax();
+  }
+  const auto spin_until = CollectiveClock::now() + std::chrono::microseconds(200);
+  while (CollectiveClock::now() < spin_until) {
+    if (all_arrived()) return Status::OK();
+    sched_yield();
+  }
+  auto next_pid_check = CollectiveClock::now();
+  for (;;) {
+    const uint32_t seq = c->wake_seq.load(std::memory_order_acquire);
+    if (all_arrived()) return Status::OK();
+    const auto now = CollectiveClock::now();
+    if (now >= next_pid_check) {
+      std::string dead = DeadPeers(lagging());
+      if (!dead.empty()) {
+        return UnavailableError("shared-memory " + std::string(what) + ": peer " + dead +
+                                " exited without arriving");
+      }
+      next_pid_check = now + std::chrono::milliseconds(20);
+    }
+    if (now >= deadline) {
+      std::string names;
+      for (int r : lagging()) {
+        names += (names.empty() ? "" : ", ") + std::to_string(params_.world_ranks[r]);
+      }
+      return DeadlineExceededError("shared-memory " + std::string(what) +
+                                   ": timed out waiting for rank(s) " + names);
+    }
+    c->sleepers.fetch_add(1, std::memory_order_acq_rel);
+    if (!all_arrived()) {
+      timespec ts{0, 5'000'000};  // 5 ms: bounded so deadlines and pids get checked
+      Futex(&c->wake_seq, FUTEX_WAIT, seq, &ts);
+    }
+    c->sleepers.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+Status ShmSegment::ArriveAndWait(Deadline deadline, const char* what) {
+  ++arrivals_;
+  area(params_.local_rank)->arrivals.store(arrivals_, std::memory_order_release);
+  Control* c = control();
+  c->wake_seq.fetch_add(1, std::memory_order_acq_rel);
+  if (c->sleepers.load(std::memory_order_acquire) > 0) {
+    Futex(&c->wake_seq, FUTEX_WAKE, INT32_MAX, nullptr);
+  }
+  return WaitForAll(arrivals_, deadline, what);
+}
+
+Status ShmSegment::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
+                                   std::vector<OpHeader>* all) {
+  const int parity = static_cast<int>(mine.seq & 1);
+  area(params_.local_rank)->headers[parity] = mine;
+  TROUPE_RETURN_IF_ERROR(ArriveAndWait(deadline, "header exchange"));
+  all->resize(static_cast<size_t>(params_.local_size));
+  for (int r = 0; r < params_.local_size; ++r) (*all)[r] = area(r)->headers[parity];
+  return Status::OK();
+}
+
+}  // namespace troupe

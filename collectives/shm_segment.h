@@ -1,0 +1,71 @@
+// ShmSegment: a POSIX shared-memory segment joined by the processes of one host, with
+// per-process arrival counters (a barrier that waits with a deadline and notices dead peers by
+// pid) and data slots for staging. Local rank 0 creates it; the others open it; the last to
+// attach unlinks the name, so a crash never leaves anything in /dev/shm.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/op_header.h"
+#include "collectives/work.h"
+#include "core/result.h"
+
+namespace troupe {
+
+class ShmSegment {
+ public:
+  struct Params {
+    std::string name;  // "/troupe-<job token>-h<host>"; unique per job and host
+    int local_rank = 0;
+    int local_size = 1;
+    int num_slots = 1;             // data slots
+    size_t slot_bytes = 0;         // rounded up to 4 KiB
+    std::vector<int> world_ranks;  // world rank of each local rank, for messages
+  };
+  // Creates (local rank 0) or opens the segment and waits for all local ranks to attach.
+  static Result<std::unique_ptr<ShmSegment>> Join(Params params, Deadline deadline);
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  int local_rank() const { return params_.local_rank; }
+  int local_size() const { return params_.local_size; }
+  size_t slot_bytes() const { return params_.slot_bytes; }
+  int num_slots() const { return params_.num_slots; }
+  char* slot(int i) const;  // i in [0, num_slots); consecutive slots are contiguous
+  size_t data_bytes() const { return static_cast<size_t>(params_.num_slots) * slot_bytes(); }
+
+  // Barrier step: publishes this rank's arrival, then waits until every local rank has arrived
+  // as often. Fails with Unavailable when a peer process died, DeadlineExceeded when a peer
+  // did not arrive by `deadline`; both name the world rank(s).
+  Status ArriveAndWait(Deadline deadline, const char* what);
+  // Header exchange riding on one barrier step; (*all)[local rank] = that rank's header.
+  Status ExchangeHeaders(const OpHeader& mine, Deadline deadline, std::vector<OpHeader>* all);
+
+ private:
+  struct Control;
+  struct RankArea;
+  explicit ShmSegment(Params params) : params_(std::move(params)) {}
+  Control* control() const;
+  RankArea* area(int local_rank) const;
+  Status WaitForAll(uint64_t target, Deadline deadline, const char* what);
+  // Empty when all `lagging` peers live; else "rank 2 (pid 123) exited".
+  std::string DeadPeers(const std::vector<int>& lagging) const;
+
+  Params params_;
+  void* base_ = nullptr;
+  size_t map_bytes_ = 0;
+  size_t header_bytes_ = 0;
+  uint64_t arrivals_ = 0;  // this rank's count
+  bool check_pids_ = true;
+};
+
+// Reads the process start time (field 22 of /proc/<pid>/stat); 0 when gone or a zombie.
+uint64_t ProcessStartTime(int pid);
+
+}  // namespace troupe

@@ -1,0 +1,229 @@
+#include "collectives/shm_communicator.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "tests/collectives/collective_testing.h"
+#include "tests/collectives/forked.h"
+
+namespace troupe {
+namespace {
+
+using testing::BitDiff;
+using testing::MakeReplicaInput;
+using testing::RunForked;
+
+// One host, `ranks` processes; ids[r] = replica ids of rank r.
+ProcessGroup HostGroup(int rank, const std::vector<std::vector<int>>& ids) {
+  ProcessGroup g;
+  g.world_rank = rank;
+  g.world_size = static_cast<int>(ids.size());
+  g.local_rank = rank;
+  g.local_size = g.world_size;
+  g.host_of_rank.assign(ids.size(), 0);
+  g.replica_ids = ids;
+  return g;
+}
+
+std::unique_ptr<ShmCommunicator> Join(int rank, const std::vector<std::vector<int>>& ids,
+                                      const std::string& name, CollectiveOptions opts,
+                                      std::string* error) {
+  auto comm = ShmCommunicator::Create(HostGroup(rank, ids), opts, name);
+  if (!comm.ok()) {
+    *error = "rank " + std::to_string(rank) + ": " + comm.status().ToString();
+    return nullptr;
+  }
+  return std::move(*comm);
+}
+
+void ExpectAllPassed(const std::vector<testing::ChildResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_FALSE(results[r].timed_out) << "rank " << r << " hung";
+    EXPECT_EQ(results[r].report, "") << "rank " << r;
+  }
+}
+
+// Runs every op and dtype on one layout and compares with the serial references.
+std::string CheckEverything(int rank, const std::vector<std::vector<int>>& ids,
+                            const std::string& name, bool deterministic, size_t piece_bytes) {
+  CollectiveOptions opts;
+  opts.deterministic = deterministic;
+  opts.piece_bytes = piece_bytes;
+  opts.timeout = std::chrono::seconds(20);
+  std::string err;
+  auto comm = Join(rank, ids, name, opts, &err);
+  if (!comm) return err;
+  const int n = comm->group().num_replicas();
+  const auto& mine = ids[rank];
+  auto local_inputs = [&](DType dtype, const TensorShape& shape, uint64_t seed) {
+    std::vector<Tensor> v;
+    for (int id : mine) v.push_back(MakeReplicaInput(dtype, shape, id, seed));
+    return v;
+  };
+  for (DType dtype : testing::CollectiveDTypes()) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin}) {
+      for (int64_t size : {0, 1, 7, 40000}) {
+        const TensorShape shape{size};
+        auto t = local_inputs(dtype, shape, 5);
+        Status s = comm->AllReduce(t, op)->Wait();
+        if (!s.ok()) return s.ToString();
+        Tensor want = testing::ReferenceAllReduce(dtype, shape, n, op, 5);
+        for (const Tensor& x : t) {
+          std::string d = BitDiff(x, want);
+          // Fast mode may reorder sums; max/min and integer sums are still exact.
+          const bool exact =
+              deterministic || op == ReduceOp::kMax || op == ReduceOp::kMin || !IsFloating(dtype);
+          if (!d.empty() && exact) {
+            return "allreduce " + std::string(DTypeName(dtype)) + " " +
+                   std::string(ReduceOpName(op)) + " size " + std::to_string(size) + ": " + d;
+          }
+        }
+      }
+    }
+    const TensorShape shape{static_cast<int64_t>(n) * 3, 5};
+    auto in = local_inputs(dtype, shape, 9);
+    std::vector<Tensor> rs, ag;
+    for (size_t i = 0; i < mine.size(); ++i) {
+      rs.push_back(*Tensor::Allocate(dtype, TensorShape{3, 5}));
+      ag.push_back(*Tensor::Allocate(dtype, TensorShape{static_cast<int64_t>(n) * n * 3, 5}));
+    }
+    Status s = comm->ReduceScatter(in, rs, ReduceOp::kSum)->Wait();
+    if (!s.ok()) return s.ToString();
+    for (size_t i = 0; i < mine.size(); ++i) {
+      std::string d = BitDiff(
+          rs[i], testing::ReferenceReduceScatter(dtype, shape, n, mine[i], ReduceOp::kSum, 9));
+      if (!d.empty()) return "reduce_scatter " + std::string(DTypeName(dtype)) + ": " + d;
+    }
+    s = comm->AllGather(in, ag)->Wait();
+    if (!s.ok()) return s.ToString();
+    for (const Tensor& x : ag) {
+      std::string d = BitDiff(x, testing::ReferenceAllGather(dtype, shape, n, 9));
+      if (!d.empty()) return "allgather " + std::string(DTypeName(dtype)) + ": " + d;
+    }
+    for (int root : {0, n - 1}) {
+      auto b = local_inputs(dtype, shape, 13);
+      s = comm->Broadcast(b, root)->Wait();
+      if (!s.ok()) return s.ToString();
+      for (const Tensor& x : b) {
+        std::string d = BitDiff(x, MakeReplicaInput(dtype, shape, root, 13));
+        if (!d.empty()) return "broadcast " + std::string(DTypeName(dtype)) + ": " + d;
+      }
+    }
+  }
+  Status s = comm->Barrier()->Wait();
+  return s.ok() ? "" : s.ToString();
+}
+
+TEST(ShmCommunicator, TwoRanksEveryOpAndDType) {
+  const std::string name = testing::UniqueShmName("two");
+  const std::vector<std::vector<int>> ids = {{0}, {1}};
+  ExpectAllPassed(RunForked(2, [&](int r) { return CheckEverything(r, ids, name, true, 4096); }));
+}
+
+TEST(ShmCommunicator, ThreeRanksInterleavedReplicasSmallPieces) {
+  // Replica ids interleave across ranks, so the fold order is not the rank order.
+  const std::string name = testing::UniqueShmName("three");
+  const std::vector<std::vector<int>> ids = {{0, 4}, {3, 1}, {2}};
+  ExpectAllPassed(RunForked(3, [&](int r) { return CheckEverything(r, ids, name, true, 4096); }));
+}
+
+TEST(ShmCommunicator, FastModeWithLocalPreReduction) {
+  const std::string name = testing::UniqueShmName("fast");
+  const std::vector<std::vector<int>> ids = {{0, 1}, {2, 3}};
+  ExpectAllPassed(
+      RunForked(2, [&](int r) { return CheckEverything(r, ids, name, false, 1 << 16); }));
+}
+
+TEST(ShmCommunicator, DeadPeerIsNamedQuickly) {
+  for (bool sigkill : {false, true}) {
+    const std::string name = testing::UniqueShmName("dead");
+    const std::vector<std::vector<int>> ids = {{0}, {1}, {2}};
+    auto results = RunForked(3, [&](int r) -> std::string {
+      CollectiveOptions opts;
+      opts.timeout = std::chrono::seconds(20);
+      std::string err;
+      auto comm = Join(r, ids, name, opts, &err);
+      if (!comm) return err;
+      auto t = std::vector<Tensor>{MakeReplicaInput(DType::kFloat32, TensorShape{1 << 20}, r, 1)};
+      if (!comm->AllReduce(t, ReduceOp::kSum)->Wait().ok()) return "first allreduce failed";
+      if (r == 1) {
+        if (sigkill) kill(getpid(), SIGKILL);
+        _exit(3);
+      }
+      const auto start = std::chrono::steady_clock::now();
+      Status s = comm->AllReduce(t, ReduceOp::kSum)->Wait();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s.code() != StatusCode::kUnavailable) return "want Unavailable, got " + s.ToString();
+      if (s.message().find("rank 1 (pid") == std::string::npos)
+        return "rank not named: " + s.ToString();
+      if (secs > 10) return "took " + std::to_string(secs) + " s";
+      // The communicator is now broken; later calls fail at once.
+      Status again = comm->Barrier()->Wait();
+      if (again.code() != StatusCode::kFailedPrecondition) return "not broken: " + again.ToString();
+      return "ok";
+    });
+    for (int r : {0, 2}) {
+      EXPECT_FALSE(results[r].timed_out);
+      EXPECT_EQ(results[r].report, "ok") << "rank " << r << " sigkill=" << sigkill;
+    }
+  }
+}
+
+TEST(ShmCommunicator, StuckPeerTimesOutNamingIt) {
+  const std::string name = testing::UniqueShmName("stuck");
+  const std::vector<std::vector<int>> ids = {{0}, {1}};
+  auto results = RunForked(2, [&](int r) -> std::string {
+    CollectiveOptions opts;
+    opts.timeout = std::chrono::milliseconds(500);
+    std::string err;
+    auto comm = Join(r, ids, name, opts, &err);
+    if (!comm) return err;
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      return "ok";
+    }
+    auto t = std::vector<Tensor>{*Tensor::Zeros(DType::kFloat32, TensorShape{16})};
+    Status s = comm->AllReduce(t, ReduceOp::kSum)->Wait();
+    if (s.code() != StatusCode::kDeadlineExceeded) return "want DeadlineExceeded: " + s.ToString();
+    if (s.message().find("rank(s) 1") == std::string::npos) return "not named: " + s.ToString();
+    return "ok";
+  });
+  EXPECT_EQ(results[0].report, "ok");
+  EXPECT_EQ(results[1].report, "ok");
+}
+
+TEST(ShmCommunicator, MismatchedShapesNameBothRanksAndRecover) {
+  const std::string name = testing::UniqueShmName("mismatch");
+  const std::vector<std::vector<int>> ids = {{0}, {1}};
+  auto results = RunForked(2, [&](int r) -> std::string {
+    std::string err;
+    auto comm = Join(r, ids, name, {}, &err);
+    if (!comm) return err;
+    auto t = std::vector<Tensor>{*Tensor::Zeros(DType::kFloat32, TensorShape{4, r + 2})};
+    Status s = comm->AllReduce(t, ReduceOp::kSum)->Wait();
+    if (s.code() != StatusCode::kInvalidArgument ||
+        s.message().find("rank 0 passed float32[4,2] but rank 1 passed float32[4,3]") ==
+            std::string::npos) {
+      return "bad mismatch report: " + s.ToString();
+    }
+    auto u =
+        std::vector<Tensor>{*Tensor::Zeros(r ? DType::kFloat64 : DType::kFloat32, TensorShape{4})};
+    s = comm->AllReduce(u, ReduceOp::kSum)->Wait();
+    if (s.message().find("rank 0 passed float32[4] but rank 1 passed float64[4]") ==
+        std::string::npos) {
+      return "bad dtype report: " + s.ToString();
+    }
+    auto v = std::vector<Tensor>{*Tensor::Zeros(DType::kFloat32, TensorShape{4})};
+    s = comm->AllReduce(v, ReduceOp::kSum)->Wait();
+    return s.ok() ? "" : "did not recover: " + s.ToString();
+  });
+  ExpectAllPassed(results);
+}
+
+}  // namespace
+}  // namespace troupe
