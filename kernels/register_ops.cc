@@ -8,6 +8,10 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterUnaryOps(registry);
   RegisterActivationOps(registry);
   RegisterCompareOps(registry);
+  RegisterArgMaxOps(registry);
+  RegisterCastOps(registry);
+  RegisterTransposeOps(registry);
+  RegisterSlicingOps(registry);
   RegisterMatMulOps(registry);
   RegisterReductionOps(registry);
   RegisterBroadcastGradOps(registry);

@@ -13,6 +13,10 @@ void RegisterElementwiseOps(OpRegistry& registry);    // Add, Sub, Mul, Div, ...
 void RegisterUnaryOps(OpRegistry& registry);          // Neg, Square, Sqrt, Exp, ... + grads
 void RegisterActivationOps(OpRegistry& registry);     // Relu, Tanh, Sigmoid + grads
 void RegisterCompareOps(OpRegistry& registry);        // Equal, Less, ...
+void RegisterArgMaxOps(OpRegistry& registry);         // ArgMax
+void RegisterCastOps(OpRegistry& registry);           // Cast
+void RegisterTransposeOps(OpRegistry& registry);      // Transpose
+void RegisterSlicingOps(OpRegistry& registry);        // ConcatV2, Pack, Unpack, Slice, Pad, ...
 void RegisterMatMulOps(OpRegistry& registry);         // MatMul
 void RegisterReductionOps(OpRegistry& registry);      // Sum, Mean, Max, Min, Prod
 void RegisterBroadcastGradOps(OpRegistry& registry);  // BroadcastGradientArgs, SumToShapeOf

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
+#include "kernels/register_ops.h"
 
 namespace troupe {
 namespace kernels {
@@ -89,4 +90,60 @@ void TransposeInto(const Tensor& in, std::span<const int> perm, Tensor& out, Thr
 }
 
 }  // namespace kernels
+}  // namespace troupe
+
+// Transpose(x; attr perm): out.dim(k) = x.dim(perm[k]).
+namespace troupe {
+namespace kernels {
+namespace {
+
+Result<std::vector<int>> ParsePerm(const AttrMap& attrs, int rank) {
+  static constexpr char kOp[] = "Transpose";
+  auto perm_or = attrs.GetInts("perm");
+  if (!perm_or.ok()) return perm_or.status().WithContext(kOp);
+  const std::vector<int64_t>& p = *perm_or;
+  if (static_cast<int>(p.size()) != rank) {
+    return OpError(kOp, "'perm' " + IntsToString(p) + " has " + std::to_string(p.size()) +
+                            " entries but 'x' has rank " + std::to_string(rank));
+  }
+  std::vector<int> perm(p.size());
+  std::vector<bool> seen(p.size(), false);
+  for (size_t i = 0; i < p.size(); ++i) {
+    TROUPE_ASSIGN_OR_RETURN(int a, NormalizeAxis(kOp, "perm", p[i], rank));
+    if (seen[static_cast<size_t>(a)]) {
+      return OpError(kOp, "'perm' " + IntsToString(p) + " is not a permutation");
+    }
+    seen[static_cast<size_t>(a)] = true;
+    perm[i] = a;
+  }
+  return perm;
+}
+
+Result<SpecList> TransposeShape(Specs in, const AttrMap& attrs) {
+  if (in[0].dtype == DType::kString) {
+    return OpError("Transpose", "'x' has dtype string, which is not supported");
+  }
+  if (in[0].shape.unknown_rank()) return SpecList{in[0]};
+  TROUPE_ASSIGN_OR_RETURN(std::vector<int> perm, ParsePerm(attrs, in[0].shape.rank()));
+  std::vector<int64_t> dims;
+  for (int p : perm) dims.push_back(in[0].shape.dim(p));
+  return SpecList{TensorSpec{TensorShape(dims), in[0].dtype, ""}};
+}
+
+}  // namespace
+}  // namespace kernels
+
+void RegisterTransposeOps(OpRegistry& r) {
+  using namespace kernels;  // NOLINT
+  Register(r, {.name = "Transpose", .num_inputs = 1, .infer_shapes = TransposeShape},
+           [](KernelContext& ctx) -> Status {
+             TROUPE_ASSIGN_OR_RETURN(SpecList out, TransposeShape(InputSpecs(ctx), ctx.attrs()));
+             TROUPE_ASSIGN_OR_RETURN(std::vector<int> perm,
+                                     ParsePerm(ctx.attrs(), ctx.input(0).rank()));
+             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+             TransposeInto(ctx.input(0), perm, y, ctx.pool());
+             return Status::OK();
+           });
+}
+
 }  // namespace troupe
