@@ -1,0 +1,174 @@
+// Bulk Philox / ThreeFry generation. The permutations run 8 counters at a time in AVX2 registers
+// (structure of arrays), then Philox words are transposed back to TF's block order. A scalar
+// path handles tails, counter words that would carry inside a vector, and non-AVX2 builds.
+#include <cstring>
+
+#include "kernels/random/philox.h"
+#include "kernels/random/threefry.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace troupe::random {
+namespace {
+
+// 128-bit counter + 64-bit delta with full carry.
+Philox4x32::Block AddToCounter(Philox4x32::Block c, uint64_t delta) {
+  uint64_t lo = Philox4x32::Join(c[0], c[1]);
+  uint64_t hi = Philox4x32::Join(c[2], c[3]);
+  const uint64_t new_lo = lo + delta;
+  if (new_lo < lo) ++hi;
+  return {Philox4x32::Lo(new_lo), Philox4x32::Hi(new_lo), Philox4x32::Lo(hi), Philox4x32::Hi(hi)};
+}
+
+#if defined(__AVX2__)
+inline void MulHiLo(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
+  const __m256i even = _mm256_mul_epu32(a, m);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+// 8 Philox blocks whose counters are c0 + 0..7 (no carry out of c0 inside the vector), written
+// as 32 words in block order.
+inline void Philox8(const Philox4x32::Block& c, const Philox4x32::Key& key, uint32_t* out) {
+  __m256i c0 = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(c[0])),
+                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i c1 = _mm256_set1_epi32(static_cast<int>(c[1]));
+  __m256i c2 = _mm256_set1_epi32(static_cast<int>(c[2]));
+  __m256i c3 = _mm256_set1_epi32(static_cast<int>(c[3]));
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(Philox4x32::kM0));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(Philox4x32::kM1));
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    __m256i hi0, lo0, hi1, lo1;
+    MulHiLo(c0, m0, hi0, lo0);
+    MulHiLo(c2, m1, hi1, lo1);
+    const __m256i n0 =
+        _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int>(k0)));
+    const __m256i n2 =
+        _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int>(k1)));
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += Philox4x32::kW0;
+    k1 += Philox4x32::kW1;
+  }
+  // Transpose 4 words x 8 blocks into block order.
+  const __m256i t0 = _mm256_unpacklo_epi32(c0, c1);
+  const __m256i t1 = _mm256_unpackhi_epi32(c0, c1);
+  const __m256i t2 = _mm256_unpacklo_epi32(c2, c3);
+  const __m256i t3 = _mm256_unpackhi_epi32(c2, c3);
+  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2);  // blocks 0 | 4
+  const __m256i u1 = _mm256_unpackhi_epi64(t0, t2);  // blocks 1 | 5
+  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3);  // blocks 2 | 6
+  const __m256i u3 = _mm256_unpackhi_epi64(t1, t3);  // blocks 3 | 7
+  auto* o = reinterpret_cast<__m256i*>(out);
+  _mm256_storeu_si256(o + 0, _mm256_permute2x128_si256(u0, u1, 0x20));
+  _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(u2, u3, 0x20));
+  _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(u0, u1, 0x31));
+  _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(u2, u3, 0x31));
+}
+
+template <int R>
+inline __m256i Rotl(__m256i v) {
+  return _mm256_or_si256(_mm256_slli_epi32(v, R), _mm256_srli_epi32(v, 32 - R));
+}
+
+template <int R0, int R1, int R2, int R3>
+inline void FourRounds(__m256i& x0, __m256i& x1) {
+  x0 = _mm256_add_epi32(x0, x1);
+  x1 = _mm256_xor_si256(Rotl<R0>(x1), x0);
+  x0 = _mm256_add_epi32(x0, x1);
+  x1 = _mm256_xor_si256(Rotl<R1>(x1), x0);
+  x0 = _mm256_add_epi32(x0, x1);
+  x1 = _mm256_xor_si256(Rotl<R2>(x1), x0);
+  x0 = _mm256_add_epi32(x0, x1);
+  x1 = _mm256_xor_si256(Rotl<R3>(x1), x0);
+}
+
+// ThreeFry of 8 inputs start + 0..7 (low word does not wrap inside the vector).
+inline void ThreeFry8(uint64_t start, uint32_t k0, uint32_t k1, uint32_t* out0, uint32_t* out1) {
+  const uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  __m256i x0 = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(start))),
+                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i x1 = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(start >> 32)));
+  auto add = [](__m256i v, uint32_t c) {
+    return _mm256_add_epi32(v, _mm256_set1_epi32(static_cast<int>(c)));
+  };
+  x0 = add(x0, ks[0]);
+  x1 = add(x1, ks[1]);
+  FourRounds<13, 15, 26, 6>(x0, x1);
+  x0 = add(x0, ks[1]);
+  x1 = add(x1, ks[2] + 1);
+  FourRounds<17, 29, 16, 24>(x0, x1);
+  x0 = add(x0, ks[2]);
+  x1 = add(x1, ks[0] + 2);
+  FourRounds<13, 15, 26, 6>(x0, x1);
+  x0 = add(x0, ks[0]);
+  x1 = add(x1, ks[1] + 3);
+  FourRounds<17, 29, 16, 24>(x0, x1);
+  x0 = add(x0, ks[1]);
+  x1 = add(x1, ks[2] + 4);
+  FourRounds<13, 15, 26, 6>(x0, x1);
+  x0 = add(x0, ks[2]);
+  x1 = add(x1, ks[0] + 5);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out0), x0);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out1), x1);
+}
+#endif  // __AVX2__
+
+}  // namespace
+
+void PhiloxBlocks(const Philox4x32& base, uint64_t first, int64_t n, uint32_t* out) {
+  Philox4x32::Block c = AddToCounter(base.counter(), first);
+  const Philox4x32::Key key = base.key();
+  int64_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    if (c[0] <= 0xFFFFFFFFu - 7) {
+      Philox8(c, key, out + 4 * i);
+      c = AddToCounter(c, 8);
+    } else {
+      for (int j = 0; j < 8; ++j) {
+        const Philox4x32::Block b = Philox4x32::Compute(c, key);
+        std::memcpy(out + 4 * (i + j), b.data(), sizeof(b));
+        c = AddToCounter(c, 1);
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const Philox4x32::Block b = Philox4x32::Compute(c, key);
+    std::memcpy(out + 4 * i, b.data(), sizeof(b));
+    c = AddToCounter(c, 1);
+  }
+}
+
+void ThreeFryWords(uint64_t key, uint64_t start, int64_t n, uint32_t* out0, uint32_t* out1) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t s = start + static_cast<uint64_t>(i);
+    if (static_cast<uint32_t>(s) <= 0xFFFFFFFFu - 7) {
+      ThreeFry8(s, k0, k1, out0 + i, out1 + i);
+    } else {
+      for (int j = 0; j < 8; ++j) {
+        const auto b = ThreeFry2x32::Compute64(s + static_cast<uint64_t>(j), key);
+        out0[i + j] = b[0];
+        out1[i + j] = b[1];
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const auto b = ThreeFry2x32::Compute64(start + static_cast<uint64_t>(i), key);
+    out0[i] = b[0];
+    out1[i] = b[1];
+  }
+}
+
+}  // namespace troupe::random
