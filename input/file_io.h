@@ -1,0 +1,69 @@
+// Byte streams for the input pipeline: a buffered sequential file reader that issues large
+// reads (the kernel sees few, big, sequential requests), zlib/gzip inflating and deflating
+// wrappers, and a buffered file writer. Offsets are positions in the (uncompressed) stream, so
+// record readers can report "corrupted record at <offset>" the way TF does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "core/status.h"
+
+namespace troupe::input {
+
+inline constexpr size_t kDefaultReadBufferBytes = 4 << 20;  // 4 MiB per read() call
+
+enum class Compression { kNone, kZlib, kGzip };
+// "" / "ZLIB" / "GZIP" as tf.data spells them.
+Result<Compression> CompressionFromName(std::string_view name);
+std::string_view CompressionName(Compression c);
+
+class InputStream {
+ public:
+  virtual ~InputStream() = default;
+  // Reads up to `n` bytes into `dst`; returns how many were read (fewer only at end of stream).
+  virtual Result<size_t> Read(void* dst, size_t n) = 0;
+  // Position in the stream (uncompressed bytes).
+  virtual uint64_t Tell() const = 0;
+  // Moves to `offset`; for compressed streams this re-reads from the start when moving back.
+  virtual Status Seek(uint64_t offset) = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// Opens `path` for sequential reading, inflating when `compression` says so.
+Result<std::unique_ptr<InputStream>> OpenInputStream(const std::string& path,
+                                                     Compression compression,
+                                                     size_t buffer_bytes = kDefaultReadBufferBytes);
+// Like OpenInputStream, but sniffs the gzip magic (1f 8b) to decide: for .gz files or raw ones.
+Result<std::unique_ptr<InputStream>> OpenMaybeGzipped(
+    const std::string& path, size_t buffer_bytes = kDefaultReadBufferBytes);
+
+class OutputStream {
+ public:
+  virtual ~OutputStream() = default;
+  virtual Status Append(std::string_view data) = 0;
+  // Pushes buffered bytes (and a zlib sync point) to the OS.
+  virtual Status Flush() = 0;
+  // Finishes the stream (zlib trailer) and closes the file; later calls fail.
+  virtual Status Close() = 0;
+};
+
+struct ZlibOptions {
+  int level = -1;     // Z_DEFAULT_COMPRESSION, as TF
+  int mem_level = 9;  // TF's default
+  size_t buffer_bytes = 256 << 10;
+};
+
+Result<std::unique_ptr<OutputStream>> OpenOutputStream(const std::string& path,
+                                                       Compression compression,
+                                                       const ZlibOptions& zlib = {});
+
+// Whole-file helpers for small files (tests, fixtures).
+Result<std::string> ReadFileToString(const std::string& path);
+Status WriteStringToFile(const std::string& path, std::string_view data);
+
+}  // namespace troupe::input

@@ -1,0 +1,189 @@
+#include "input/tfrecord.h"
+
+#include <cstring>
+
+#include "core/logging.h"
+#include "input/crc32c.h"
+
+namespace troupe::input {
+namespace {
+
+void PutFixed32(char* dst, uint32_t v) {
+  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+void PutFixed64(char* dst, uint64_t v) {
+  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+uint64_t GetFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+// A length beyond this is treated as damage rather than an allocation request.
+constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
+
+}  // namespace
+
+std::string TFRecordHeader(std::string_view data) {
+  std::string h(kTFRecordHeaderBytes, '\0');
+  PutFixed64(h.data(), data.size());
+  PutFixed32(h.data() + 8, MaskCrc32c(Crc32c(h.data(), 8)));
+  return h;
+}
+
+std::string TFRecordFooter(std::string_view data) {
+  std::string f(kTFRecordFooterBytes, '\0');
+  PutFixed32(f.data(), MaskCrc32c(Crc32c(data)));
+  return f;
+}
+
+Result<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& path,
+                                                             const TFRecordReaderOptions& options) {
+  TROUPE_ASSIGN_OR_RETURN(auto stream,
+                          OpenInputStream(path, options.compression, options.buffer_bytes));
+  return std::unique_ptr<TFRecordReader>(new TFRecordReader(std::move(stream), options));
+}
+
+Status TFRecordReader::Fill(void* dst, size_t n, size_t* got) {
+  TROUPE_ASSIGN_OR_RETURN(*got, stream_->Read(dst, n));
+  return Status::OK();
+}
+
+Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
+  *truncated = false;
+  char header[kTFRecordHeaderBytes];
+  size_t got = 0;
+  TROUPE_RETURN_IF_ERROR(Fill(header, sizeof(header), &got));
+  if (got == 0) return OutOfRangeError("end of file " + path());
+  if (got < sizeof(header)) {
+    *truncated = true;
+    return DataLossError("truncated record at " + std::to_string(offset_) + " in " + path() +
+                         ": the file ends inside the 12-byte record header");
+  }
+  const uint64_t length = GetFixed64(header);
+  if (UnmaskCrc32c(GetFixed32(header + 8)) != Crc32c(header, 8)) {
+    return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
+                         ": the length field's checksum does not match");
+  }
+  if (length > kMaxRecordBytes) {
+    return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
+                         ": implausible record length " + std::to_string(length));
+  }
+  record->resize(static_cast<size_t>(length));
+  TROUPE_RETURN_IF_ERROR(Fill(record->data(), record->size(), &got));
+  char footer[kTFRecordFooterBytes];
+  size_t got_footer = 0;
+  if (got == record->size()) TROUPE_RETURN_IF_ERROR(Fill(footer, sizeof(footer), &got_footer));
+  if (got < record->size() || got_footer < sizeof(footer)) {
+    *truncated = true;
+    return DataLossError("truncated record at " + std::to_string(offset_) + " in " + path() +
+                         ": expected " + std::to_string(length) +
+                         " data bytes and a 4-byte checksum, the file ends first");
+  }
+  if (UnmaskCrc32c(GetFixed32(footer)) != Crc32c(*record)) {
+    return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
+                         ": the data checksum does not match (" + std::to_string(length) +
+                         " bytes)");
+  }
+  return Status::OK();
+}
+
+Status TFRecordReader::ReadRecord(std::string* record) {
+  while (true) {
+    const uint64_t start = offset_;
+    bool truncated = false;
+    Status s = ReadAt(record, &truncated);
+    if (s.ok()) {
+      offset_ = stream_->Tell();
+      return s;
+    }
+    if (s.code() != StatusCode::kDataLoss || !options_.skip_corrupt) {
+      // Leave the position at the bad record so a retry reports the same offset.
+      Status seek = stream_->Seek(start);
+      (void)seek;
+      return s;
+    }
+    ++skipped_;
+    TROUPE_LOG(WARNING) << "skipping " << s.message();
+    if (truncated) {
+      offset_ = stream_->Tell();
+      return OutOfRangeError("end of file " + path() + " (after a truncated record)");
+    }
+    TROUPE_RETURN_IF_ERROR(Resync(start));
+  }
+}
+
+// Finds the next offset after `bad_offset` whose 12-byte header checks out; a data-checksum
+// failure with a valid header simply skips that record.
+Status TFRecordReader::Resync(uint64_t bad_offset) {
+  // Re-read the header: when its checksum is fine only the data was damaged.
+  TROUPE_RETURN_IF_ERROR(stream_->Seek(bad_offset));
+  char header[kTFRecordHeaderBytes];
+  size_t got = 0;
+  TROUPE_RETURN_IF_ERROR(Fill(header, sizeof(header), &got));
+  if (got == sizeof(header) && UnmaskCrc32c(GetFixed32(header + 8)) == Crc32c(header, 8)) {
+    const uint64_t length = GetFixed64(header);
+    offset_ = bad_offset + kTFRecordHeaderBytes + length + kTFRecordFooterBytes;
+    return stream_->Seek(offset_);
+  }
+  // Damaged header: slide a window one byte at a time until a header validates.
+  uint64_t pos = bad_offset + 1;
+  TROUPE_RETURN_IF_ERROR(stream_->Seek(pos));
+  std::string window(kTFRecordHeaderBytes, '\0');
+  TROUPE_RETURN_IF_ERROR(Fill(window.data(), window.size(), &got));
+  while (got == kTFRecordHeaderBytes) {
+    if (UnmaskCrc32c(GetFixed32(window.data() + 8)) == Crc32c(window.data(), 8) &&
+        GetFixed64(window.data()) <= kMaxRecordBytes) {
+      offset_ = pos;
+      return stream_->Seek(pos);
+    }
+    char next;
+    size_t n = 0;
+    TROUPE_RETURN_IF_ERROR(Fill(&next, 1, &n));
+    if (n == 0) break;
+    window.erase(0, 1);
+    window.push_back(next);
+    ++pos;
+  }
+  offset_ = stream_->Tell();
+  return Status::OK();  // next ReadAt sees the end of file (or a short tail)
+}
+
+Status TFRecordReader::SeekTo(uint64_t offset) {
+  TROUPE_RETURN_IF_ERROR(stream_->Seek(offset));
+  offset_ = offset;
+  return Status::OK();
+}
+
+Result<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(const std::string& path,
+                                                             const TFRecordWriterOptions& options) {
+  TROUPE_ASSIGN_OR_RETURN(auto out, OpenOutputStream(path, options.compression, options.zlib));
+  return std::unique_ptr<TFRecordWriter>(new TFRecordWriter(std::move(out)));
+}
+
+TFRecordWriter::~TFRecordWriter() {
+  if (!closed_) (void)Close();
+}
+
+Status TFRecordWriter::WriteRecord(std::string_view data) {
+  if (closed_) return FailedPreconditionError("WriteRecord on a closed TFRecordWriter");
+  TROUPE_RETURN_IF_ERROR(out_->Append(TFRecordHeader(data)));
+  TROUPE_RETURN_IF_ERROR(out_->Append(data));
+  return out_->Append(TFRecordFooter(data));
+}
+
+Status TFRecordWriter::Flush() { return out_->Flush(); }
+
+Status TFRecordWriter::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  return out_->Close();
+}
+
+}  // namespace troupe::input
