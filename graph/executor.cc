@@ -1,0 +1,275 @@
+#include "graph/executor.h"
+
+#include <cstring>
+
+#include "graph/graph_op.h"
+
+namespace troupe {
+
+struct Executor::RunState : OpRunState {
+  std::vector<Tensor> values;
+  std::vector<Tensor> in_scratch;
+  std::vector<Tensor> gop_outputs;
+  std::vector<std::vector<Tensor>> cache;      // per step, per output
+  std::vector<std::shared_ptr<void>> scratch;  // per node
+  bool scratch_used = false;
+  std::shared_ptr<void>& Scratch(int node) override {
+    scratch_used = true;
+    return scratch[static_cast<size_t>(node)];
+  }
+};
+
+Executor::Executor(std::shared_ptr<const FuncGraph> graph, Device device, ThreadPool* pool)
+    : graph_(std::move(graph)), device_(device), pool_(pool) {}
+
+Executor::~Executor() = default;
+
+Result<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const FuncGraph> graph,
+                                                   Device device, ThreadPool* pool) {
+  std::unique_ptr<Executor> ex(new Executor(std::move(graph), device, pool));
+  TROUPE_RETURN_IF_ERROR(ex->Build());
+  return ex;
+}
+
+Status Executor::Build() {
+  const FuncGraph& g = *graph_;
+  const int n = g.num_nodes();
+  // Keep what the outputs need and every stateful node, with their transitive inputs.
+  std::vector<char> keep(static_cast<size_t>(n), 0);
+  std::vector<int> stack;
+  for (NodeOut out : g.outputs) stack.push_back(out.node);
+  for (int i = 0; i < n; ++i) {
+    if (g.node(i).stateful) stack.push_back(i);
+  }
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (keep[static_cast<size_t>(id)]) continue;
+    keep[static_cast<size_t>(id)] = 1;
+    for (NodeOut in : g.node(id).inputs) stack.push_back(in.node);
+    for (int dep : g.node(id).control_inputs) stack.push_back(dep);
+  }
+  for (int id : g.inputs) keep[static_cast<size_t>(id)] = 1;
+
+  std::vector<int> slot_base(static_cast<size_t>(n), -1);
+  for (int i = 0; i < n; ++i) {
+    if (!keep[static_cast<size_t>(i)]) continue;
+    slot_base[static_cast<size_t>(i)] = num_slots_;
+    num_slots_ += g.node(i).num_outputs();
+  }
+  auto slot_of = [&](NodeOut out) { return slot_base[static_cast<size_t>(out.node)] + out.index; };
+
+  for (int id : g.inputs) input_slots_.push_back(slot_of({id, 0}));
+  for (NodeOut out : g.outputs) output_slots_.push_back(slot_of(out));
+
+  OpRegistry& registry = OpRegistry::Global();
+  for (int i = 0; i < n; ++i) {
+    if (!keep[static_cast<size_t>(i)]) continue;
+    const Node& node = g.node(i);
+    switch (node.kind) {
+      case NodeKind::kPlaceholder: {
+        bool is_input = false;
+        for (int in : g.inputs) is_input |= (in == i);
+        if (!is_input) {
+          return InternalError("graph '" + g.name() + "': placeholder '" + node.name +
+                               "' is not an input of the graph");
+        }
+        continue;
+      }
+      case NodeKind::kConst:
+        const_slots_.emplace_back(slot_of({i, 0}), node.value);
+        continue;
+      case NodeKind::kKernel:
+      case NodeKind::kGraphOp:
+        break;
+    }
+    Step step;
+    step.kind = node.kind;
+    step.node = i;
+    step.op = node.op;
+    step.attrs = &node.attrs;
+    if (node.kind == NodeKind::kKernel) {
+      Result<const KernelFn*> kernel = registry.LookupKernel(node.op, device_.type);
+      if (!kernel.ok()) {
+        return kernel.status().WithContext("graph '" + g.name() + "' node '" + node.name + "'");
+      }
+      step.kernel = *kernel;
+    } else {
+      step.graph_op = node.graph_op.get();
+    }
+    for (NodeOut in : node.inputs) step.in_slots.push_back(slot_of(in));
+    step.out_base = slot_base[static_cast<size_t>(i)];
+    step.num_outputs = node.num_outputs();
+    max_inputs_ = std::max(max_inputs_, static_cast<int>(step.in_slots.size()));
+    steps_.push_back(std::move(step));
+  }
+
+  // Release each slot after its last reader, except outputs and constants.
+  std::vector<int> last_use(static_cast<size_t>(num_slots_), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (int slot : steps_[s].in_slots) last_use[static_cast<size_t>(slot)] = static_cast<int>(s);
+    // A value nobody reads is dropped right after the step that made it.
+    for (int k = 0; k < steps_[s].num_outputs; ++k) {
+      int slot = steps_[s].out_base + k;
+      if (last_use[static_cast<size_t>(slot)] < 0)
+        last_use[static_cast<size_t>(slot)] = static_cast<int>(s);
+    }
+  }
+  std::vector<char> pinned(static_cast<size_t>(num_slots_), 0);
+  for (int slot : output_slots_) pinned[static_cast<size_t>(slot)] = 1;
+  for (auto& [slot, t] : const_slots_) pinned[static_cast<size_t>(slot)] = 1;
+  is_const_.assign(static_cast<size_t>(num_slots_), 0);
+  for (auto& [slot, t] : const_slots_) is_const_[static_cast<size_t>(slot)] = 1;
+  for (int slot : output_slots_) {
+    if (!is_const_[static_cast<size_t>(slot)]) clear_slots_.push_back(slot);
+  }
+  clear_slots_.insert(clear_slots_.end(), input_slots_.begin(), input_slots_.end());
+  for (int slot = 0; slot < num_slots_; ++slot) {
+    int s = last_use[static_cast<size_t>(slot)];
+    if (s >= 0 && !pinned[static_cast<size_t>(slot)]) {
+      steps_[static_cast<size_t>(s)].release.push_back(slot);
+    }
+  }
+  return Status::OK();
+}
+
+std::unique_ptr<Executor::RunState> Executor::AcquireState() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_states_.empty()) {
+      auto rs = std::move(free_states_.back());
+      free_states_.pop_back();
+      return rs;
+    }
+  }
+  auto rs = std::make_unique<RunState>();
+  rs->values.resize(static_cast<size_t>(num_slots_));
+  rs->in_scratch.resize(static_cast<size_t>(max_inputs_));
+  rs->cache.resize(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    rs->cache[s].resize(static_cast<size_t>(steps_[s].num_outputs));
+  }
+  rs->scratch.resize(static_cast<size_t>(graph_->num_nodes()));
+  for (auto& [slot, t] : const_slots_) rs->values[static_cast<size_t>(slot)] = t;
+  return rs;
+}
+
+void Executor::ReleaseState(std::unique_ptr<RunState> state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_states_.push_back(std::move(state));
+}
+
+Status Executor::RunStep(RunState& rs, size_t index) {
+  const Step& step = steps_[index];
+  const size_t n_in = step.in_slots.size();
+  for (size_t i = 0; i < n_in; ++i) {
+    rs.in_scratch[i] = rs.values[static_cast<size_t>(step.in_slots[i])];
+  }
+  std::span<const Tensor> inputs(rs.in_scratch.data(), n_in);
+  Status status;
+  if (step.kind == NodeKind::kKernel) {
+    std::vector<Tensor>& cache = rs.cache[index];
+    KernelContext ctx(
+        step.op, inputs, *step.attrs, device_, pool_,
+        [this, &cache](int i, DType dtype, const TensorShape& shape) -> Result<Tensor> {
+          if (static_cast<size_t>(i) >= cache.size()) cache.resize(static_cast<size_t>(i) + 1);
+          Tensor& cached = cache[static_cast<size_t>(i)];
+          if (cached.initialized() && cached.buffer().use_count() == 1) {
+            if (cached.dtype() == dtype && cached.shape() == shape) {
+              reuses_.fetch_add(1, std::memory_order_relaxed);
+              return cached;
+            }
+            const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(shape.num_elements());
+            if (dtype != DType::kString && cached.dtype() != DType::kString && bytes > 0 &&
+                bytes <= cached.buffer()->size()) {
+              Result<Tensor> view = Tensor::FromBuffer(dtype, shape, cached.buffer());
+              if (view.ok()) {
+                reuses_.fetch_add(1, std::memory_order_relaxed);
+                cached = *view;
+                return cached;
+              }
+            }
+          }
+          TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
+          allocations_.fetch_add(1, std::memory_order_relaxed);
+          cached = t;
+          return t;
+        });
+    status = (*step.kernel)(ctx);
+    if (status.ok()) {
+      std::vector<Tensor>& outs = ctx.outputs();
+      if (static_cast<int>(outs.size()) < step.num_outputs) {
+        status = InternalError("kernel produced " + std::to_string(outs.size()) + " of " +
+                               std::to_string(step.num_outputs) + " outputs");
+      } else {
+        for (int k = 0; k < step.num_outputs; ++k) {
+          rs.values[static_cast<size_t>(step.out_base + k)] =
+              std::move(outs[static_cast<size_t>(k)]);
+        }
+      }
+    }
+  } else {
+    rs.gop_outputs.clear();
+    status = step.graph_op->Run(inputs, rs.gop_outputs, GraphOpContext{step.node, &rs, device_});
+    if (status.ok()) {
+      if (static_cast<int>(rs.gop_outputs.size()) < step.num_outputs) {
+        status = InternalError("produced " + std::to_string(rs.gop_outputs.size()) + " of " +
+                               std::to_string(step.num_outputs) + " outputs");
+      } else {
+        for (int k = 0; k < step.num_outputs; ++k) {
+          rs.values[static_cast<size_t>(step.out_base + k)] =
+              std::move(rs.gop_outputs[static_cast<size_t>(k)]);
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < n_in; ++i) rs.in_scratch[i] = Tensor();
+  for (int slot : step.release) rs.values[static_cast<size_t>(slot)] = Tensor();
+  if (!status.ok()) {
+    const Node& node = graph_->node(step.node);
+    return status.WithContext("graph '" + graph_->name() + "' node '" + node.name + "' (" +
+                              node.op + ")");
+  }
+  return Status::OK();
+}
+
+Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs) {
+  if (inputs.size() != input_slots_.size()) {
+    return InvalidArgumentError("graph '" + graph_->name() + "' takes " +
+                                std::to_string(input_slots_.size()) + " inputs, got " +
+                                std::to_string(inputs.size()));
+  }
+  runs_.fetch_add(1, std::memory_order_relaxed);
+  std::unique_ptr<RunState> rs = AcquireState();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    rs->values[static_cast<size_t>(input_slots_[i])] = inputs[i];
+  }
+  Status status;
+  for (size_t s = 0; s < steps_.size() && status.ok(); ++s) status = RunStep(*rs, s);
+  std::vector<Tensor> outputs;
+  if (status.ok()) {
+    outputs.reserve(output_slots_.size());
+    for (int slot : output_slots_) outputs.push_back(rs->values[static_cast<size_t>(slot)]);
+  }
+  // Drop every reference this run still holds so that buffers are unique again next time.
+  if (status.ok()) {
+    for (int slot : clear_slots_) rs->values[static_cast<size_t>(slot)] = Tensor();
+  } else {
+    for (int slot = 0; slot < num_slots_; ++slot) {
+      if (!is_const_[static_cast<size_t>(slot)]) rs->values[static_cast<size_t>(slot)] = Tensor();
+    }
+  }
+  if (rs->scratch_used) {
+    for (auto& s : rs->scratch) s.reset();
+    rs->scratch_used = false;
+  }
+  ReleaseState(std::move(rs));
+  if (!status.ok()) return status;
+  return outputs;
+}
+
+ExecutorStats Executor::stats() const {
+  return ExecutorStats{runs_.load(), allocations_.load(), reuses_.load()};
+}
+
+}  // namespace troupe

@@ -1,0 +1,88 @@
+// Executor: runs a finished FuncGraph many times. Create() prunes the graph (keeping what the
+// outputs need plus every stateful node), fixes the schedule (creation order, which is
+// topological), resolves kernels once, assigns every value a slot and computes where each slot
+// is last used. Run() then walks the steps with no lookups: each kernel gets its outputs from a
+// per-step cache of buffers that is reused whenever the previous run's buffer is no longer
+// referenced and the shape fits, so repeated same-shape runs allocate nothing for
+// intermediates.
+//
+// Run() is thread-safe: concurrent calls use separate run states (each with its own buffers).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "graph/func_graph.h"
+#include "kernels/op_registry.h"
+
+namespace troupe {
+
+struct ExecutorStats {
+  int64_t runs = 0;
+  int64_t allocations = 0;  // output buffers allocated by the executor
+  int64_t reuses = 0;       // output buffers handed out again from the cache
+};
+
+class Executor {
+ public:
+  static Result<std::unique_ptr<Executor>> Create(std::shared_ptr<const FuncGraph> graph,
+                                                  Device device = Device::Cpu(),
+                                                  ThreadPool* pool = ThreadPool::Default());
+  ~Executor();
+
+  // `inputs` feed graph->inputs in order (declared inputs, then captures). The caller has
+  // checked them against the input specs.
+  Result<std::vector<Tensor>> Run(std::span<const Tensor> inputs);
+
+  int num_steps() const { return static_cast<int>(steps_.size()); }
+  ExecutorStats stats() const;
+  const FuncGraph& graph() const { return *graph_; }
+
+ private:
+  struct Step {
+    NodeKind kind;
+    int node;
+    std::string_view op;
+    const KernelFn* kernel = nullptr;
+    const AttrMap* attrs = nullptr;
+    GraphOp* graph_op = nullptr;
+    std::vector<int> in_slots;
+    int out_base = 0;
+    int num_outputs = 0;
+    std::vector<int> release;  // slots whose last use is this step
+  };
+  struct RunState;
+
+  Executor(std::shared_ptr<const FuncGraph> graph, Device device, ThreadPool* pool);
+  Status Build();
+  std::unique_ptr<RunState> AcquireState();
+  void ReleaseState(std::unique_ptr<RunState> state);
+  Status RunStep(RunState& rs, size_t index);
+
+  std::shared_ptr<const FuncGraph> graph_;
+  Device device_;
+  ThreadPool* pool_;
+  std::vector<Step> steps_;
+  int num_slots_ = 0;
+  int max_inputs_ = 0;
+  std::vector<int> input_slots_;
+  std::vector<std::pair<int, Tensor>> const_slots_;
+  std::vector<int> output_slots_;
+  std::vector<int> clear_slots_;  // slots still set after a successful run
+  std::vector<char> is_const_;
+
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RunState>> free_states_;
+  std::atomic<int64_t> runs_{0};
+  std::atomic<int64_t> allocations_{0};
+  std::atomic<int64_t> reuses_{0};
+};
+
+}  // namespace troupe

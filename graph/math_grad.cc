@@ -1,0 +1,207 @@
+// Gradients of elementwise math, reductions and MatMul (TF's math_grad.py formulas, so that
+// results match TF's bit for bit where the kernels do).
+#include <algorithm>
+
+#include "graph/grad_util.h"
+#include "graph/gradients.h"
+#include "graph/ops.h"
+
+namespace troupe {
+namespace grad {
+
+Value BroadcastBack(const Value& dy, const Value& x, std::vector<int64_t> axes, bool keep_dims) {
+  const int rank = x.shape().rank();
+  if (rank < 0) {
+    return Value::Error(
+        UnimplementedError("gradient of a reduction over an input of unknown rank"));
+  }
+  if (axes.empty()) {
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) {
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  Value kept = dy;
+  if (!keep_dims) {
+    for (int64_t a : axes) kept = ops::ExpandDims(kept, a);
+  }
+  // dy * 1 is exact, so broadcasting by multiplication equals TF's tile.
+  return ops::Mul(kept, ops::OnesLike(x));
+}
+
+}  // namespace grad
+
+namespace internal {
+namespace {
+
+using V = std::vector<Value>;
+
+std::vector<int64_t> AxesOf(const OpCall& c) {
+  if (!c.attrs.Has("axis")) return {};
+  if (auto one = c.attrs.GetInt("axis"); one.ok()) return {*one};
+  return c.attrs.GetInts("axis").value_or({});
+}
+bool KeepDims(const OpCall& c) { return c.attrs.GetBoolOr("keep_dims", false).value_or(false); }
+
+}  // namespace
+
+void RegisterMathGradients() {
+  auto add = [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {grad::ReduceLike(dy[0], c.inputs[0]), grad::ReduceLike(dy[0], c.inputs[1])};
+    return Status::OK();
+  };
+  RegisterGradient("AddV2", add);
+  RegisterGradient("Add", add);
+  RegisterGradient("Sub", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {grad::ReduceLike(dy[0], c.inputs[0]), grad::ReduceLike(ops::Neg(dy[0]), c.inputs[1])};
+    return Status::OK();
+  });
+  RegisterGradient("Mul", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& y = c.inputs[1];
+    *dx = {grad::ReduceLike(ops::Mul(dy[0], y), x), grad::ReduceLike(ops::Mul(x, dy[0]), y)};
+    return Status::OK();
+  });
+  auto div = [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& y = c.inputs[1];
+    *dx = {grad::ReduceLike(ops::Div(dy[0], y), x),
+           grad::ReduceLike(ops::Mul(dy[0], ops::Div(ops::Div(ops::Neg(x), y), y)), y)};
+    return Status::OK();
+  };
+  RegisterGradient("RealDiv", div);
+  RegisterGradient("Div", div);
+  RegisterGradient("DivNoNan", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& y = c.inputs[1];
+    *dx = {grad::ReduceLike(ops::DivNoNan(dy[0], y), x),
+           grad::ReduceLike(ops::Mul(dy[0], ops::DivNoNan(ops::DivNoNan(ops::Neg(x), y), y)), y)};
+    return Status::OK();
+  });
+  RegisterGradient("SquaredDifference", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& y = c.inputs[1];
+    Value g = ops::Mul(ops::Mul(ops::ScalarOf(2.0, dy[0].dtype()), dy[0]), ops::Sub(x, y));
+    *dx = {grad::ReduceLike(g, x), grad::ReduceLike(ops::Neg(g), y)};
+    return Status::OK();
+  });
+  auto minmax = [](bool is_max) {
+    return [is_max](const OpCall& c, const V& dy, V* dx) {
+      const Value& x = c.inputs[0];
+      const Value& y = c.inputs[1];
+      Value mask = is_max ? ops::GreaterEqual(x, y) : ops::LessEqual(x, y);
+      Value zeros = ops::ZerosLike(dy[0]);
+      *dx = {grad::ReduceLike(ops::Select(mask, dy[0], zeros), x),
+             grad::ReduceLike(ops::Select(mask, zeros, dy[0]), y)};
+      return Status::OK();
+    };
+  };
+  RegisterGradient("Maximum", minmax(true));
+  RegisterGradient("Minimum", minmax(false));
+  RegisterGradient("Pow", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& y = c.inputs[1];
+    const Value& z = c.outputs[0];
+    Value gx = ops::Mul(ops::Mul(dy[0], y), ops::Pow(x, ops::Sub(y, ops::OnesLike(y))));
+    // log(x) where x > 0, else 0 (TF's convention).
+    Value positive = ops::Greater(x, ops::ZerosLike(x));
+    Value safe_x = ops::Select(positive, x, ops::OnesLike(x));
+    Value log_x = ops::Select(positive, ops::Log(safe_x), ops::ZerosLike(x));
+    Value gy = ops::Mul(ops::Mul(dy[0], z), log_x);
+    *dx = {grad::ReduceLike(gx, x), grad::ReduceLike(gy, y)};
+    return Status::OK();
+  });
+
+  RegisterGradient("Neg", [](const OpCall&, const V& dy, V* dx) {
+    *dx = {ops::Neg(dy[0])};
+    return Status::OK();
+  });
+  RegisterGradient("Abs", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {ops::Mul(dy[0], ops::Sign(c.inputs[0]))};
+    return Status::OK();
+  });
+  RegisterGradient("Sign", [](const OpCall& c, const V&, V* dx) {
+    *dx = {ops::ZerosLike(c.inputs[0])};
+    return Status::OK();
+  });
+  RegisterGradient("Square", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {ops::Mul(dy[0], ops::Mul(ops::ScalarOf(2.0, c.inputs[0].dtype()), c.inputs[0]))};
+    return Status::OK();
+  });
+  RegisterGradient("Sqrt", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("SqrtGrad", {c.outputs[0], dy[0]}, {}, "SqrtGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("Rsqrt", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("RsqrtGrad", {c.outputs[0], dy[0]}, {}, "RsqrtGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("Reciprocal", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("ReciprocalGrad", {c.outputs[0], dy[0]}, {}, "ReciprocalGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("Exp", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {ops::Mul(dy[0], c.outputs[0])};
+    return Status::OK();
+  });
+  RegisterGradient("Log", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {ops::Mul(dy[0], ops::Reciprocal(c.inputs[0]))};
+    return Status::OK();
+  });
+
+  RegisterGradient("MatMul", [](const OpCall& c, const V& dy, V* dx) {
+    const bool ta = c.attrs.GetBoolOr("transpose_a", false).value_or(false);
+    const bool tb = c.attrs.GetBoolOr("transpose_b", false).value_or(false);
+    const Value& a = c.inputs[0];
+    const Value& b = c.inputs[1];
+    const Value& g = dy[0];
+    if (!ta && !tb) {
+      *dx = {ops::MatMul(g, b, false, true), ops::MatMul(a, g, true, false)};
+    } else if (!ta && tb) {
+      *dx = {ops::MatMul(g, b, false, false), ops::MatMul(g, a, true, false)};
+    } else if (ta && !tb) {
+      *dx = {ops::MatMul(b, g, false, true), ops::MatMul(a, g, false, false)};
+    } else {
+      *dx = {ops::MatMul(b, g, true, true), ops::MatMul(g, a, true, true)};
+    }
+    return Status::OK();
+  });
+
+  RegisterGradient("Sum", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {grad::BroadcastBack(dy[0], c.inputs[0], AxesOf(c), KeepDims(c))};
+    return Status::OK();
+  });
+  RegisterGradient("Mean", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& y = c.outputs[0];
+    Value factor;
+    if (x.shape().IsFullyDefined() && y.shape().IsFullyDefined()) {
+      const int64_t out = std::max<int64_t>(y.shape().num_elements(), 1);
+      factor = ops::ScalarOf(static_cast<double>(x.shape().num_elements() / out), dy[0].dtype());
+    } else {
+      Value in_size = ops::Cast(ops::Prod(ops::Shape(x)), dy[0].dtype());
+      Value out_size = ops::Cast(ops::Prod(ops::Shape(y)), dy[0].dtype());
+      factor = ops::Div(in_size, ops::Maximum(out_size, ops::OnesLike(out_size)));
+    }
+    *dx = {ops::Div(grad::BroadcastBack(dy[0], x, AxesOf(c), KeepDims(c)), factor)};
+    return Status::OK();
+  });
+  auto minmax_reduce = [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    std::vector<int64_t> axes = AxesOf(c);
+    const bool keep = KeepDims(c);
+    Value y = grad::BroadcastBack(c.outputs[0], x, axes, keep);
+    Value indicators = ops::Cast(ops::Equal(y, x), dy[0].dtype());
+    Value num_selected = ops::Sum(indicators, axes, /*keep_dims=*/true);
+    Value g = grad::BroadcastBack(dy[0], x, axes, keep);
+    *dx = {ops::Mul(ops::Div(indicators, num_selected), g)};
+    return Status::OK();
+  };
+  RegisterGradient("Max", minmax_reduce);
+  RegisterGradient("Min", minmax_reduce);
+}
+
+}  // namespace internal
+}  // namespace troupe

@@ -1,0 +1,115 @@
+// Op wrappers over the kernels/ registry, for builder code: each returns a Value (eager or
+// symbolic, see value.h) and passes errors on as error Values. Node names follow TF's Python
+// op names ("add", "matmul") so traced graphs read like TF's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/value.h"
+
+namespace troupe::ops {
+
+// Constants (eager tensors; captured as Const nodes when used in a trace).
+Value Const(Tensor t);
+Value Scalar(float v);
+Value ScalarOf(double v, DType dtype);  // a scalar of `dtype` (ints truncate)
+Value Fill(const std::vector<int64_t>& dims, double v, DType dtype = DType::kFloat32);
+Value Zeros(const std::vector<int64_t>& dims, DType dtype = DType::kFloat32);
+Value Ones(const std::vector<int64_t>& dims, DType dtype = DType::kFloat32);
+
+Value Identity(const Value& x);
+Value ZerosLike(const Value& x);
+Value OnesLike(const Value& x);
+Value AddN(const std::vector<Value>& xs);
+
+// Broadcasting binary ops.
+Value Add(const Value& a, const Value& b);  // AddV2
+Value Sub(const Value& a, const Value& b);
+Value Mul(const Value& a, const Value& b);
+Value Div(const Value& a, const Value& b);  // RealDiv
+Value DivNoNan(const Value& a, const Value& b);
+Value Maximum(const Value& a, const Value& b);
+Value Minimum(const Value& a, const Value& b);
+Value Pow(const Value& a, const Value& b);
+Value SquaredDifference(const Value& a, const Value& b);
+Value FloorMod(const Value& a, const Value& b);
+Value FloorDiv(const Value& a, const Value& b);
+
+Value Equal(const Value& a, const Value& b);
+Value NotEqual(const Value& a, const Value& b);
+Value Less(const Value& a, const Value& b);
+Value LessEqual(const Value& a, const Value& b);
+Value Greater(const Value& a, const Value& b);
+Value GreaterEqual(const Value& a, const Value& b);
+// where(cond, x, y), broadcasting.
+Value Select(const Value& cond, const Value& x, const Value& y);
+
+Value Neg(const Value& x);
+Value Abs(const Value& x);
+Value Square(const Value& x);
+Value Sqrt(const Value& x);
+Value Rsqrt(const Value& x);
+Value Exp(const Value& x);
+Value Log(const Value& x);
+Value Reciprocal(const Value& x);
+Value Sign(const Value& x);
+Value Relu(const Value& x);
+Value Tanh(const Value& x);
+Value Sigmoid(const Value& x);
+
+Value MatMul(const Value& a, const Value& b, bool transpose_a = false, bool transpose_b = false);
+
+// Reductions; `axes` empty means every axis.
+Value Sum(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims = false);
+Value Mean(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims = false);
+Value Max(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims = false);
+Value Min(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims = false);
+Value Prod(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims = false);
+Value ArgMax(const Value& x, int64_t axis, DType output_type = DType::kInt64);
+
+Value Reshape(const Value& x, const std::vector<int64_t>& shape);
+Value ExpandDims(const Value& x, int64_t axis);
+Value Squeeze(const Value& x, const std::vector<int64_t>& axes = {});
+Value Shape(const Value& x, DType out_type = DType::kInt32);
+Value Cast(const Value& x, DType dtype);
+Value Transpose(const Value& x, const std::vector<int64_t>& perm);
+
+// Neural-network ops (NHWC, HWIO filters; padding "SAME" or "VALID").
+Value BiasAdd(const Value& x, const Value& bias);
+Value Conv2D(const Value& x, const Value& filter, const std::vector<int64_t>& strides,
+             const std::string& padding);
+Value MaxPool(const Value& x, const std::vector<int64_t>& ksize,
+              const std::vector<int64_t>& strides, const std::string& padding);
+Value AvgPool(const Value& x, const std::vector<int64_t>& ksize,
+              const std::vector<int64_t>& strides, const std::string& padding);
+Value Softmax(const Value& logits);
+Value LogSoftmax(const Value& logits);
+// (per-example loss, backprop) of TF's fused op.
+std::vector<Value> SparseSoftmaxCrossEntropyWithLogits(const Value& logits, const Value& labels);
+
+}  // namespace troupe::ops
+
+namespace troupe {
+
+// Arithmetic on Values; a plain number takes the other operand's dtype.
+Value operator+(const Value& a, const Value& b);
+Value operator-(const Value& a, const Value& b);
+Value operator*(const Value& a, const Value& b);
+Value operator/(const Value& a, const Value& b);
+Value operator-(const Value& a);
+Value operator+(const Value& a, double b);
+Value operator-(const Value& a, double b);
+Value operator*(const Value& a, double b);
+Value operator/(const Value& a, double b);
+Value operator+(double a, const Value& b);
+Value operator-(double a, const Value& b);
+Value operator*(double a, const Value& b);
+Value operator/(double a, const Value& b);
+Value operator%(const Value& a, double b);  // FloorMod
+Value operator>(const Value& a, double b);
+Value operator<(const Value& a, double b);
+
+}  // namespace troupe

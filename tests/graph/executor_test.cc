@@ -1,0 +1,99 @@
+#include "graph/executor.h"
+
+#include <gtest/gtest.h>
+
+#include "graph/ops.h"
+#include "graph/print_op.h"
+#include "graph/variable.h"
+
+namespace troupe {
+namespace {
+
+Tensor Floats(std::vector<float> v, TensorShape shape) { return *Tensor::FromVector(v, shape); }
+
+TEST(ExecutorTest, RunsAndReusesBuffers) {
+  auto g = std::make_shared<FuncGraph>("f");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{-1, 2}, DType::kFloat32, ""}, "x");
+    Value w = g->AddInput({TensorShape{2, 2}, DType::kFloat32, ""}, "w");
+    Value y = ops::Relu(ops::MatMul(x, w) + 1.0);
+    g->outputs.push_back(ops::Identity(y * 2.0).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  Tensor x = Floats({1, 2, 3, 4}, {2, 2});
+  Tensor w = Floats({1, 0, 0, -1}, {2, 2});
+  Tensor inputs[] = {x, w};
+  {
+    auto out = (*ex)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].shape(), (TensorShape{2, 2}));
+    std::vector<float> got((*out)[0].flat<float>().begin(), (*out)[0].flat<float>().end());
+    EXPECT_EQ(got, (std::vector<float>{4, 0, 8, 0}));
+  }
+  const int64_t after_first = (*ex)->stats().allocations;
+  EXPECT_GT(after_first, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto out = (*ex)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  // Same shapes, outputs dropped: nothing new allocated.
+  EXPECT_EQ((*ex)->stats().allocations, after_first);
+  EXPECT_GT((*ex)->stats().reuses, 0);
+}
+
+TEST(ExecutorTest, PrunesUnusedButKeepsStateful) {
+  auto v = Variable::Create(Value(Tensor::Scalar(1.0f)), "v");
+  ASSERT_TRUE(v.ok());
+  auto g = std::make_shared<FuncGraph>("f");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{}, DType::kFloat32, ""}, "x");
+    Value unused = x * 3.0;  // pruned
+    (void)unused;
+    ASSERT_TRUE(v->AssignAdd(x).ok());  // kept: stateful
+    g->outputs.push_back(ops::Identity(x).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  EXPECT_EQ((*ex)->num_steps(), 2);  // AssignAdd, Identity
+  Tensor in[] = {Tensor::Scalar(2.0f)};
+  ASSERT_TRUE((*ex)->Run(in).ok());
+  ASSERT_TRUE((*ex)->Run(in).ok());
+  EXPECT_EQ(v->value().scalar<float>(), 5.0f);
+}
+
+TEST(ExecutorTest, KernelErrorNamesGraphAndNode) {
+  auto g = std::make_shared<FuncGraph>("f");
+  {
+    BuildScope scope(g);
+    Value a = g->AddInput({TensorShape{-1}, DType::kFloat32, ""}, "a");
+    Value b = g->AddInput({TensorShape{-1}, DType::kFloat32, ""}, "b");
+    g->outputs.push_back((a + b).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok());
+  Tensor in[] = {Floats({1, 2}, {2}), Floats({1, 2, 3}, {3})};
+  auto out = (*ex)->Run(in);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("node 'add'"), std::string::npos) << out.status();
+}
+
+TEST(PrintTest, FormatsLikeTfPrint) {
+  EXPECT_EQ(FormatTensorForPrint(Tensor::Scalar<int32_t>(10)), "10");
+  EXPECT_EQ(FormatTensorForPrint(*Tensor::FromVector<int32_t>({4, 1}, {2})), "[4 1]");
+  EXPECT_EQ(FormatTensorForPrint(*Tensor::FromVector<int32_t>({1, 2, 3, 4}, {2, 2})),
+            "[[1 2]\n [3 4]]");
+  EXPECT_EQ(FormatTensorForPrint(*Tensor::FromVector<int32_t>({1, 2, 3, 4, 5, 6, 7}, {7})),
+            "[1 2 3 ... 5 6 7]");
+  EXPECT_EQ(FormatTensorForPrint(Tensor::Scalar(0.5f)), "0.5");
+  EXPECT_EQ(FormatTensorForPrint(Tensor::Scalar(0.666458249f)), "0.666458249");
+  EXPECT_EQ(FormatTensorForPrint(Tensor::Scalar(std::string("fizz"))), "fizz");
+}
+
+}  // namespace
+}  // namespace troupe
