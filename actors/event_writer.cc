@@ -1,0 +1,109 @@
+#include "actors/event_writer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "input/tfrecord.h"
+
+namespace troupe::actors {
+namespace {
+
+// Protobuf wire format, just what tf.Event / tf.Summary need:
+//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Summary { repeated Value value = 1; }   Value { string tag = 1; float simple_value = 2; }
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutTag(std::string* out, int field, int wire_type) {
+  PutVarint(out, static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire_type));
+}
+
+void PutBytes(std::string* out, int field, const std::string& bytes) {
+  PutTag(out, field, 2);
+  PutVarint(out, bytes.size());
+  out->append(bytes);
+}
+
+template <typename T>
+void PutFixed(std::string* out, int field, T value) {
+  PutTag(out, field, sizeof(T) == 8 ? 1 : 5);
+  char buf[sizeof(T)];
+  std::memcpy(buf, &value, sizeof(T));  // little-endian hosts only, as the rest of Troupe
+  out->append(buf, sizeof(T));
+}
+
+std::string EventHeader(double wall_time, int64_t step) {
+  std::string event;
+  PutFixed(&event, 1, wall_time);
+  if (step != 0) {
+    PutTag(&event, 2, 0);
+    PutVarint(&event, static_cast<uint64_t>(step));
+  }
+  return event;
+}
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string EventWriter::EncodeScalarEvent(double wall_time, int64_t step, const std::string& tag,
+                                           float value) {
+  std::string v;
+  PutBytes(&v, 1, tag);
+  PutFixed(&v, 2, value);
+  std::string summary;
+  PutBytes(&summary, 1, v);
+  std::string event = EventHeader(wall_time, step);
+  PutBytes(&event, 5, summary);
+  return event;
+}
+
+std::string EventWriter::EncodeFileVersionEvent(double wall_time) {
+  std::string event = EventHeader(wall_time, 0);
+  PutBytes(&event, 3, "brain.Event:2");
+  return event;
+}
+
+EventWriter::EventWriter(std::string path, std::unique_ptr<input::TFRecordWriter> writer)
+    : path_(std::move(path)), writer_(std::move(writer)) {}
+
+EventWriter::~EventWriter() {
+  if (writer_) (void)writer_->Close();
+}
+
+Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return PermissionDeniedError("cannot create TensorBoard directory '" + dir +
+                                 "': " + ec.message());
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  double now = Now();
+  // TF's naming; the pid keeps two files of one second apart.
+  std::string path = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) +
+                     "." + host + "." + std::to_string(::getpid()) + ".v2";
+  TROUPE_ASSIGN_OR_RETURN(auto writer, input::TFRecordWriter::Open(path));
+  TROUPE_RETURN_IF_ERROR(writer->WriteRecord(EncodeFileVersionEvent(now)));
+  TROUPE_RETURN_IF_ERROR(writer->Flush());
+  return std::unique_ptr<EventWriter>(new EventWriter(path, std::move(writer)));
+}
+
+Status EventWriter::AddScalar(const std::string& tag, double value, int64_t step) {
+  return writer_->WriteRecord(EncodeScalarEvent(Now(), step, tag, static_cast<float>(value)));
+}
+
+Status EventWriter::Flush() { return writer_->Flush(); }
+
+}  // namespace troupe::actors

@@ -1,0 +1,39 @@
+// EventWriter: TensorBoard event files (`events.out.tfevents.<time>.<host>`), TFRecord-framed
+// tf.Event protos with scalar summaries, readable by TensorBoard and by
+// tf.compat.v1.train.summary_iterator. The first record is the file_version event, as TF
+// writes it. A resumed run appends a new file and continues at the checkpointed step.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+
+namespace troupe::input {
+class TFRecordWriter;
+}
+
+namespace troupe::actors {
+
+class EventWriter {
+ public:
+  // Creates the directory if needed and a new event file in it.
+  static Result<std::unique_ptr<EventWriter>> Create(const std::string& dir);
+  ~EventWriter();
+
+  Status AddScalar(const std::string& tag, double value, int64_t step);
+  Status Flush();
+  const std::string& path() const { return path_; }
+
+  // The serialized tf.Event for a scalar (exposed for tests).
+  static std::string EncodeScalarEvent(double wall_time, int64_t step, const std::string& tag,
+                                       float value);
+  static std::string EncodeFileVersionEvent(double wall_time);
+
+ private:
+  EventWriter(std::string path, std::unique_ptr<input::TFRecordWriter> writer);
+  std::string path_;
+  std::unique_ptr<input::TFRecordWriter> writer_;
+};
+
+}  // namespace troupe::actors
