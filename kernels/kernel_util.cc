@@ -116,12 +116,20 @@ int64_t BlockSize(int64_t n, int64_t cost_per_unit) {
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
                  const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int64_t block = BlockSize(n, cost_per_unit);
-  if (pool == nullptr || block >= n) {
+  ParallelForBlocks(pool, n, BlockSize(n, cost_per_unit), fn);
+}
+
+void ParallelForBlocks(ThreadPool* pool, int64_t n, int64_t block,
+                       const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (block >= n) {
     fn(0, n);
-    return;
+  } else if (pool == nullptr) {
+    // Same blocks as the parallel path, so results never depend on having a pool.
+    for (int64_t b = 0; b < n; b += block) fn(b, std::min(n, b + block));
+  } else {
+    pool->ParallelFor(n, block, fn);
   }
-  pool->ParallelFor(n, block, fn);
 }
 
 void Register(OpRegistry& registry, OpDef def, KernelFn kernel) {

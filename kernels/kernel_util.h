@@ -68,6 +68,11 @@ int64_t BlockSize(int64_t n, int64_t cost_per_unit);
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
                  const std::function<void(int64_t, int64_t)>& fn);
 
+// Runs fn over [0, n) in blocks of exactly `block` (the last may be shorter), in parallel when
+// a pool is given and serially otherwise; the blocks are the same either way.
+void ParallelForBlocks(ThreadPool* pool, int64_t n, int64_t block,
+                       const std::function<void(int64_t, int64_t)>& fn);
+
 // Registers `def` and its CPU kernel; aborts on duplicate registration (a programming error).
 void Register(OpRegistry& registry, OpDef def, KernelFn kernel);
 

@@ -64,11 +64,7 @@ void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, boo
   const int64_t flops_per_row = 2 * k * n;
   const int64_t block =
       std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
-  if (pool == nullptr || block >= m) {
-    rows(0, m);
-  } else {
-    pool->ParallelFor(m, block, rows);
-  }
+  kernels::ParallelForBlocks(pool, m, block, rows);
 }
 
 }  // namespace

@@ -13,6 +13,10 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterTransposeOps(registry);
   RegisterSlicingOps(registry);
   RegisterMatMulOps(registry);
+  RegisterConv2DOps(registry);
+  RegisterPoolingOps(registry);
+  RegisterSoftmaxOps(registry);
+  RegisterBiasOps(registry);
   RegisterReductionOps(registry);
   RegisterBroadcastGradOps(registry);
 }

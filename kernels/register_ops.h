@@ -17,6 +17,10 @@ void RegisterArgMaxOps(OpRegistry& registry);         // ArgMax
 void RegisterCastOps(OpRegistry& registry);           // Cast
 void RegisterTransposeOps(OpRegistry& registry);      // Transpose
 void RegisterSlicingOps(OpRegistry& registry);        // ConcatV2, Pack, Unpack, Slice, Pad, ...
+void RegisterConv2DOps(OpRegistry& registry);         // Conv2D + backprops
+void RegisterPoolingOps(OpRegistry& registry);        // MaxPool, AvgPool + grads
+void RegisterSoftmaxOps(OpRegistry& registry);        // Softmax, LogSoftmax, *CrossEntropy*
+void RegisterBiasOps(OpRegistry& registry);           // BiasAdd, BiasAddGrad
 void RegisterMatMulOps(OpRegistry& registry);         // MatMul
 void RegisterReductionOps(OpRegistry& registry);      // Sum, Mean, Max, Min, Prod
 void RegisterBroadcastGradOps(OpRegistry& registry);  // BroadcastGradientArgs, SumToShapeOf

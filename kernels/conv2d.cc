@@ -1,0 +1,314 @@
+// Conv2D (NHWC input, HWIO filter, SAME/VALID, strides) and its gradients
+// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM.
+//
+// Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
+// only on the filter size; Conv2DBackpropFilter sums per-block partial products in block order
+// and Conv2DBackpropInput scatters per image in a fixed order, so results are bitwise the same
+// for any thread count. The TF input_sizes / filter_sizes tensors are attributes here (a -1
+// batch in input_sizes means "the batch of out_backprop").
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/conv_util.h"
+#include "kernels/kernel_util.h"
+#include "kernels/register_ops.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+struct ConvGeo {
+  int64_t n, h, w, c;      // input
+  int64_t kh, kw, f;       // filter (kh, kw, c, f)
+  int64_t oh, ow;          // output
+  int64_t sh, sw, pt, pl;  // strides, padding top/left
+  int64_t K() const { return kh * kw * c; }
+  int64_t rows() const { return n * oh * ow; }
+};
+
+const std::initializer_list<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
+
+// Checks everything and computes the geometry from the input shape, the filter shape and
+// optionally the out_backprop shape; unknown dims propagate as -1.
+Result<ConvGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorShape& in,
+                         const char* in_arg, const TensorShape& filter, const char* filter_arg,
+                         const TensorShape* dy) {
+  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, false));
+  TROUPE_RETURN_IF_ERROR(CheckRank(op, in_arg, in, 4));
+  TROUPE_RETURN_IF_ERROR(CheckRank(op, filter_arg, filter, 4));
+  if (dy) TROUPE_RETURN_IF_ERROR(CheckRank(op, "out_backprop", *dy, 4));
+  ConvGeo g{};
+  if (in.unknown_rank() || filter.unknown_rank()) return OpError(op, "ranks must be known");
+  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3);
+  g.kh = filter.dim(0), g.kw = filter.dim(1), g.f = filter.dim(3);
+  if (g.c >= 0 && filter.dim(2) >= 0 && g.c != filter.dim(2)) {
+    return OpError(op, "'" + std::string(in_arg) + "' " + in.ToString() + " has " +
+                           std::to_string(g.c) + " channels but '" + filter_arg + "' " +
+                           filter.ToString() + " expects " + std::to_string(filter.dim(2)) +
+                           " (filter is [height, width, in_channels, out_channels])");
+  }
+  if (g.c < 0) g.c = filter.dim(2);
+  for (int d = 0; d < 4; ++d) {
+    if (filter.dim(d) == 0) {
+      return OpError(op, "'" + std::string(filter_arg) + "' " + filter.ToString() +
+                             " is empty; every filter dim must be positive");
+    }
+  }
+  if (g.kh < 0 || g.kw < 0) return OpError(op, "filter height and width must be known");
+  TROUPE_ASSIGN_OR_RETURN(OutSize oh, WindowOutput(op, "height", g.h, g.kh, win.sh, win.padding));
+  TROUPE_ASSIGN_OR_RETURN(OutSize ow, WindowOutput(op, "width", g.w, g.kw, win.sw, win.padding));
+  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
+  g.sh = win.sh, g.sw = win.sw;
+  if (dy) {
+    const std::vector<int64_t> want = {g.n, g.oh, g.ow, g.f};
+    for (int d = 0; d < 4; ++d) {
+      const int64_t x = dy->dim(d), y = want[static_cast<size_t>(d)];
+      if (x >= 0 && y >= 0 && x != y) {
+        return OpError(op, "'out_backprop' " + dy->ToString() + " does not match the forward " +
+                               "output " + TensorShape(want).ToString() + " of '" + in_arg + "' " +
+                               in.ToString() + " and '" + filter_arg + "' " + filter.ToString());
+      }
+    }
+  }
+  return g;
+}
+
+Status CheckTypes(std::string_view op, Specs in, const char* a0, const char* a1) {
+  TROUPE_RETURN_IF_ERROR(CheckDType(op, a0, in[0].dtype, kFloatTypes));
+  return CheckSameDType(op, a0, in[0].dtype, a1, in[1].dtype);
+}
+
+Result<TensorShape> SizesAttr(std::string_view op, const AttrMap& attrs, const std::string& name) {
+  auto v = attrs.GetInts(name);
+  if (!v.ok()) return v.status().WithContext(op);
+  if (v->size() != 4) {
+    return OpError(op, "'" + name + "' " + IntsToString(*v) + " must have 4 entries");
+  }
+  for (int64_t d : *v) {
+    if (d < -1) return OpError(op, "'" + name + "' " + IntsToString(*v) + " has a negative size");
+  }
+  return TensorShape(*v);
+}
+
+Result<SpecList> Conv2DShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "Conv2D";
+  TROUPE_RETURN_IF_ERROR(CheckTypes(kOp, in, "input", "filter"));
+  TROUPE_ASSIGN_OR_RETURN(
+      ConvGeo g, Geometry(kOp, attrs, in[0].shape, "input", in[1].shape, "filter", nullptr));
+  return SpecList{TensorSpec{TensorShape({g.n, g.oh, g.ow, g.f}), in[0].dtype, ""}};
+}
+
+// Inputs (filter, out_backprop); attr input_sizes.
+Result<ConvGeo> BackpropInputGeo(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "Conv2DBackpropInput";
+  TROUPE_RETURN_IF_ERROR(CheckTypes(kOp, in, "filter", "out_backprop"));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, SizesAttr(kOp, attrs, "input_sizes"));
+  if (sizes.dim(0) < 0 && !in[1].shape.unknown_rank() && in[1].shape.rank() == 4) {
+    sizes.set_dim(0, in[1].shape.dim(0));
+  }
+  return Geometry(kOp, attrs, sizes, "input_sizes", in[0].shape, "filter", &in[1].shape);
+}
+
+Result<SpecList> BackpropInputShape(Specs in, const AttrMap& attrs) {
+  TROUPE_ASSIGN_OR_RETURN(ConvGeo g, BackpropInputGeo(in, attrs));
+  return SpecList{TensorSpec{TensorShape({g.n, g.h, g.w, g.c}), in[0].dtype, ""}};
+}
+
+// Inputs (input, out_backprop); attr filter_sizes.
+Result<ConvGeo> BackpropFilterGeo(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "Conv2DBackpropFilter";
+  TROUPE_RETURN_IF_ERROR(CheckTypes(kOp, in, "input", "out_backprop"));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, SizesAttr(kOp, attrs, "filter_sizes"));
+  for (int64_t d : sizes.dims()) {
+    if (d < 0) return OpError(kOp, "'filter_sizes' " + sizes.ToString() + " must be known");
+  }
+  return Geometry(kOp, attrs, in[0].shape, "input", sizes, "filter_sizes", &in[1].shape);
+}
+
+Result<SpecList> BackpropFilterShape(Specs in, const AttrMap& attrs) {
+  TROUPE_ASSIGN_OR_RETURN(ConvGeo g, BackpropFilterGeo(in, attrs));
+  return SpecList{TensorSpec{TensorShape({g.kh, g.kw, g.c, g.f}), in[0].dtype, ""}};
+}
+
+// Patch rows per block: ~64K patch elements (fits in L2), at least 64 rows.
+int64_t RowBlock(const ConvGeo& g) {
+  return std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(1, g.K()), 64, 8192);
+}
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Patch rows [r0, r1) (global output-pixel indices) of `x` into col (row-major, K per row).
+template <typename T>
+void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
+  const int64_t K = g.K(), per_image = g.oh * g.ow;
+  const size_t c_bytes = static_cast<size_t>(g.c) * sizeof(T);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / per_image, p = r % per_image, oh = p / g.ow, ow = p % g.ow;
+    const T* img = x + n * g.h * g.w * g.c;
+    T* dst = col + (r - r0) * K;
+    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      const int64_t ih = ih0 + kh;
+      if (ih < 0 || ih >= g.h) {
+        std::memset(dst, 0, static_cast<size_t>(g.kw) * c_bytes);
+        dst += g.kw * g.c;
+        continue;
+      }
+      for (int64_t kw = 0; kw < g.kw; ++kw, dst += g.c) {
+        const int64_t iw = iw0 + kw;
+        if (iw < 0 || iw >= g.w) {
+          std::memset(dst, 0, c_bytes);
+        } else {
+          std::memcpy(dst, img + (ih * g.w + iw) * g.c, c_bytes);
+        }
+      }
+    }
+  }
+}
+
+// dx += patches scattered back (rows [r0, r1), all from one image `img`).
+template <typename T>
+void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
+  const int64_t K = g.K(), per_image = g.oh * g.ow;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t p = r % per_image, oh = p / g.ow, ow = p % g.ow;
+    const T* src = col + (r - r0) * K;
+    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      const int64_t ih = ih0 + kh;
+      if (ih < 0 || ih >= g.h) {
+        src += g.kw * g.c;
+        continue;
+      }
+      for (int64_t kw = 0; kw < g.kw; ++kw, src += g.c) {
+        const int64_t iw = iw0 + kw;
+        if (iw < 0 || iw >= g.w) continue;
+        T* d = img + (ih * g.w + iw) * g.c;
+        for (int64_t c = 0; c < g.c; ++c) d[c] += src[c];
+      }
+    }
+  }
+}
+
+template <typename T>
+void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
+  const int64_t K = g.K(), rows = g.rows();
+  Eigen::Map<const RowMat<T>> W(filter, K, g.f);
+  const int64_t block = RowBlock(g);
+  auto run = [&](int64_t r0, int64_t r1) {
+    std::vector<T> col(static_cast<size_t>((r1 - r0) * K));
+    Im2Col(g, x, r0, r1, col.data());
+    Eigen::Map<const RowMat<T>> P(col.data(), r1 - r0, K);
+    Eigen::Map<RowMat<T>> Y(y + r0 * g.f, r1 - r0, g.f);
+    Y.noalias() = P * W;
+  };
+  ParallelForBlocks(pool, rows, block, run);
+}
+
+template <typename T>
+void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
+                             T* dx) {
+  const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
+  Eigen::Map<const RowMat<T>> W(filter, K, g.f);
+  const int64_t block = RowBlock(g);
+  auto images = [&](int64_t n0, int64_t n1) {
+    std::vector<T> col(static_cast<size_t>(std::min(block, per_image) * K));
+    for (int64_t n = n0; n < n1; ++n) {
+      T* img = dx + n * image;
+      std::fill(img, img + image, T(0));
+      for (int64_t r0 = n * per_image; r0 < (n + 1) * per_image; r0 += block) {
+        const int64_t r1 = std::min(r0 + block, (n + 1) * per_image);
+        Eigen::Map<RowMat<T>> P(col.data(), r1 - r0, K);
+        Eigen::Map<const RowMat<T>> DY(dy + r0 * g.f, r1 - r0, g.f);
+        P.noalias() = DY * W.transpose();
+        Col2ImAdd(g, col.data(), r0, r1, img);
+      }
+    }
+  };
+  ParallelForBlocks(pool, g.n, 1, images);
+}
+
+template <typename T>
+void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy, T* dw) {
+  const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g);
+  const int64_t nb = (rows + block - 1) / block;
+  Eigen::Map<RowMat<T>> DW(dw, K, g.f);
+  if (nb == 0) {
+    DW.setZero();
+    return;
+  }
+  std::vector<T> partial(static_cast<size_t>(nb > 1 ? nb * K * g.f : 0));
+  auto run = [&](int64_t b0, int64_t b1) {
+    std::vector<T> col(static_cast<size_t>(block * K));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+      Im2Col(g, x, r0, r1, col.data());
+      Eigen::Map<const RowMat<T>> P(col.data(), r1 - r0, K);
+      Eigen::Map<const RowMat<T>> DY(dy + r0 * g.f, r1 - r0, g.f);
+      Eigen::Map<RowMat<T>> out(nb > 1 ? partial.data() + b * K * g.f : dw, K, g.f);
+      out.noalias() = P.transpose() * DY;
+    }
+  };
+  ParallelForBlocks(pool, nb, 1, run);
+  if (nb == 1) return;
+  // Fixed-order sum of the block partials.
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(dw, K * g.f);
+  acc = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.data(), K * g.f);
+  for (int64_t b = 1; b < nb; ++b) {
+    acc +=
+        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.data() + b * K * g.f, K * g.f);
+  }
+}
+
+}  // namespace
+}  // namespace kernels
+
+void RegisterConv2DOps(OpRegistry& r) {
+  using namespace kernels;  // NOLINT
+  Register(r, {.name = "Conv2D", .num_inputs = 2, .infer_shapes = Conv2DShape},
+           [](KernelContext& ctx) -> Status {
+             TROUPE_ASSIGN_OR_RETURN(SpecList out, Conv2DShape(InputSpecs(ctx), ctx.attrs()));
+             TROUPE_ASSIGN_OR_RETURN(
+                 ConvGeo g, Geometry(ctx.op_name(), ctx.attrs(), ctx.input(0).shape(), "input",
+                                     ctx.input(1).shape(), "filter", nullptr));
+             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+             DispatchFloat(y.dtype(), [&](auto tag) {
+               using T = decltype(tag);
+               Conv2DForward<T>(ctx.pool(), g, ctx.input(0).data<T>(), ctx.input(1).data<T>(),
+                                y.data<T>());
+             });
+             return Status::OK();
+           });
+  Register(r, {.name = "Conv2DBackpropInput", .num_inputs = 2, .infer_shapes = BackpropInputShape},
+           [](KernelContext& ctx) -> Status {
+             const SpecList in = InputSpecs(ctx);
+             TROUPE_ASSIGN_OR_RETURN(ConvGeo g, BackpropInputGeo(in, ctx.attrs()));
+             TROUPE_ASSIGN_OR_RETURN(
+                 Tensor dx, ctx.AllocateOutput(0, in[0].dtype, TensorShape({g.n, g.h, g.w, g.c})));
+             DispatchFloat(dx.dtype(), [&](auto tag) {
+               using T = decltype(tag);
+               Conv2DBackpropInputImpl<T>(ctx.pool(), g, ctx.input(0).data<T>(),
+                                          ctx.input(1).data<T>(), dx.data<T>());
+             });
+             return Status::OK();
+           });
+  Register(
+      r, {.name = "Conv2DBackpropFilter", .num_inputs = 2, .infer_shapes = BackpropFilterShape},
+      [](KernelContext& ctx) -> Status {
+        const SpecList in = InputSpecs(ctx);
+        TROUPE_ASSIGN_OR_RETURN(ConvGeo g, BackpropFilterGeo(in, ctx.attrs()));
+        TROUPE_ASSIGN_OR_RETURN(
+            Tensor dw, ctx.AllocateOutput(0, in[0].dtype, TensorShape({g.kh, g.kw, g.c, g.f})));
+        DispatchFloat(dw.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          Conv2DBackpropFilterImpl<T>(ctx.pool(), g, ctx.input(0).data<T>(), ctx.input(1).data<T>(),
+                                      dw.data<T>());
+        });
+        return Status::OK();
+      });
+}
+
+}  // namespace troupe

@@ -1,0 +1,92 @@
+#include "kernels/conv_util.h"
+
+#include "kernels/kernel_util.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+Result<std::pair<int64_t, int64_t>> Parse4(std::string_view op, const AttrMap& attrs,
+                                           const std::string& name) {
+  auto v = attrs.GetInts(name);
+  if (!v.ok()) return v.status().WithContext(op);
+  const std::vector<int64_t>& s = *v;
+  if (s.size() != 4) {
+    return OpError(op, "'" + name + "' " + IntsToString(s) +
+                           " must have 4 entries [1, height, width, 1] (NHWC)");
+  }
+  for (int64_t x : s) {
+    if (x <= 0) {
+      return OpError(
+          op, "'" + name + "' " + IntsToString(s) + " must be positive (got zero or negative)");
+    }
+  }
+  if (s[0] != 1 || s[3] != 1) {
+    return OpError(
+        op, "'" + name + "' " + IntsToString(s) + " must be 1 in the batch and channel dims");
+  }
+  return std::pair{s[1], s[2]};
+}
+
+}  // namespace
+
+Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize) {
+  Window2D w;
+  TROUPE_ASSIGN_OR_RETURN(auto strides, Parse4(op, attrs, "strides"));
+  w.sh = strides.first;
+  w.sw = strides.second;
+  if (has_ksize) {
+    TROUPE_ASSIGN_OR_RETURN(auto k, Parse4(op, attrs, "ksize"));
+    w.kh = k.first;
+    w.kw = k.second;
+  }
+  auto pad = attrs.GetString("padding");
+  if (!pad.ok()) return pad.status().WithContext(op);
+  if (*pad == "SAME") {
+    w.padding = Padding::kSame;
+  } else if (*pad == "VALID") {
+    w.padding = Padding::kValid;
+  } else {
+    return OpError(op, "'padding' is '" + *pad + "' but must be 'SAME' or 'VALID'");
+  }
+  if (attrs.Has("data_format")) {
+    auto f = attrs.GetString("data_format");
+    if (!f.ok()) return f.status().WithContext(op);
+    if (*f != "NHWC") {
+      return OpError(op, "'data_format' is '" + *f + "' but only 'NHWC' is supported");
+    }
+  }
+  if (attrs.Has("dilations")) {
+    auto d = attrs.GetInts("dilations");
+    if (!d.ok()) return d.status().WithContext(op);
+    for (int64_t x : *d) {
+      if (x != 1) {
+        return OpError(op, "'dilations' " + IntsToString(*d) + " is not supported (only 1s)");
+      }
+    }
+  }
+  return w;
+}
+
+Result<OutSize> WindowOutput(std::string_view op, std::string_view what, int64_t in, int64_t k,
+                             int64_t stride, Padding padding) {
+  OutSize o;
+  if (in < 0) return o;
+  if (padding == Padding::kValid) {
+    if (in < k) {
+      return OpError(op, "VALID window of " + std::string(what) + " " + std::to_string(k) +
+                             " is larger than the input " + std::string(what) + " " +
+                             std::to_string(in) + " (use SAME padding or a smaller window)");
+    }
+    o.out = (in - k) / stride + 1;
+    o.pad_before = 0;
+  } else {
+    o.out = (in + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>(0, (o.out - 1) * stride + k - in);
+    o.pad_before = total / 2;
+  }
+  return o;
+}
+
+}  // namespace kernels
+}  // namespace troupe

@@ -1,0 +1,37 @@
+// Window geometry shared by Conv2D and pooling (NHWC): TF's SAME/VALID output sizes and
+// padding, and validation of the strides/ksize/padding/data_format/dilations attributes with
+// errors that name the op and the offending values.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/result.h"
+#include "kernels/attr.h"
+
+namespace troupe {
+namespace kernels {
+
+enum class Padding { kSame, kValid };
+
+struct Window2D {
+  int64_t kh = 1, kw = 1;  // window (filter or ksize) height/width
+  int64_t sh = 1, sw = 1;  // strides
+  Padding padding = Padding::kValid;
+};
+
+// Reads strides (and, for pooling, ksize) as [1, h, w, 1], padding "SAME"/"VALID", and checks
+// data_format (NHWC only) and dilations (all 1). Rejects zero/negative values.
+Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize);
+
+// Output size along one dim and the padding before it, exactly as TF computes them. Fails when
+// a VALID window is larger than the (known) input. Unknown input (-1) gives -1.
+struct OutSize {
+  int64_t out = -1;
+  int64_t pad_before = 0;
+};
+Result<OutSize> WindowOutput(std::string_view op, std::string_view what, int64_t in, int64_t k,
+                             int64_t stride, Padding padding);
+
+}  // namespace kernels
+}  // namespace troupe

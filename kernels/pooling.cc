@@ -1,0 +1,242 @@
+// MaxPool / AvgPool (NHWC; ksize, strides, padding) and their gradients:
+//   MaxPoolGrad(orig_input, orig_output, grad): grad goes to the first maximum of each window
+//     (row-major scan, like TF's CPU kernel); overlapping windows accumulate.
+//   AvgPoolGrad(grad; attr orig_input_shape, -1 batch allowed): grad / window count spread
+//     over the window's in-bounds elements (padding is not counted, like TF).
+// Work is split by image, and each image is accumulated in one fixed order.
+#include <Eigen/Core>
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "kernels/conv_util.h"
+#include "kernels/kernel_util.h"
+#include "kernels/register_ops.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+struct PoolGeo {
+  int64_t n, h, w, c, oh, ow;
+  Window2D win;
+  int64_t pt, pl;
+};
+
+Result<PoolGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorShape& in,
+                         const char* in_arg) {
+  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, true));
+  TROUPE_RETURN_IF_ERROR(CheckRank(op, in_arg, in, 4));
+  if (in.unknown_rank()) return OpError(op, "'" + std::string(in_arg) + "' rank must be known");
+  PoolGeo g{};
+  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3), g.win = win;
+  TROUPE_ASSIGN_OR_RETURN(OutSize oh, WindowOutput(op, "height", g.h, win.kh, win.sh, win.padding));
+  TROUPE_ASSIGN_OR_RETURN(OutSize ow, WindowOutput(op, "width", g.w, win.kw, win.sw, win.padding));
+  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
+  return g;
+}
+
+TensorShape OutShape(const PoolGeo& g) { return TensorShape({g.n, g.oh, g.ow, g.c}); }
+TensorShape InShape(const PoolGeo& g) { return TensorShape({g.n, g.h, g.w, g.c}); }
+
+// Window bounds (clipped to the input) of output pixel (oh, ow).
+struct Bounds {
+  int64_t h0, h1, w0, w1;
+};
+Bounds WindowAt(const PoolGeo& g, int64_t oh, int64_t ow) {
+  const int64_t hs = oh * g.win.sh - g.pt, ws = ow * g.win.sw - g.pl;
+  return {std::max<int64_t>(hs, 0), std::min(hs + g.win.kh, g.h), std::max<int64_t>(ws, 0),
+          std::min(ws + g.win.kw, g.w)};
+}
+
+Result<SpecList> PoolShape(std::string_view op, Specs in, const AttrMap& attrs) {
+  TROUPE_RETURN_IF_ERROR(CheckDType(op, "input", in[0].dtype, {DType::kFloat32, DType::kFloat64}));
+  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(op, attrs, in[0].shape, "input"));
+  return SpecList{TensorSpec{OutShape(g), in[0].dtype, ""}};
+}
+
+Result<SpecList> MaxPoolGradShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "MaxPoolGrad";
+  TROUPE_RETURN_IF_ERROR(
+      CheckDType(kOp, "orig_input", in[0].dtype, {DType::kFloat32, DType::kFloat64}));
+  TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "orig_input", in[0].dtype, "grad", in[2].dtype));
+  TROUPE_RETURN_IF_ERROR(
+      CheckSameDType(kOp, "orig_input", in[0].dtype, "orig_output", in[1].dtype));
+  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(kOp, attrs, in[0].shape, "orig_input"));
+  TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "grad", in[2].shape, "pooled output", OutShape(g)));
+  TROUPE_RETURN_IF_ERROR(
+      CheckSameShape(kOp, "orig_output", in[1].shape, "pooled output", OutShape(g)));
+  return SpecList{TensorSpec{in[0].shape, in[0].dtype, ""}};
+}
+
+Result<PoolGeo> AvgPoolGradGeo(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "AvgPoolGrad";
+  TROUPE_RETURN_IF_ERROR(CheckDType(kOp, "grad", in[0].dtype, {DType::kFloat32, DType::kFloat64}));
+  auto dims = attrs.GetInts("orig_input_shape");
+  if (!dims.ok()) return dims.status().WithContext(kOp);
+  if (dims->size() != 4) {
+    return OpError(kOp, "'orig_input_shape' " + IntsToString(*dims) + " must have 4 entries");
+  }
+  TensorShape shape(*dims);
+  if (shape.dim(0) < 0 && in[0].shape.rank() == 4) shape.set_dim(0, in[0].shape.dim(0));
+  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(kOp, attrs, shape, "orig_input_shape"));
+  TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "grad", in[0].shape, "pooled output", OutShape(g)));
+  return g;
+}
+
+template <typename T>
+void MaxPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
+  ParallelFor(pool, g.n * g.oh, g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t n = row / g.oh, oh = row % g.oh;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out(y + ((row * g.ow) + ow) * g.c, g.c);
+        out.setConstant(-std::numeric_limits<T>::infinity());
+        const Bounds w = WindowAt(g, oh, ow);
+        for (int64_t h = w.h0; h < w.h1; ++h) {
+          for (int64_t ww = w.w0; ww < w.w1; ++ww) {
+            out = out.max(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(
+                x + ((n * g.h + h) * g.w + ww) * g.c, g.c));
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void AvgPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
+  ParallelFor(pool, g.n * g.oh, g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t n = row / g.oh, oh = row % g.oh;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out(y + ((row * g.ow) + ow) * g.c, g.c);
+        out.setZero();
+        const Bounds w = WindowAt(g, oh, ow);
+        for (int64_t h = w.h0; h < w.h1; ++h) {
+          for (int64_t ww = w.w0; ww < w.w1; ++ww) {
+            out += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(
+                x + ((n * g.h + h) * g.w + ww) * g.c, g.c);
+          }
+        }
+        out /= static_cast<T>((w.h1 - w.h0) * (w.w1 - w.w0));
+      }
+    }
+  });
+}
+
+template <typename T>
+void MaxPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* x, const T* dy, T* dx) {
+  const int64_t image = g.h * g.w * g.c;
+  ParallelFor(pool, g.n, g.oh * g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      T* dimg = dx + n * image;
+      const T* img = x + n * image;
+      std::fill(dimg, dimg + image, T(0));
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const Bounds w = WindowAt(g, oh, ow);
+          const T* grad = dy + ((n * g.oh + oh) * g.ow + ow) * g.c;
+          for (int64_t c = 0; c < g.c; ++c) {
+            int64_t best = -1;
+            T best_val = T(0);
+            for (int64_t h = w.h0; h < w.h1; ++h) {
+              for (int64_t ww = w.w0; ww < w.w1; ++ww) {
+                const int64_t idx = (h * g.w + ww) * g.c + c;
+                if (best < 0 || img[idx] > best_val) {
+                  best = idx;
+                  best_val = img[idx];
+                }
+              }
+            }
+            if (best >= 0) dimg[best] += grad[c];
+          }
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void AvgPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* dy, T* dx) {
+  const int64_t image = g.h * g.w * g.c;
+  ParallelFor(pool, g.n, g.oh * g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      T* dimg = dx + n * image;
+      std::fill(dimg, dimg + image, T(0));
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const Bounds w = WindowAt(g, oh, ow);
+          const T scale = T(1) / static_cast<T>((w.h1 - w.h0) * (w.w1 - w.w0));
+          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> grad(
+              dy + ((n * g.oh + oh) * g.ow + ow) * g.c, g.c);
+          for (int64_t h = w.h0; h < w.h1; ++h) {
+            for (int64_t ww = w.w0; ww < w.w1; ++ww) {
+              Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dimg + (h * g.w + ww) * g.c, g.c) +=
+                  grad * scale;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace kernels
+
+void RegisterPoolingOps(OpRegistry& r) {
+  using namespace kernels;  // NOLINT
+  for (const char* name : {"MaxPool", "AvgPool"}) {
+    const bool is_max = std::string(name) == "MaxPool";
+    ShapeFn fn = [name](Specs in, const AttrMap& a) { return PoolShape(name, in, a); };
+    Register(r, {.name = name, .num_inputs = 1, .infer_shapes = fn},
+             [fn, is_max](KernelContext& ctx) -> Status {
+               TROUPE_ASSIGN_OR_RETURN(SpecList out, fn(InputSpecs(ctx), ctx.attrs()));
+               TROUPE_ASSIGN_OR_RETURN(
+                   PoolGeo g, Geometry(ctx.op_name(), ctx.attrs(), ctx.input(0).shape(), "input"));
+               TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+               DispatchFloat(y.dtype(), [&](auto tag) {
+                 using T = decltype(tag);
+                 if (is_max) {
+                   MaxPoolImpl<T>(ctx.pool(), g, ctx.input(0).data<T>(), y.data<T>());
+                 } else {
+                   AvgPoolImpl<T>(ctx.pool(), g, ctx.input(0).data<T>(), y.data<T>());
+                 }
+               });
+               return Status::OK();
+             });
+  }
+  Register(r, {.name = "MaxPoolGrad", .num_inputs = 3, .infer_shapes = MaxPoolGradShape},
+           [](KernelContext& ctx) -> Status {
+             TROUPE_ASSIGN_OR_RETURN(SpecList out, MaxPoolGradShape(InputSpecs(ctx), ctx.attrs()));
+             TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(ctx.op_name(), ctx.attrs(),
+                                                         ctx.input(0).shape(), "orig_input"));
+             TROUPE_ASSIGN_OR_RETURN(Tensor dx, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+             DispatchFloat(dx.dtype(), [&](auto tag) {
+               using T = decltype(tag);
+               MaxPoolGradImpl<T>(ctx.pool(), g, ctx.input(0).data<T>(), ctx.input(2).data<T>(),
+                                  dx.data<T>());
+             });
+             return Status::OK();
+           });
+  Register(r,
+           {.name = "AvgPoolGrad",
+            .num_inputs = 1,
+            .infer_shapes = [](Specs in, const AttrMap& a) -> Result<SpecList> {
+              TROUPE_ASSIGN_OR_RETURN(PoolGeo g, AvgPoolGradGeo(in, a));
+              return SpecList{TensorSpec{InShape(g), in[0].dtype, ""}};
+            }},
+           [](KernelContext& ctx) -> Status {
+             TROUPE_ASSIGN_OR_RETURN(PoolGeo g, AvgPoolGradGeo(InputSpecs(ctx), ctx.attrs()));
+             TROUPE_ASSIGN_OR_RETURN(Tensor dx,
+                                     ctx.AllocateOutput(0, ctx.input(0).dtype(), InShape(g)));
+             DispatchFloat(dx.dtype(), [&](auto tag) {
+               using T = decltype(tag);
+               AvgPoolGradImpl<T>(ctx.pool(), g, ctx.input(0).data<T>(), dx.data<T>());
+             });
+             return Status::OK();
+           });
+}
+
+}  // namespace troupe

@@ -1,0 +1,156 @@
+// Conv2D against a direct loop (SAME/VALID, strides, odd shapes), Conv2DBackpropInput and
+// Conv2DBackpropFilter against numerical gradients, errors, and thread-count independence.
+#include "tests/kernels/kernel_test_util.h"
+
+namespace troupe {
+namespace {
+
+using namespace testing_util;  // NOLINT
+using V = std::vector<int64_t>;
+
+int64_t OutDim(int64_t in, int64_t k, int64_t s, bool same, int64_t* pad) {
+  if (same) {
+    int64_t out = (in + s - 1) / s;
+    *pad = std::max<int64_t>(0, (out - 1) * s + k - in) / 2;
+    return out;
+  }
+  *pad = 0;
+  return (in - k) / s + 1;
+}
+
+template <typename T>
+Tensor NaiveConv(const Tensor& x, const Tensor& f, int64_t sh, int64_t sw, bool same) {
+  const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
+  const int64_t kh = f.dim(0), kw = f.dim(1), fo = f.dim(3);
+  int64_t pt, pl;
+  const int64_t oh = OutDim(h, kh, sh, same, &pt), ow = OutDim(w, kw, sw, same, &pl);
+  Tensor y = *Tensor::Zeros(x.dtype(), {n, oh, ow, fo});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t o = 0; o < fo; ++o) {
+          double s = 0;
+          for (int64_t p = 0; p < kh; ++p)
+            for (int64_t q = 0; q < kw; ++q)
+              for (int64_t ci = 0; ci < c; ++ci) {
+                int64_t ih = i * sh - pt + p, iw = j * sw - pl + q;
+                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                s += double(x.data<T>()[((b * h + ih) * w + iw) * c + ci]) *
+                     double(f.data<T>()[((p * kw + q) * c + ci) * fo + o]);
+              }
+          y.data<T>()[((b * oh + i) * ow + j) * fo + o] = static_cast<T>(s);
+        }
+  return y;
+}
+
+struct ConvCase {
+  TensorShape x, f;
+  int64_t sh, sw;
+  bool same;
+};
+const std::vector<ConvCase> kCases = {
+    {{2, 28, 28, 1}, {5, 5, 1, 6}, 1, 1, true},    // LeNet conv1
+    {{2, 14, 14, 6}, {5, 5, 6, 16}, 1, 1, false},  // LeNet conv2
+    {{1, 7, 9, 3}, {3, 2, 3, 4}, 2, 3, true},     {{3, 8, 5, 2}, {3, 3, 2, 5}, 2, 1, false},
+    {{1, 4, 4, 1}, {4, 4, 1, 1}, 1, 1, false},    {{2, 5, 5, 3}, {1, 1, 3, 2}, 1, 1, true},
+    {{1, 6, 6, 2}, {2, 2, 2, 3}, 3, 3, true}};
+
+AttrMap ConvAttrs(const ConvCase& c) {
+  return {{"strides", V{1, c.sh, c.sw, 1}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
+}
+
+TEST(Conv2DTest, ForwardMatchesDirectLoop) {
+  uint32_t seed = 1;
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(c.x.ToString() + " * " + c.f.ToString());
+    Tensor x = Random(c.x, seed++), f = Random(c.f, seed++);
+    ExpectNear(Run1("Conv2D", {x, f}, ConvAttrs(c)), NaiveConv<float>(x, f, c.sh, c.sw, c.same),
+               1e-5);
+  }
+}
+
+TEST(Conv2DTest, GradientsMatchNumerical) {
+  uint32_t seed = 100;
+  for (const ConvCase& c : kCases) {
+    if (c.x.dim(1) > 10) continue;  // keep the O(n^2) numerical check small
+    SCOPED_TRACE(c.x.ToString() + " * " + c.f.ToString());
+    Tensor x = Random<double>(c.x, seed++), f = Random<double>(c.f, seed++);
+    AttrMap attrs = ConvAttrs(c);
+    Tensor y = Run1("Conv2D", {x, f}, attrs);
+    Tensor w = Random<double>(y.shape(), seed++);
+    AttrMap in_attrs = attrs;
+    in_attrs.Set("input_sizes", c.x.dims());
+    Tensor dx = Run1("Conv2DBackpropInput", {f, w}, in_attrs);
+    CheckGradient([&](const Tensor& xx) { return Run1("Conv2D", {xx, f}, attrs); }, x, w, dx);
+    AttrMap f_attrs = attrs;
+    f_attrs.Set("filter_sizes", c.f.dims());
+    Tensor df = Run1("Conv2DBackpropFilter", {x, w}, f_attrs);
+    CheckGradient([&](const Tensor& ff) { return Run1("Conv2D", {x, ff}, attrs); }, f, w, df);
+    // A -1 batch in input_sizes takes the batch of out_backprop.
+    in_attrs.Set("input_sizes", V{-1, c.x.dim(1), c.x.dim(2), c.x.dim(3)});
+    EXPECT_TRUE(Run1("Conv2DBackpropInput", {f, w}, in_attrs).BitEqual(dx));
+  }
+}
+
+TEST(Conv2DTest, Errors) {
+  Tensor x = Random({2, 8, 8, 3}, 1), f = Random({3, 3, 1, 4}, 2);
+  AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string("SAME")}};
+  EXPECT_INVALID(RunStatus("Conv2D", {x, f}, a), "Conv2D:", "'input' [2,8,8,3] has 3 channels",
+                 "'filter' [3,3,1,4] expects 1");
+  Tensor f3 = Random({3, 3, 3, 4}, 2);
+  EXPECT_INVALID(
+      RunStatus("Conv2D", {x, f3}, {{"strides", V{1, 0, 1, 1}}, {"padding", std::string("SAME")}}),
+      "Conv2D:", "'strides' [1,0,1,1]", "positive");
+  EXPECT_INVALID(
+      RunStatus("Conv2D", {x, f3}, {{"strides", V{1, -2, 1, 1}}, {"padding", std::string("SAME")}}),
+      "Conv2D:", "'strides' [1,-2,1,1]");
+  EXPECT_INVALID(
+      RunStatus("Conv2D", {x, f3}, {{"strides", V{2, 1, 1, 1}}, {"padding", std::string("SAME")}}),
+      "Conv2D:", "batch and channel");
+  EXPECT_INVALID(
+      RunStatus("Conv2D", {x, f3}, {{"strides", V{1, 1, 1, 1}}, {"padding", std::string("FULL")}}),
+      "Conv2D:", "'padding' is 'FULL'");
+  EXPECT_INVALID(RunStatus("Conv2D", {Random({2, 8, 8}, 1), f3}, a),
+                 "Conv2D:", "'input' must be rank 4", "[2,8,8]");
+  EXPECT_INVALID(RunStatus("Conv2D", {x, Random<double>({3, 3, 3, 4}, 2)}, a),
+                 "Conv2D:", "'input' has dtype float32", "'filter' has dtype float64");
+  EXPECT_INVALID(RunStatus("Conv2D", {x, Random({3, 3, 3, 0}, 2)}, a), "Conv2D:", "empty",
+                 "[3,3,3,0]");
+  AttrMap v{{"strides", V{1, 1, 1, 1}}, {"padding", std::string("VALID")}};
+  EXPECT_INVALID(RunStatus("Conv2D", {Random({1, 2, 2, 3}, 1), f3}, v),
+                 "Conv2D:", "larger than the input");
+  AttrMap bi = a;
+  bi.Set("input_sizes", V{2, 8, 8, 3});
+  EXPECT_INVALID(RunStatus("Conv2DBackpropInput", {f3, Random({2, 4, 8, 4}, 3)}, bi),
+                 "Conv2DBackpropInput:", "'out_backprop' [2,4,8,4]", "[2,8,8,4]");
+  AttrMap bf = a;
+  bf.Set("filter_sizes", V{3, 3, 3, 4});
+  EXPECT_INVALID(RunStatus("Conv2DBackpropFilter", {x, Random({2, 8, 8, 5}, 3)}, bf),
+                 "Conv2DBackpropFilter:", "'out_backprop' [2,8,8,5]");
+  EXPECT_INVALID(RunStatus("Conv2D", {x, f3},
+                           {{"strides", V{1, 1, 1, 1}},
+                            {"padding", std::string("SAME")},
+                            {"data_format", std::string("NCHW")}}),
+                 "Conv2D:", "NCHW");
+}
+
+TEST(Conv2DTest, SameBitsAnyThreadCount) {
+  ThreadPool one(1, "one"), three(3, "three");
+  Tensor x = Random({16, 28, 28, 1}, 1), f = Random({5, 5, 1, 6}, 2);
+  AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string("SAME")}};
+  Tensor y = (*RunOn(nullptr, "Conv2D", {x, f}, a))[0];
+  EXPECT_TRUE(y.BitEqual((*RunOn(&three, "Conv2D", {x, f}, a))[0]));
+  Tensor dy = Random(y.shape(), 3);
+  AttrMap bf = a, bi = a;
+  bf.Set("filter_sizes", V{5, 5, 1, 6});
+  bi.Set("input_sizes", V{16, 28, 28, 1});
+  for (auto [op, in, attrs] : {std::tuple{"Conv2DBackpropFilter", std::vector{x, dy}, bf},
+                               std::tuple{"Conv2DBackpropInput", std::vector{f, dy}, bi}}) {
+    Tensor g1 = (*RunOn(&one, op, in, attrs))[0];
+    EXPECT_TRUE(g1.BitEqual((*RunOn(&three, op, in, attrs))[0])) << op;
+    EXPECT_TRUE(g1.BitEqual((*RunOn(nullptr, op, in, attrs))[0])) << op;
+  }
+}
+
+}  // namespace
+}  // namespace troupe
