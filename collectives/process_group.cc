@@ -130,4 +130,10 @@ std::string ProcessGroup::ToString() const {
          std::to_string(num_replicas());
 }
 
+std::string DescribeRanks(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
 }  // namespace troupe

@@ -50,4 +50,7 @@ struct ProcessGroup {
   std::string ToString() const;
 };
 
+// "rank 3" or "ranks 1, 4" (for error messages).
+std::string DescribeRanks(const std::vector<int>& ranks);
+
 }  // namespace troupe

@@ -40,7 +40,7 @@ std::vector<int64_t> EvenBounds(int64_t count, int parts, int64_t align) {
   return b;
 }
 
-Status ShmReduce(const ShmLayout& layout, const ShmReducePlan& plan, Deadline deadline) {
+Status ShmReduce(const ShmLayout& layout, const ReducePlan& plan, Deadline deadline) {
   ShmSegment* seg = layout.segment;
   const int me = seg->local_rank();
   const int64_t esize = static_cast<int64_t>(DTypeSize(plan.dtype));

@@ -66,7 +66,7 @@ Status ShmCommunicator::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
 Status ShmCommunicator::RunAllReduce(Op& op) {
   const int k = group_.world_size;
   const int me = group_.world_rank;
-  ShmReducePlan plan;
+  ReducePlan plan;
   plan.dtype = op.dtype;
   plan.op = op.reduce_op;
   plan.mean_divisor = group_.num_replicas();
@@ -89,7 +89,7 @@ Status ShmCommunicator::RunAllReduce(Op& op) {
   const size_t esize = DTypeSize(op.dtype);
   const std::vector<int64_t> bounds = EvenBounds(op.count, k, 64 / static_cast<int64_t>(esize));
   for (int j = 0; j < k; ++j) {
-    ShmReducePlan::Segment s;
+    ReducePlan::Segment s;
     s.begin = bounds[j];
     s.end = bounds[j + 1];
     s.owner = j;
@@ -107,14 +107,14 @@ Status ShmCommunicator::RunReduceScatter(Op& op) {
   const int n = group_.num_replicas();
   const int64_t chunk = op.count / n;
   const auto& my_ids = group_.local_replica_ids();
-  ShmReducePlan plan;
+  ReducePlan plan;
   plan.dtype = op.dtype;
   plan.op = op.reduce_op;
   plan.mean_divisor = n;
   plan.order = id_order_;
   for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
   for (int g = 0; g < n; ++g) {
-    ShmReducePlan::Segment s;
+    ReducePlan::Segment s;
     s.begin = g * chunk;
     s.end = (g + 1) * chunk;
     s.owner = group_.RankOfReplica(g);

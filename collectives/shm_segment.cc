@@ -1,5 +1,7 @@
 #include "collectives/shm_segment.h"
 
+#include "collectives/process_group.h"
+
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -252,12 +254,10 @@ Status ShmSegment::WaitForAll(uint64_t target, Deadline deadline, const char* wh
       next_pid_check = now + std::chrono::milliseconds(20);
     }
     if (now >= deadline) {
-      std::string names;
-      for (int r : lagging()) {
-        names += (names.empty() ? "" : ", ") + std::to_string(params_.world_ranks[r]);
-      }
+      std::vector<int> late;
+      for (int r : lagging()) late.push_back(params_.world_ranks[r]);
       return DeadlineExceededError("shared-memory " + std::string(what) +
-                                   ": timed out waiting for rank(s) " + names);
+                                   ": timed out waiting for " + DescribeRanks(late));
     }
     c->sleepers.fetch_add(1, std::memory_order_acq_rel);
     if (!all_arrived()) {

@@ -46,6 +46,15 @@ T Combine(ReduceOp op, T a, T b) {
   }
 }
 
+template <typename T>
+double ToDouble(T x) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    return static_cast<double>(static_cast<float>(x));
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
 template <typename Fn>
 void Visit(DType dtype, Fn&& fn) {
   VisitNumericDType(dtype, [&](auto zero) {
@@ -76,15 +85,24 @@ Tensor MakeReplicaInput(DType dtype, const TensorShape& shape, int replica, uint
   return t;
 }
 
-Tensor ReferenceAllReduce(DType dtype, const TensorShape& shape, int n, ReduceOp op,
-                          uint64_t seed) {
-  Tensor out = *Tensor::Allocate(dtype, shape);
+std::vector<Tensor> ReplicaInputs(DType dtype, const TensorShape& shape, int n, uint64_t seed) {
+  std::vector<Tensor> v;
+  for (int r = 0; r < n; ++r) v.push_back(MakeReplicaInput(dtype, shape, r, seed));
+  return v;
+}
+
+Tensor FoldReference(const std::vector<Tensor>& inputs, ReduceOp op) {
+  const DType dtype = inputs[0].dtype();
+  const int n = static_cast<int>(inputs.size());
+  Tensor out = *Tensor::Allocate(dtype, inputs[0].shape());
   Visit(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* p = out.data<T>();
+    std::vector<const T*> in;
+    for (const Tensor& t : inputs) in.push_back(t.data<T>());
     for (int64_t i = 0; i < out.num_elements(); ++i) {
-      T acc = ValueAt<T>(seed, 0, i);
-      for (int r = 1; r < n; ++r) acc = Combine(op, acc, ValueAt<T>(seed, r, i));
+      T acc = in[0][i];
+      for (int r = 1; r < n; ++r) acc = Combine(op, acc, in[r][i]);
       if (op == ReduceOp::kMean) {
         if constexpr (std::is_integral_v<T>) {
           acc = static_cast<T>(acc / static_cast<T>(n));
@@ -100,6 +118,62 @@ Tensor ReferenceAllReduce(DType dtype, const TensorShape& shape, int n, ReduceOp
   return out;
 }
 
+Tensor ConcatReference(const std::vector<Tensor>& inputs) {
+  const int n = static_cast<int>(inputs.size());
+  const TensorShape& shape = inputs[0].shape();
+  TensorShape out_shape = shape;
+  if (shape.rank() == 0) {
+    out_shape = TensorShape{n};
+  } else {
+    out_shape.set_dim(0, shape.dim(0) * n);
+  }
+  Tensor out = *Tensor::Allocate(inputs[0].dtype(), out_shape);
+  const size_t bytes = inputs[0].byte_size();
+  for (int r = 0; r < n; ++r) {
+    if (bytes)
+      std::memcpy(static_cast<char*>(out.raw_data()) + r * bytes, inputs[r].raw_data(), bytes);
+  }
+  return out;
+}
+
+std::string ApproxDiff(const Tensor& got, const std::vector<Tensor>& inputs, ReduceOp op) {
+  const int n = static_cast<int>(inputs.size());
+  std::string diff;
+  Visit(got.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    double eps = 1.2e-7;
+    if constexpr (std::is_same_v<T, double>) eps = 2.3e-16;
+    if constexpr (std::is_same_v<T, half>) eps = 1e-3;
+    if constexpr (std::is_same_v<T, bfloat16>) eps = 8e-3;
+    if constexpr (std::is_integral_v<T>) eps = 0;
+    const T* g = got.data<T>();
+    for (int64_t i = 0; i < got.num_elements() && diff.empty(); ++i) {
+      double sum = 0, abs_sum = 0;
+      for (const Tensor& t : inputs) {
+        const double x = ToDouble(t.data<T>()[i]);
+        sum += x;
+        abs_sum += std::fabs(x);
+      }
+      double want = sum;
+      if (op == ReduceOp::kMean) {
+        want = sum / n;
+        abs_sum /= n;
+      }
+      const double have = ToDouble(g[i]);
+      if (std::fabs(have - want) > (n + 1) * eps * abs_sum + 1e-30) {
+        diff = "element " + std::to_string(i) + ": got " + std::to_string(have) + ", want ~" +
+               std::to_string(want);
+      }
+    }
+  });
+  return diff;
+}
+
+Tensor ReferenceAllReduce(DType dtype, const TensorShape& shape, int n, ReduceOp op,
+                          uint64_t seed) {
+  return FoldReference(ReplicaInputs(dtype, shape, n, seed), op);
+}
+
 Tensor ReferenceReduceScatter(DType dtype, const TensorShape& shape, int n, int g, ReduceOp op,
                               uint64_t seed) {
   Tensor full = ReferenceAllReduce(dtype, shape, n, op, seed);
@@ -108,19 +182,7 @@ Tensor ReferenceReduceScatter(DType dtype, const TensorShape& shape, int n, int 
 }
 
 Tensor ReferenceAllGather(DType dtype, const TensorShape& shape, int n, uint64_t seed) {
-  TensorShape out_shape = shape;
-  if (shape.rank() == 0) {
-    out_shape = TensorShape{n};
-  } else {
-    out_shape.set_dim(0, shape.dim(0) * n);
-  }
-  Tensor out = *Tensor::Allocate(dtype, out_shape);
-  const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
-  for (int r = 0; r < n; ++r) {
-    Tensor in = MakeReplicaInput(dtype, shape, r, seed);
-    if (bytes) std::memcpy(static_cast<char*>(out.raw_data()) + r * bytes, in.raw_data(), bytes);
-  }
-  return out;
+  return ConcatReference(ReplicaInputs(dtype, shape, n, seed));
 }
 
 std::string BitDiff(const Tensor& got, const Tensor& want) {

@@ -16,6 +16,15 @@ namespace troupe::testing {
 const std::vector<DType>& CollectiveDTypes();
 // Replica `replica`'s input: a tensor of `shape` whose values depend on (seed, replica, index).
 Tensor MakeReplicaInput(DType dtype, const TensorShape& shape, int replica, uint64_t seed);
+// The inputs of replicas 0..n-1 (generate once, then fold for every op).
+std::vector<Tensor> ReplicaInputs(DType dtype, const TensorShape& shape, int n, uint64_t seed);
+// ((x0 op x1) op x2 ...) over `inputs` in order, element by element (mean = sum / n).
+Tensor FoldReference(const std::vector<Tensor>& inputs, ReduceOp op);
+// Concatenation along dim 0 (a scalar input gives a vector).
+Tensor ConcatReference(const std::vector<Tensor>& inputs);
+// For reductions whose order is free (fast mode): empty when every element of `got` is within
+// (n+1) * epsilon(dtype) * sum|x_i| of the exact (double) reduction of `inputs`.
+std::string ApproxDiff(const Tensor& got, const std::vector<Tensor>& inputs, ReduceOp op);
 // ((x0 op x1) op x2 ...) over replicas 0..n-1, element by element (mean = sum / n).
 Tensor ReferenceAllReduce(DType dtype, const TensorShape& shape, int n, ReduceOp op, uint64_t seed);
 // Replica g's rows of the reference reduction (shape [d0/n, ...]).

@@ -190,7 +190,8 @@ TEST(ShmCommunicator, StuckPeerTimesOutNamingIt) {
     auto t = std::vector<Tensor>{*Tensor::Zeros(DType::kFloat32, TensorShape{16})};
     Status s = comm->AllReduce(t, ReduceOp::kSum)->Wait();
     if (s.code() != StatusCode::kDeadlineExceeded) return "want DeadlineExceeded: " + s.ToString();
-    if (s.message().find("rank(s) 1") == std::string::npos) return "not named: " + s.ToString();
+    if (s.message().find("waiting for rank 1") == std::string::npos)
+      return "not named: " + s.ToString();
     return "ok";
   });
   EXPECT_EQ(results[0].report, "ok");

@@ -1,0 +1,242 @@
+#include "collectives/hierarchical_communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "collectives/in_process_communicator.h"
+#include "collectives/mpi_bootstrap.h"
+#include "collectives/mpi_collectives.h"
+#include "collectives/mpi_communicator.h"
+#include "collectives/shm_communicator.h"
+
+namespace troupe {
+
+Result<std::unique_ptr<HierarchicalCommunicator>> HierarchicalCommunicator::Create(
+    ProcessGroup group, CollectiveOptions options, MPI_Comm comm,
+    const std::string& segment_prefix) {
+  TROUPE_RETURN_IF_ERROR(group.Validate());
+  TROUPE_RETURN_IF_ERROR(CheckMpiMatchesGroup(comm, group));
+  for (int h = 0; h < group.num_hosts(); ++h) {
+    if (static_cast<int>(group.RanksOnHost(h).size()) != group.local_size) {
+      return InvalidArgumentError("hierarchical communicator: host " + std::to_string(h) +
+                                  " runs " + std::to_string(group.RanksOnHost(h).size()) +
+                                  " processes but this host runs " +
+                                  std::to_string(group.local_size) +
+                                  "; start the same number per host or use the MPI backend");
+    }
+  }
+  const Deadline deadline = DeadlineAfter(options.timeout);
+  std::unique_ptr<HierarchicalCommunicator> c(new HierarchicalCommunicator(group, options));
+  std::vector<int> world(static_cast<size_t>(group.world_size));
+  std::iota(world.begin(), world.end(), 0);
+  TROUPE_ASSIGN_OR_RETURN(c->world_, MpiChannel::Create(comm, world, deadline));
+  // Cross-host channel: same local rank on every host, ordered by host index.
+  MPI_Comm cross;
+  int rc = MPI_Comm_split(comm, group.local_rank, group.host(), &cross);
+  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Comm_split: " + MpiErrorString(rc));
+  std::vector<int> cross_world;
+  for (int h = 0; h < group.num_hosts(); ++h) {
+    cross_world.push_back(group.RanksOnHost(h)[group.local_rank]);
+  }
+  auto channel = MpiChannel::Create(cross, cross_world, deadline);
+  MPI_Comm_free(&cross);
+  if (!channel.ok()) return channel.status();
+  c->cross_ = std::move(*channel);
+
+  std::vector<int> per_rank;
+  for (int r : c->host_ranks_) per_rank.push_back(static_cast<int>(group.replica_ids[r].size()));
+  ShmSegment::Params params;
+  params.name = segment_prefix + "-h" + std::to_string(group.host());
+  params.local_rank = group.local_rank;
+  params.local_size = group.local_size;
+  params.num_slots = ShmLayout::SlotsNeeded(per_rank);
+  params.slot_bytes = options.piece_bytes;
+  params.world_ranks = c->host_ranks_;
+  TROUPE_ASSIGN_OR_RETURN(c->segment_, ShmSegment::Join(params, deadline));
+  c->per_replica_.segment = c->segment_.get();
+  c->per_process_.segment = c->segment_.get();
+  c->per_replica_.contributions = per_rank;
+  c->per_process_.contributions.assign(per_rank.size(), 1);
+  return c;
+}
+
+HierarchicalCommunicator::HierarchicalCommunicator(ProcessGroup group, CollectiveOptions options)
+    : Communicator(std::move(group), options) {
+  host_ranks_ = group_.RanksOnHost(group_.host());
+  host_order_ = ReplicaFoldOrder(group_, host_ranks_);
+  std::vector<int> all(static_cast<size_t>(group_.world_size));
+  std::iota(all.begin(), all.end(), 0);
+  world_order_ = ReplicaFoldOrder(group_, all);
+  // Runs of consecutive replica ids on one host, in id order; [begin, end) index that host's
+  // contributions in its own fold order.
+  std::vector<int> next_on_host(static_cast<size_t>(group_.num_hosts()), 0);
+  for (const auto& [r, c] : world_order_) {
+    const int h = group_.host_of_rank[r];
+    if (runs_.empty() || runs_.back().host != h) {
+      runs_.push_back({h, next_on_host[h], next_on_host[h]});
+    }
+    ++runs_.back().end;
+    ++next_on_host[h];
+  }
+}
+
+HierarchicalCommunicator::~HierarchicalCommunicator() { Shutdown(); }
+
+Status HierarchicalCommunicator::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
+                                                 std::vector<OpHeader>* all) {
+  return world_->ExchangeHeaders(mine, deadline, all);
+}
+
+Status HierarchicalCommunicator::ChainStep(const Op& op, int64_t n,
+                                           const std::vector<const void*>& srcs,
+                                           const std::vector<void*>& dsts, Deadline deadline) {
+  const int64_t esize = static_cast<int64_t>(DTypeSize(op.dtype));
+  const int me = group_.host();
+  void* acc = dsts.back();  // the published result slot
+  chain_buffer_.resize(static_cast<size_t>(n * esize));
+  const ReduceOp partial_op = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
+  for (size_t t = 0; t < runs_.size(); ++t) {
+    const Run_& run = runs_[t];
+    if (run.host != me) continue;
+    std::vector<const void*> fold;
+    if (t > 0) {
+      MpiChannel::Batch b(cross_.get());
+      TROUPE_RETURN_IF_ERROR(
+          b.Recv(chain_buffer_.data(), n * esize, runs_[t - 1].host, MpiChannel::kTagChain));
+      TROUPE_RETURN_IF_ERROR(cross_->Wait(b, deadline, "chain reduction (partial sum)"));
+      fold.push_back(chain_buffer_.data());
+    }
+    for (int i = run.begin; i < run.end; ++i) fold.push_back(srcs[i]);
+    const bool last = t + 1 == runs_.size();
+    FoldElements(op.dtype, last ? op.reduce_op : partial_op, fold.data(),
+                 static_cast<int>(fold.size()), &acc, 1, n, last ? group_.num_replicas() : 1);
+    if (!last) {
+      MpiChannel::Batch b(cross_.get());
+      TROUPE_RETURN_IF_ERROR(b.Send(acc, n * esize, runs_[t + 1].host, MpiChannel::kTagChain));
+      TROUPE_RETURN_IF_ERROR(cross_->Wait(b, deadline, "chain reduction (partial sum)"));
+    }
+  }
+  if (cross_->size() > 1) {
+    TROUPE_RETURN_IF_ERROR(
+        MpiBroadcast(*cross_, runs_.back().host, acc, static_cast<size_t>(n * esize), deadline));
+  }
+  for (size_t d = 0; d + 1 < dsts.size(); ++d) std::memcpy(dsts[d], acc, n * esize);
+  return Status::OK();
+}
+
+Status HierarchicalCommunicator::RunAllReduce(Op& op) {
+  const int k = group_.local_size;
+  const int me = group_.local_rank;
+  const size_t esize = DTypeSize(op.dtype);
+  std::vector<void*> outs;
+  for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
+  ReducePlan plan;
+  plan.dtype = op.dtype;
+  plan.op = op.reduce_op;
+  const ShmLayout* layout = &per_replica_;
+  const Deadline deadline = op.deadline;
+  if (options_.deterministic) {
+    plan.order = host_order_;
+    for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
+    plan.owner_step = [&](int, int64_t, int64_t n, const std::vector<const void*>& srcs,
+                          const std::vector<void*>& dsts) {
+      return ChainStep(op, n, srcs, dsts, deadline);
+    };
+  } else {
+    const ReduceOp local = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
+    if (outs.size() > 1) {
+      std::vector<const void*> srcs;
+      for (const Tensor& t : op.inputs) srcs.push_back(t.raw_data());
+      ParallelFold(op.dtype, local, srcs, {outs[0]}, op.count, 1);
+    }
+    layout = &per_process_;
+    for (int r = 0; r < k; ++r) plan.order.push_back({r, 0});
+    plan.my_inputs = {outs[0]};
+    plan.owner_step = [&, local](int, int64_t, int64_t n, const std::vector<const void*>& srcs,
+                                 const std::vector<void*>& dsts) -> Status {
+      void* acc = dsts.back();
+      FoldElements(op.dtype, local, srcs.data(), static_cast<int>(srcs.size()), &acc, 1, n, 1);
+      if (cross_->size() > 1) {
+        TROUPE_RETURN_IF_ERROR(MpiNativeAllReduce(*cross_, op.dtype, op.reduce_op, acc, n,
+                                                  group_.num_replicas(), deadline));
+      } else if (op.reduce_op == ReduceOp::kMean) {
+        DivideElements(op.dtype, acc, n, group_.num_replicas());
+      }
+      for (size_t d = 0; d + 1 < dsts.size(); ++d) std::memcpy(dsts[d], acc, n * esize);
+      return Status::OK();
+    };
+  }
+  const auto bounds = EvenBounds(op.count, k, 64 / static_cast<int64_t>(esize));
+  for (int j = 0; j < k; ++j) {
+    ReducePlan::Segment s;
+    s.begin = bounds[j];
+    s.end = bounds[j + 1];
+    s.owner = j;
+    s.publish = true;
+    if (j == me) {
+      for (void* o : outs) s.dsts.push_back(static_cast<char*>(o) + s.begin * esize);
+    }
+    plan.segments.push_back(std::move(s));
+  }
+  plan.copy_out = outs;
+  return ShmReduce(*layout, plan, op.deadline);
+}
+
+Status HierarchicalCommunicator::Run(Op& op) {
+  const size_t esize = DTypeSize(op.dtype);
+  const size_t bytes = static_cast<size_t>(op.count) * esize;
+  switch (op.kind) {
+    case CollectiveKind::kAllReduce:
+      return RunAllReduce(op);
+    case CollectiveKind::kReduceScatter: {
+      const int n = group_.num_replicas();
+      const int64_t chunk = op.count / n;
+      const auto& my_ids = group_.local_replica_ids();
+      ReducePlan plan;
+      plan.dtype = op.dtype;
+      plan.op = op.reduce_op;
+      plan.mean_divisor = n;
+      plan.order = world_order_;
+      for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
+      for (int g = 0; g < n; ++g) {
+        ReducePlan::Segment s;
+        s.begin = g * chunk;
+        s.end = (g + 1) * chunk;
+        s.owner = group_.RankOfReplica(g);
+        if (s.owner == group_.world_rank) {
+          s.dsts.push_back(
+              op.outputs[std::find(my_ids.begin(), my_ids.end(), g) - my_ids.begin()].raw_data());
+        }
+        plan.segments.push_back(std::move(s));
+      }
+      return MpiReduce(*world_, plan, static_cast<int64_t>(options_.piece_bytes / esize),
+                       op.deadline);
+    }
+    case CollectiveKind::kAllGather: {
+      std::vector<const void*> ins;
+      std::vector<void*> outs;
+      for (const Tensor& t : op.inputs) ins.push_back(t.raw_data());
+      for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
+      return MpiAllGather(*world_, group_.replica_ids, ins, outs, bytes, op.deadline);
+    }
+    case CollectiveKind::kBroadcast: {
+      const int root_rank = group_.RankOfReplica(op.root);
+      void* buffer = op.outputs[0].raw_data();
+      if (root_rank == group_.world_rank) {
+        const auto& ids = group_.local_replica_ids();
+        buffer = op.outputs[std::find(ids.begin(), ids.end(), op.root) - ids.begin()].raw_data();
+      }
+      TROUPE_RETURN_IF_ERROR(MpiBroadcast(*world_, root_rank, buffer, bytes, op.deadline));
+      std::vector<void*> outs;
+      for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
+      ParallelCopy(buffer, outs, bytes);
+      return Status::OK();
+    }
+    case CollectiveKind::kBarrier:
+      return Status::OK();
+  }
+  return InternalError("unknown collective kind");
+}
+
+}  // namespace troupe
