@@ -6,6 +6,30 @@
 namespace troupe::internal {
 namespace {
 using V = std::vector<Value>;
+
+// Window attributes carried over from the forward op.
+AttrMap WindowAttrs(const OpCall& c) {
+  AttrMap a;
+  for (const char* name : {"strides", "padding", "ksize", "data_format", "dilations"}) {
+    if (c.attrs.Has(name)) a.Set(name, c.attrs.values().at(name));
+  }
+  return a;
+}
+
+// A shape attribute for a backprop op: the static shape, with an unknown batch as -1.
+Result<std::vector<int64_t>> SizesOf(const Value& x, const std::string& what) {
+  const TensorShape& s = x.shape();
+  if (s.unknown_rank() || s.rank() != 4) {
+    return InvalidArgumentError(what + " needs a rank-4 input, got " + s.ToString());
+  }
+  for (int i = 1; i < 4; ++i) {
+    if (s.dim(i) < 0) {
+      return InvalidArgumentError(what + " needs known spatial and channel dims, got " +
+                                  s.ToString());
+    }
+  }
+  return s.dims();
+}
 }  // namespace
 
 void RegisterNnGradients() {
@@ -23,6 +47,32 @@ void RegisterNnGradients() {
   });
   RegisterGradient("BiasAdd", [](const OpCall&, const V& dy, V* dx) {
     *dx = {dy[0], Apply1("BiasAddGrad", {dy[0]}, {}, "BiasAddGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("Conv2D", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& f = c.inputs[1];
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> in_sizes, SizesOf(x, "Conv2D gradient"));
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> f_sizes, SizesOf(f, "Conv2D gradient"));
+    f_sizes[0] = f.shape().dim(0);
+    AttrMap in_attrs = WindowAttrs(c);
+    in_attrs.Set("input_sizes", in_sizes);
+    AttrMap f_attrs = WindowAttrs(c);
+    f_attrs.Set("filter_sizes", f_sizes);
+    *dx = {Apply1("Conv2DBackpropInput", {f, dy[0]}, in_attrs, "Conv2DBackpropInput"),
+           Apply1("Conv2DBackpropFilter", {x, dy[0]}, f_attrs, "Conv2DBackpropFilter")};
+    return Status::OK();
+  });
+  RegisterGradient("MaxPool", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {
+        Apply1("MaxPoolGrad", {c.inputs[0], c.outputs[0], dy[0]}, WindowAttrs(c), "MaxPoolGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("AvgPool", [](const OpCall& c, const V& dy, V* dx) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, SizesOf(c.inputs[0], "AvgPool gradient"));
+    AttrMap attrs = WindowAttrs(c);
+    attrs.Set("orig_input_shape", sizes);
+    *dx = {Apply1("AvgPoolGrad", {dy[0]}, attrs, "AvgPoolGrad")};
     return Status::OK();
   });
   RegisterGradient("Softmax", [](const OpCall& c, const V& dy, V* dx) {

@@ -1,0 +1,202 @@
+#include "graph/nn/layers.h"
+
+#include "graph/ops.h"
+
+namespace troupe::nn {
+namespace {
+
+std::function<Value()> Init(const Initializer& init, const TensorShape& shape, DType dtype) {
+  return [init, shape, dtype]() -> Value {
+    Result<Tensor> t = init(shape, dtype);
+    if (!t.ok()) return Value::Error(t.status());
+    return Value(*t);
+  };
+}
+
+Status NeedRank(const std::string& layer, const TensorShape& shape, int rank) {
+  if (shape.rank() != rank) {
+    return InvalidArgumentError(layer + " expects inputs of rank " + std::to_string(rank) +
+                                ", got shape " + shape.ToString());
+  }
+  return Status::OK();
+}
+
+Status NeedKnownLastDim(const std::string& layer, const TensorShape& shape) {
+  if (shape.dim(shape.rank() - 1) < 0) {
+    return InvalidArgumentError(layer + " needs a known last (channel) dimension, got shape " +
+                                shape.ToString());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Value Activate(Activation a, const Value& x) {
+  switch (a) {
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return ops::Relu(x);
+    case Activation::kTanh:
+      return ops::Tanh(x);
+    case Activation::kSigmoid:
+      return ops::Sigmoid(x);
+    case Activation::kSoftmax:
+      return ops::Softmax(x);
+  }
+  return x;
+}
+
+// ------------------------------------------------------------------------------- Dense
+
+Dense::Dense(std::string name, int64_t units, DenseOptions options)
+    : Layer(std::move(name)), units_(units), options_(std::move(options)) {
+  if (!options_.kernel_initializer) {
+    options_.kernel_initializer = GlorotUniform(options_.seed ? *options_.seed : NextDefaultSeed());
+  }
+  if (!options_.bias_initializer) options_.bias_initializer = Zeros();
+}
+
+Status Dense::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.unknown_rank() || input_shape.rank() < 1) {
+    return InvalidArgumentError("Dense expects inputs of rank >= 1, got " + input_shape.ToString());
+  }
+  TROUPE_RETURN_IF_ERROR(NeedKnownLastDim("Dense", input_shape));
+  const int64_t in = input_shape.dim(input_shape.rank() - 1);
+  TROUPE_ASSIGN_OR_RETURN(
+      kernel_, AddVariable(options_.kernel_name, Init(options_.kernel_initializer,
+                                                      TensorShape{in, units_}, DType::kFloat32)));
+  if (options_.use_bias) {
+    TROUPE_ASSIGN_OR_RETURN(bias_, AddVariable("bias", Init(options_.bias_initializer,
+                                                            TensorShape{units_}, DType::kFloat32)));
+  }
+  return Status::OK();
+}
+
+Value Dense::Call(const Value& x, bool) {
+  Value y = ops::MatMul(x, kernel_);
+  if (options_.use_bias) y = ops::Add(y, bias_);
+  return Activate(options_.activation, y);
+}
+
+// ------------------------------------------------------------------------------ Conv2D
+
+Conv2D::Conv2D(std::string name, int64_t filters, std::vector<int64_t> kernel_size,
+               Conv2DOptions options)
+    : Layer(std::move(name)),
+      filters_(filters),
+      kernel_size_(std::move(kernel_size)),
+      options_(std::move(options)) {
+  if (kernel_size_.size() == 1) kernel_size_.push_back(kernel_size_[0]);
+  if (!options_.kernel_initializer) {
+    options_.kernel_initializer = GlorotUniform(options_.seed ? *options_.seed : NextDefaultSeed());
+  }
+  if (!options_.bias_initializer) options_.bias_initializer = Zeros();
+}
+
+Status Conv2D::BuildImpl(const TensorShape& input_shape) {
+  TROUPE_RETURN_IF_ERROR(NeedRank("Conv2D", input_shape, 4));
+  TROUPE_RETURN_IF_ERROR(NeedKnownLastDim("Conv2D", input_shape));
+  if (kernel_size_.size() != 2) {
+    return InvalidArgumentError("Conv2D kernel_size must have 1 or 2 entries");
+  }
+  TensorShape shape{kernel_size_[0], kernel_size_[1], input_shape.dim(3), filters_};
+  TROUPE_ASSIGN_OR_RETURN(
+      kernel_,
+      AddVariable(options_.kernel_name, Init(options_.kernel_initializer, shape, DType::kFloat32)));
+  if (options_.use_bias) {
+    TROUPE_ASSIGN_OR_RETURN(
+        bias_, AddVariable("bias", Init(options_.bias_initializer, TensorShape{filters_},
+                                        DType::kFloat32)));
+  }
+  return Status::OK();
+}
+
+Value Conv2D::Call(const Value& x, bool) {
+  std::vector<int64_t> strides = {
+      1, options_.strides[0],
+      options_.strides.size() > 1 ? options_.strides[1] : options_.strides[0], 1};
+  Value y = ops::Conv2D(x, kernel_, strides, options_.padding);
+  // Keras adds the bias reshaped to (1, 1, 1, F): a broadcasting add.
+  if (options_.use_bias) y = ops::Add(y, ops::Reshape(bias_, {1, 1, 1, filters_}));
+  return Activate(options_.activation, y);
+}
+
+// ------------------------------------------------------------------------------ pooling
+
+Pool2D::Pool2D(std::string name, Kind kind, std::vector<int64_t> pool_size,
+               std::vector<int64_t> strides, std::string padding)
+    : Layer(std::move(name)),
+      kind_(kind),
+      pool_(std::move(pool_size)),
+      strides_(strides.empty() ? pool_ : std::move(strides)),
+      padding_(std::move(padding)) {}
+
+Value Pool2D::Call(const Value& x, bool) {
+  std::vector<int64_t> k = {1, pool_[0], pool_.size() > 1 ? pool_[1] : pool_[0], 1};
+  std::vector<int64_t> s = {1, strides_[0], strides_.size() > 1 ? strides_[1] : strides_[0], 1};
+  return kind_ == Kind::kMax ? ops::MaxPool(x, k, s, padding_) : ops::AvgPool(x, k, s, padding_);
+}
+
+Value Flatten::Call(const Value& x, bool) {
+  const TensorShape& s = x.shape();
+  if (s.unknown_rank() || s.rank() < 1) {
+    return Value::Error(
+        InvalidArgumentError("Flatten needs a known rank >= 1, got " + s.ToString()));
+  }
+  int64_t rest = 1;
+  for (int i = 1; i < s.rank(); ++i) {
+    if (s.dim(i) < 0) {
+      return Value::Error(
+          InvalidArgumentError("Flatten needs known non-batch dimensions, got " + s.ToString()));
+    }
+    rest *= s.dim(i);
+  }
+  return ops::Reshape(x, {-1, rest});
+}
+
+// ------------------------------------------------------------------------------ Dropout
+
+Dropout::Dropout(std::string name, double rate, std::optional<int64_t> seed)
+    : Layer(std::move(name)), rate_(rate), seed_(seed ? *seed : NextDefaultSeed()) {}
+
+Status Dropout::BuildImpl(const TensorShape&) {
+  if (rate_ < 0 || rate_ >= 1) {
+    return InvalidArgumentError("Dropout rate must be in [0, 1), got " + std::to_string(rate_));
+  }
+  const int64_t seed = seed_;
+  TROUPE_ASSIGN_OR_RETURN(state_, AddVariable(
+                                      "seed_generator_state",
+                                      [seed]() -> Value {
+                                        return Value(Tensor::FromVector<int64_t>({seed, 0}));
+                                      },
+                                      /*trainable=*/false));
+  return Status::OK();
+}
+
+Value Dropout::Call(const Value& x, bool training) {
+  if (!training || rate_ == 0) return x;
+  // SeedGenerator.next(): the current state, then state += [0, 1].
+  Value state = state_.Read();
+  if (Status s = state_.AssignAdd(Value(Tensor::FromVector<int64_t>({0, 1}))); !s.ok()) {
+    return Value::Error(s);
+  }
+  Value seed = ops::Cast(state, DType::kInt32);
+  std::vector<Value> kc =
+      Apply("StatelessRandomGetKeyCounter", {seed}, {}, "StatelessRandomGetKeyCounter");
+  if (!kc[0].ok()) return kc[0];
+  Value u = Apply1("StatelessRandomUniformV2",
+                   {ops::Shape(x, DType::kInt32), kc[0], kc[1],
+                    ops::ScalarOf(3, DType::kInt32)},  // RNG_ALG_AUTO_SELECT
+                   {{"dtype", x.dtype()}}, "StatelessRandomUniformV2");
+  // The random op's output has no static shape; give it x's when that is expressible.
+  const TensorShape& xs = x.shape();
+  int unknown = 0;
+  for (int i = 0; i < xs.rank(); ++i) unknown += xs.dim(i) < 0;
+  if (!xs.unknown_rank() && unknown <= 1) u = ops::Reshape(u, xs.dims());
+  Value scaled = ops::Mul(x, ops::ScalarOf(1.0 / (1.0 - rate_), x.dtype()));
+  Value keep = ops::Cast(ops::GreaterEqual(u, ops::ScalarOf(rate_, x.dtype())), x.dtype());
+  return ops::Mul(scaled, keep);
+}
+
+}  // namespace troupe::nn

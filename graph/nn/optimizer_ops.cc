@@ -1,0 +1,142 @@
+// Fused optimizer update ops (graph-level; compiled without floating-point contraction so each
+// step is exactly Keras' sequence of float32 multiplies, adds, divides and square roots).
+#include <cmath>
+#include <cstring>
+
+#include "graph/graph_op.h"
+#include "graph/nn/optimizers.h"
+
+namespace troupe::nn::internal {
+namespace {
+
+// The variable's buffer for writing: in place when unique, else a private copy (readers
+// holding the old value keep it).
+Tensor WritableLocked(VariableState& s) {
+  Tensor t = s.UniqueBufferLocked();
+  if (t.initialized()) return t;
+  s.value = s.value.DeepCopy();
+  return s.value;
+}
+
+Status CheckFloat(const Tensor& grad, const VariableState& var, std::string_view op) {
+  if (var.dtype != DType::kFloat32) {
+    return UnimplementedError(std::string(op) + ": only float32 variables are supported, '" +
+                              var.name + "' is " + std::string(DTypeName(var.dtype)));
+  }
+  if (grad.dtype() != DType::kFloat32 || grad.shape() != var.shape) {
+    return InvalidArgumentError(std::string(op) + ": gradient " +
+                                TensorSpec::From(grad).ToString() + " does not match '" + var.name +
+                                "' " + TensorSpec{var.shape, var.dtype, ""}.ToString());
+  }
+  return Status::OK();
+}
+
+class SgdUpdateOp final : public GraphOp {
+ public:
+  SgdUpdateOp(std::shared_ptr<VariableState> var, std::shared_ptr<VariableState> m,
+              std::shared_ptr<VariableState> lr, double mu, bool nesterov)
+      : var_(std::move(var)), m_(std::move(m)), lr_(std::move(lr)), mu_(mu), nesterov_(nesterov) {}
+  std::string_view type() const override { return "KerasSGDUpdate"; }
+  Effect effect() const override { return Effect::kBarrier; }
+  std::string Describe() const override { return "KerasSGDUpdate(" + var_->name + ")"; }
+  Result<std::vector<TensorSpec>> InferSpecs(std::span<const TensorSpec>) const override {
+    return std::vector<TensorSpec>{};
+  }
+  Status Run(std::span<const Tensor> in, std::vector<Tensor>&, const GraphOpContext&) override {
+    const Tensor& grad = in[0];
+    TROUPE_RETURN_IF_ERROR(CheckFloat(grad, *var_, type()));
+    const float lr = lr_->Get().scalar<float>();
+    const float mu = static_cast<float>(mu_);
+    const float* g = grad.data<float>();
+    const int64_t n = grad.num_elements();
+    std::lock_guard<std::mutex> lock(var_->mu);
+    float* w = WritableLocked(*var_).data<float>();
+    if (m_ == nullptr) {
+      for (int64_t i = 0; i < n; ++i) w[i] = w[i] - g[i] * lr;
+      return Status::OK();
+    }
+    std::lock_guard<std::mutex> lock_m(m_->mu);
+    float* m = WritableLocked(*m_).data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      m[i] = m[i] * mu - g[i] * lr;
+      w[i] = nesterov_ ? w[i] + (m[i] * mu - g[i] * lr) : w[i] + m[i];
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::shared_ptr<VariableState> var_, m_, lr_;
+  double mu_;
+  bool nesterov_;
+};
+
+class AdamUpdateOp final : public GraphOp {
+ public:
+  AdamUpdateOp(std::shared_ptr<VariableState> var, std::shared_ptr<VariableState> m,
+               std::shared_ptr<VariableState> v, std::shared_ptr<VariableState> lr,
+               std::shared_ptr<VariableState> iterations, double b1, double b2, double eps)
+      : var_(std::move(var)),
+        m_(std::move(m)),
+        v_(std::move(v)),
+        lr_(std::move(lr)),
+        it_(std::move(iterations)),
+        b1_(b1),
+        b2_(b2),
+        eps_(eps) {}
+  std::string_view type() const override { return "KerasAdamUpdate"; }
+  Effect effect() const override { return Effect::kBarrier; }
+  std::string Describe() const override { return "KerasAdamUpdate(" + var_->name + ")"; }
+  Result<std::vector<TensorSpec>> InferSpecs(std::span<const TensorSpec>) const override {
+    return std::vector<TensorSpec>{};
+  }
+  Status Run(std::span<const Tensor> in, std::vector<Tensor>&, const GraphOpContext&) override {
+    const Tensor& grad = in[0];
+    TROUPE_RETURN_IF_ERROR(CheckFloat(grad, *var_, type()));
+    const float lr = lr_->Get().scalar<float>();
+    // local_step = f32(iterations + 1); powers, alpha: float32 as Keras computes them.
+    const float t = static_cast<float>(it_->Get().scalar<int64_t>() + 1);
+    const float b1_power = std::pow(static_cast<float>(b1_), t);
+    const float b2_power = std::pow(static_cast<float>(b2_), t);
+    const float alpha = lr * std::sqrt(1.0f - b2_power) / (1.0f - b1_power);
+    const float one_minus_b1 = static_cast<float>(1.0 - b1_);
+    const float one_minus_b2 = static_cast<float>(1.0 - b2_);
+    const float eps = static_cast<float>(eps_);
+    const float* g = grad.data<float>();
+    const int64_t n = grad.num_elements();
+    std::lock_guard<std::mutex> lock(var_->mu);
+    std::lock_guard<std::mutex> lock_m(m_->mu);
+    std::lock_guard<std::mutex> lock_v(v_->mu);
+    float* w = WritableLocked(*var_).data<float>();
+    float* m = WritableLocked(*m_).data<float>();
+    float* v = WritableLocked(*v_).data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
+      v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
+      w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::shared_ptr<VariableState> var_, m_, v_, lr_, it_;
+  double b1_, b2_, eps_;
+};
+
+}  // namespace
+
+Status ApplySgdUpdate(const Value& grad, const Variable& var, const Variable* momentum,
+                      const Variable& learning_rate, double mu, bool nesterov) {
+  auto op = std::make_shared<SgdUpdateOp>(var.state(), momentum ? momentum->state() : nullptr,
+                                          learning_rate.state(), mu, nesterov);
+  return FirstError(ApplyGraphOp(op, {grad}, "KerasSGDUpdate"));
+}
+
+Status ApplyAdamUpdate(const Value& grad, const Variable& var, const Variable& m, const Variable& v,
+                       const Variable& learning_rate, const Variable& iterations, double beta_1,
+                       double beta_2, double epsilon) {
+  auto op = std::make_shared<AdamUpdateOp>(var.state(), m.state(), v.state(), learning_rate.state(),
+                                           iterations.state(), beta_1, beta_2, epsilon);
+  return FirstError(ApplyGraphOp(op, {grad}, "KerasAdamUpdate"));
+}
+
+}  // namespace troupe::nn::internal

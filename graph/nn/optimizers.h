@@ -1,0 +1,110 @@
+// Keras 3 optimizers (facts/keras-numerics.md §2): SGD (with momentum / Nesterov) and Adam with
+// Keras' exact float32 update formulas, slot names and variable order. Each update is one
+// fused graph op per weight (reads the gradient, updates weight and slots in place), so a
+// traced training step updates without temporaries; the arithmetic is the sequence of float32
+// operations Keras performs.
+//
+// Like Keras, an optimizer creates its variables (iteration, learning_rate, slots) on its first
+// ApplyGradients, so inside a Function that must happen in the first trace; a second optimizer
+// used by the same Function fails as the guide describes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+#include "graph/value.h"
+#include "graph/variable.h"
+
+namespace troupe::nn {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  const std::string& name() const { return name_; }
+
+  // Keras apply_gradients: undefined gradients are skipped; one update per variable, in
+  // order; then iterations += 1.
+  Status ApplyGradients(const std::vector<Value>& grads, const std::vector<Variable>& vars);
+
+  bool built() const { return iterations_.valid(); }
+  // Creates the optimizer's variables for `vars` (done by the first ApplyGradients).
+  Status Build(const std::vector<Variable>& vars);
+  const Variable& iterations() const { return iterations_; }
+  const Variable& learning_rate() const { return learning_rate_; }
+  // Keras' _variables order: iteration, learning_rate, then each weight's slots. Slots are
+  // named "<weight path with '/' -> '_'>_<slot>", e.g. "conv1_filter_momentum".
+  std::vector<std::pair<std::string, Variable>> NamedVariables() const;
+  // The slots of `var` in SlotNames() order (empty before Build).
+  std::vector<Variable> Slots(const Variable& var) const;
+
+ protected:
+  Optimizer(std::string name, double learning_rate) : name_(std::move(name)), lr_(learning_rate) {}
+  virtual std::vector<std::string> SlotNames() const = 0;
+  // Adds the update of `var` by `grad` (eager: runs it).
+  virtual Status UpdateStep(const Value& grad, const Variable& var,
+                            const std::vector<Variable>& slots) = 0;
+
+ private:
+  std::string name_;
+  double lr_;
+  Variable iterations_;
+  Variable learning_rate_;
+  std::vector<std::pair<std::string, Variable>> variables_;
+  std::map<int64_t, std::vector<Variable>> slots_;  // by weight id
+};
+
+struct SgdOptions {
+  double learning_rate = 0.01;
+  double momentum = 0.0;
+  bool nesterov = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  explicit SGD(SgdOptions options = {}, std::string name = "SGD")
+      : Optimizer(std::move(name), options.learning_rate), options_(options) {}
+
+ protected:
+  std::vector<std::string> SlotNames() const override;
+  Status UpdateStep(const Value& grad, const Variable& var,
+                    const std::vector<Variable>& slots) override;
+
+ private:
+  SgdOptions options_;
+};
+
+struct AdamOptions {
+  double learning_rate = 0.001;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+};
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(AdamOptions options = {}, std::string name = "adam")
+      : Optimizer(std::move(name), options.learning_rate), options_(options) {}
+
+ protected:
+  std::vector<std::string> SlotNames() const override { return {"momentum", "velocity"}; }
+  Status UpdateStep(const Value& grad, const Variable& var,
+                    const std::vector<Variable>& slots) override;
+
+ private:
+  AdamOptions options_;
+};
+
+namespace internal {
+// The fused update ops (optimizer_ops.cc).
+Status ApplySgdUpdate(const Value& grad, const Variable& var, const Variable* momentum,
+                      const Variable& learning_rate, double mu, bool nesterov);
+Status ApplyAdamUpdate(const Value& grad, const Variable& var, const Variable& m, const Variable& v,
+                       const Variable& learning_rate, const Variable& iterations, double beta_1,
+                       double beta_2, double epsilon);
+}  // namespace internal
+
+}  // namespace troupe::nn
