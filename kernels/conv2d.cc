@@ -157,12 +157,19 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
         dst += g.kw * g.c;
         continue;
       }
+      const T* src_row = img + ih * g.w * g.c;
+      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
+        // The whole window row is inside: one contiguous run of kw * c values.
+        std::memcpy(dst, src_row + iw0 * g.c, static_cast<size_t>(g.kw) * c_bytes);
+        dst += g.kw * g.c;
+        continue;
+      }
       for (int64_t kw = 0; kw < g.kw; ++kw, dst += g.c) {
         const int64_t iw = iw0 + kw;
         if (iw < 0 || iw >= g.w) {
           std::memset(dst, 0, c_bytes);
         } else {
-          std::memcpy(dst, img + (ih * g.w + iw) * g.c, c_bytes);
+          std::memcpy(dst, src_row + iw * g.c, c_bytes);
         }
       }
     }
@@ -183,10 +190,17 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
         src += g.kw * g.c;
         continue;
       }
+      T* row = img + ih * g.w * g.c;
+      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(row + iw0 * g.c, g.kw * g.c) +=
+            Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(src, g.kw * g.c);
+        src += g.kw * g.c;
+        continue;
+      }
       for (int64_t kw = 0; kw < g.kw; ++kw, src += g.c) {
         const int64_t iw = iw0 + kw;
         if (iw < 0 || iw >= g.w) continue;
-        T* d = img + (ih * g.w + iw) * g.c;
+        T* d = row + iw * g.c;
         for (int64_t c = 0; c < g.c; ++c) d[c] += src[c];
       }
     }

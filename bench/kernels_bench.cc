@@ -1,0 +1,153 @@
+// Google Benchmark for the CPU kernels at LeNet sizes: Conv2D forward and both backprops,
+// MatMul (dense layers and their gradient products), plus a large SGEMM that measures the
+// peak GFLOP/s Eigen reaches on this machine, and Conv2D written with Eigen::Tensor
+// (extract_image_patches + contraction) to compare against Troupe's im2col + GEMM.
+// Counters: GFLOPS (2 * multiply-adds per second / 1e9). bench/kernels_compare.py runs the same
+// shapes in TensorFlow and prints the ratios.
+#define EIGEN_USE_THREADS
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "kernels/op_registry.h"
+
+namespace troupe {
+namespace {
+
+using V = std::vector<int64_t>;
+
+Tensor Random(TensorShape shape, uint32_t seed) {
+  Tensor t = *Tensor::Allocate(DType::kFloat32, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (float& v : t.flat<float>()) v = dist(gen);
+  return t;
+}
+
+struct ConvShape {
+  int64_t h, w, c, k, f;
+  const char* padding;
+  int64_t oh, ow;
+};
+// LeNet: conv1 28x28x1 * 5x5x6 SAME -> 28x28x6; conv2 14x14x6 * 5x5x16 VALID -> 10x10x16.
+const ConvShape kConv[] = {{28, 28, 1, 5, 6, "SAME", 28, 28}, {14, 14, 6, 5, 16, "VALID", 10, 10}};
+
+double ConvFlops(const ConvShape& s, int64_t n) {
+  return 2.0 * static_cast<double>(n * s.oh * s.ow * s.f * s.k * s.k * s.c);
+}
+
+AttrMap ConvAttrs(const ConvShape& s) {
+  return {{"strides", V{1, 1, 1, 1}}, {"padding", std::string(s.padding)}};
+}
+
+void SetFlops(benchmark::State& state, double flops) {
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void Run(benchmark::State& state, const char* op, const std::vector<Tensor>& in,
+         const AttrMap& attrs) {
+  for (auto _ : state) {
+    auto out = RunOp(op, in, attrs);
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize((*out)[0].raw_data());
+  }
+}
+
+// Args: layer (0 = conv1, 1 = conv2), batch.
+void BM_Conv2D(benchmark::State& state) {
+  const ConvShape& s = kConv[state.range(0)];
+  const int64_t n = state.range(1);
+  std::vector<Tensor> in = {Random({n, s.h, s.w, s.c}, 1), Random({s.k, s.k, s.c, s.f}, 2)};
+  Run(state, "Conv2D", in, ConvAttrs(s));
+  SetFlops(state, ConvFlops(s, n));
+}
+
+void BM_Conv2DBackpropInput(benchmark::State& state) {
+  const ConvShape& s = kConv[state.range(0)];
+  const int64_t n = state.range(1);
+  std::vector<Tensor> in = {Random({s.k, s.k, s.c, s.f}, 2), Random({n, s.oh, s.ow, s.f}, 3)};
+  AttrMap a = ConvAttrs(s);
+  a.Set("input_sizes", V{n, s.h, s.w, s.c});
+  Run(state, "Conv2DBackpropInput", in, a);
+  SetFlops(state, ConvFlops(s, n));
+}
+
+void BM_Conv2DBackpropFilter(benchmark::State& state) {
+  const ConvShape& s = kConv[state.range(0)];
+  const int64_t n = state.range(1);
+  std::vector<Tensor> in = {Random({n, s.h, s.w, s.c}, 1), Random({n, s.oh, s.ow, s.f}, 3)};
+  AttrMap a = ConvAttrs(s);
+  a.Set("filter_sizes", V{s.k, s.k, s.c, s.f});
+  Run(state, "Conv2DBackpropFilter", in, a);
+  SetFlops(state, ConvFlops(s, n));
+}
+
+// The same forward conv with Eigen::Tensor on Eigen's own thread pool (2 threads).
+void BM_Conv2DEigenTensor(benchmark::State& state) {
+  const ConvShape& s = kConv[state.range(0)];
+  const int64_t n = state.range(1);
+  Tensor x = Random({n, s.h, s.w, s.c}, 1), f = Random({s.k, s.k, s.c, s.f}, 2);
+  Tensor y = *Tensor::Allocate(DType::kFloat32, {n, s.oh, s.ow, s.f});
+  using T4 = Eigen::TensorMap<Eigen::Tensor<const float, 4, Eigen::RowMajor>>;
+  T4 in(x.data<float>(), n, s.h, s.w, s.c);
+  Eigen::TensorMap<Eigen::Tensor<const float, 2, Eigen::RowMajor>> filt(f.data<float>(),
+                                                                        s.k * s.k * s.c, s.f);
+  Eigen::TensorMap<Eigen::Tensor<float, 2, Eigen::RowMajor>> out(y.data<float>(), n * s.oh * s.ow,
+                                                                 s.f);
+  Eigen::ThreadPool tp(2);
+  Eigen::ThreadPoolDevice dev(&tp, 2);
+  const auto pad = std::string(s.padding) == "SAME" ? Eigen::PADDING_SAME : Eigen::PADDING_VALID;
+  Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
+  Eigen::array<Eigen::Index, 2> patch_shape = {n * s.oh * s.ow, s.k * s.k * s.c};
+  for (auto _ : state) {
+    out.device(dev) = in.extract_image_patches(s.k, s.k, 1, 1, 1, 1, pad)
+                          .reshape(patch_shape)
+                          .contract(filt, dims);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  SetFlops(state, ConvFlops(s, n));
+}
+
+// Args: m, k, n, transpose_a, transpose_b (output m x n).
+void BM_MatMul(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ta = state.range(3), tb = state.range(4);
+  std::vector<Tensor> in = {Random(ta ? TensorShape{k, m} : TensorShape{m, k}, 1),
+                            Random(tb ? TensorShape{n, k} : TensorShape{k, n}, 2)};
+  Run(state, "MatMul", in, {{"transpose_a", ta}, {"transpose_b", tb}});
+  SetFlops(state, 2.0 * static_cast<double>(m * k * n));
+}
+
+void ConvArgs(benchmark::internal::Benchmark* b) {
+  for (int layer : {0, 1}) {
+    for (int batch : {8, 64}) b->Args({layer, batch});
+  }
+}
+
+void MatMulArgs(benchmark::internal::Benchmark* b) {
+  for (int batch : {8, 64}) {
+    for (auto [k, n] : {std::pair{400, 120}, std::pair{120, 84}, std::pair{84, 10}}) {
+      b->Args({batch, k, n, 0, 0});  // forward   x[B,k] . w[k,n]
+      b->Args({batch, n, k, 0, 1});  // d x     = dy[B,n] . w[k,n]^T
+      b->Args({k, batch, n, 1, 0});  // d w     = x[B,k]^T . dy[B,n]
+    }
+  }
+}
+
+BENCHMARK(BM_Conv2D)->Apply(ConvArgs)->UseRealTime();
+BENCHMARK(BM_Conv2DEigenTensor)->Apply(ConvArgs)->UseRealTime();
+BENCHMARK(BM_Conv2DBackpropInput)->Apply(ConvArgs)->UseRealTime();
+BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime();
+BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
+// Peak: a large square SGEMM through the same MatMul kernel.
+BENCHMARK(BM_MatMul)->Args({1024, 1024, 1024, 0, 0})->Name("BM_PeakSgemm")->UseRealTime();
+
+}  // namespace
+}  // namespace troupe
+
+BENCHMARK_MAIN();
