@@ -66,13 +66,15 @@ def tf_case(name):
 def tf_seconds(fn, args, min_time):
     """Seconds per call of fn(*args) in a graph while_loop, minus the empty loop's cost."""
     def make(body_fn, iters):
+        # The op's result feeds the loop state (one element), so it cannot be pruned; Grappler
+        # is off (see main) so it is not hoisted out of the loop either.
         @tf.function
         def run(*a):
-            def body(i):
+            def body(i, s):
                 y = body_fn(*a)
-                with tf.control_dependencies(y if isinstance(y, (list, tuple)) else [y]):
-                    return i + 1
-            return tf.while_loop(lambda i: i < iters, body, [tf.constant(0)],
+                y = y[0] if isinstance(y, (list, tuple)) else y
+                return i + 1, s + tf.cast(tf.reshape(y, [-1])[0], tf.float32)
+            return tf.while_loop(lambda i, s: i < iters, body, [tf.constant(0), tf.constant(0.0)],
                                  parallel_iterations=1)
         return run
 
@@ -89,7 +91,7 @@ def tf_seconds(fn, args, min_time):
     t1 = timed(make(fn, 1), reps=2)
     iters = max(2, min(100000, int(min_time / max(t1, 1e-6))))
     total = timed(make(fn, iters))
-    empty = timed(make(lambda *a: tf.constant(0), iters))
+    empty = timed(make(lambda *a: tf.constant([0.0]), iters))
     return max(total - empty, 1e-9) / iters, empty / iters
 
 
@@ -107,6 +109,7 @@ def _timeit(f):
 
 
 def main():
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
     p.add_argument("--build", default=os.path.join(here, "..", "build"))
