@@ -164,6 +164,14 @@ TEST(BroadcastGradTest, SumToShapeOf) {
     }
     EXPECT_NEAR(got.data<float>()[j], s, 1e-5);
   }
+  // Numerically: for z = x + y (broadcast), dL/dy = SumToShapeOf(dL/dz, y).
+  Tensor x = Random<double>({4, 5, 3}, 7), y = Random<double>({5, 1}, 8);
+  Tensor w = Random<double>({4, 5, 3}, 9);
+  CheckGradient(
+      [&](const Tensor& yy) {
+        return Run1("AddV2", {x, yy});
+      },
+      y, w, Run1("SumToShapeOf", {w, y}));
   EXPECT_INVALID(RunStatus("SumToShapeOf", {g, *Tensor::Zeros(DType::kFloat32, {2, 3})}),
                  "SumToShapeOf:", "[2,3]", "[4,5,3]");
 }
