@@ -28,24 +28,26 @@ inline T AddOne(T a, T b) {
   }
 }
 
+// Comparison value: 16-bit floats compare as float, everything else as itself.
 template <typename T>
-inline T MaxOne(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    return a > b ? a : b;
+inline auto Key(T x) {
+  if constexpr (kIsLowPrecision<T>) {
+    return static_cast<float>(x);
   } else {
-    const float fa = static_cast<float>(a), fb = static_cast<float>(b);
-    return (fa > fb || fa != fa) ? a : b;  // a NaN on either side wins
+    return x;
   }
 }
 
 template <typename T>
+inline T MaxOne(T a, T b) {
+  const auto fa = Key(a), fb = Key(b);
+  return (fa > fb || fa != fa) ? a : b;  // a NaN on either side wins
+}
+
+template <typename T>
 inline T MinOne(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    return a < b ? a : b;
-  } else {
-    const float fa = static_cast<float>(a), fb = static_cast<float>(b);
-    return (fa < fb || fa != fa) ? a : b;
-  }
+  const auto fa = Key(a), fb = Key(b);
+  return (fa < fb || fa != fa) ? a : b;
 }
 
 template <typename T>

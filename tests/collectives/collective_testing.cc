@@ -32,6 +32,15 @@ T ValueAt(uint64_t seed, int replica, int64_t i) {
 }
 
 template <typename T>
+double ToDouble(T x) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    return static_cast<double>(static_cast<float>(x));
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
+template <typename T>
 T Combine(ReduceOp op, T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (op == ReduceOp::kMax) return a > b ? a : b;
@@ -39,19 +48,10 @@ T Combine(ReduceOp op, T a, T b) {
     return static_cast<T>(a + b);
   } else {
     // Ties (+0 vs -0) keep the later operand, NaN wins: the documented semantics.
-    const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+    const double fa = ToDouble(a), fb = ToDouble(b);
     if (op == ReduceOp::kMax) return (fa > fb || std::isnan(fa)) ? a : b;
     if (op == ReduceOp::kMin) return (fa < fb || std::isnan(fa)) ? a : b;
     return static_cast<T>(a + b);  // Eigen half/bfloat16 round after each add
-  }
-}
-
-template <typename T>
-double ToDouble(T x) {
-  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
-    return static_cast<double>(static_cast<float>(x));
-  } else {
-    return static_cast<double>(x);
   }
 }
 

@@ -44,6 +44,16 @@ TEST(FoldElements, MaxMinPropagateNaNAndIntsWrap) {
   EXPECT_EQ(z[0], std::numeric_limits<int32_t>::min());
 }
 
+TEST(FoldElements, DoubleMaxComparesAtFullPrecision) {
+  double a[1] = {1.0}, b[1] = {1.0 + 1e-12}, out[1];
+  const void* srcs[] = {a, b};
+  void* dsts[] = {out};
+  FoldElements(DType::kFloat64, ReduceOp::kMax, srcs, 2, dsts, 1, 1, 0);
+  EXPECT_EQ(out[0], 1.0 + 1e-12);
+  FoldElements(DType::kFloat64, ReduceOp::kMin, srcs, 2, dsts, 1, 1, 0);
+  EXPECT_EQ(out[0], 1.0);
+}
+
 TEST(FoldElements, MeanDividesAndInPlaceAliasingWorks) {
   std::vector<int64_t> a(10000, 7), b(10000, 2);
   const void* srcs[] = {a.data(), b.data()};
