@@ -47,7 +47,8 @@ Result<std::unique_ptr<HierarchicalCommunicator>> HierarchicalCommunicator::Crea
   std::vector<int> per_rank;
   for (int r : c->host_ranks_) per_rank.push_back(static_cast<int>(group.replica_ids[r].size()));
   ShmSegment::Params params;
-  params.name = segment_prefix + "-h" + std::to_string(group.host());
+  params.name = segment_prefix + "-s" + std::to_string(NextSegmentSequence()) + "-h" +
+                std::to_string(group.host());
   params.local_rank = group.local_rank;
   params.local_size = group.local_size;
   params.num_slots = ShmLayout::SlotsNeeded(per_rank);

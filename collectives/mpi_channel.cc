@@ -161,8 +161,9 @@ Status MpiChannel::Wait(Batch& batch, Deadline deadline, const std::string& what
       idle = 0;
       continue;
     }
-    // No progress: back off gently so oversubscribed hosts keep moving.
-    if (++idle > 64) sched_yield();
+    // No progress: poll flat out for a few microseconds (messages usually arrive that fast),
+    // then yield between polls so oversubscribed hosts keep moving.
+    if (++idle > 256) sched_yield();
     if ((idle & 63) != 0) continue;
     const auto now = CollectiveClock::now();
     if (now < next_check && now < deadline) continue;

@@ -31,7 +31,7 @@ Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::Create(ProcessGroup gr
   std::vector<int> per_rank;
   for (const auto& ids : group.replica_ids) per_rank.push_back(static_cast<int>(ids.size()));
   ShmSegment::Params params;
-  params.name = std::move(segment_name);
+  params.name = segment_name + "-s" + std::to_string(NextSegmentSequence());
   params.local_rank = group.local_rank;
   params.local_size = group.local_size;
   params.num_slots = ShmLayout::SlotsNeeded(per_rank);

@@ -62,6 +62,11 @@ struct ShmSegment::RankArea {
   alignas(64) OpHeader headers[2];  // by seq parity: a fast rank never overwrites one being read
 };
 
+int NextSegmentSequence() {
+  static std::atomic<int> next{0};
+  return next.fetch_add(1);
+}
+
 uint64_t ProcessStartTime(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -177,9 +182,7 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
   RankArea* mine = seg->area(params.local_rank);
   mine->pid = static_cast<int32_t>(getpid());
   mine->start_time = ProcessStartTime(getpid());
-  if (c->attached.fetch_add(1, std::memory_order_acq_rel) + 1 == params.local_size) {
-    shm_unlink(name.c_str());  // everyone has it mapped; the name is no longer needed
-  }
+  c->attached.fetch_add(1, std::memory_order_acq_rel);
   while (c->attached.load(std::memory_order_acquire) < params.local_size) {
     if (CollectiveClock::now() > deadline) {
       return DeadlineExceededError("only " + std::to_string(c->attached.load()) + " of " +
@@ -188,6 +191,9 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  // Everyone has it mapped: the name is no longer needed. Only the creator unlinks, so a slow
+  // peer can never remove a newer segment that reuses the name.
+  if (creator) shm_unlink(name.c_str());
   // Peers in another pid namespace cannot be checked by pid; then only the deadline applies.
   for (int r = 0; r < params.local_size; ++r) {
     const RankArea* a = seg->area(r);

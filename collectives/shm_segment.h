@@ -1,7 +1,7 @@
 // ShmSegment: a POSIX shared-memory segment joined by the processes of one host, with
 // per-process arrival counters (a barrier that waits with a deadline and notices dead peers by
-// pid) and data slots for staging. Local rank 0 creates it; the others open it; the last to
-// attach unlinks the name, so a crash never leaves anything in /dev/shm.
+// pid) and data slots for staging. Local rank 0 creates it, the others open it, and once all
+// have attached rank 0 unlinks the name, so a crash never leaves anything in /dev/shm.
 #pragma once
 
 #include <atomic>
@@ -64,6 +64,11 @@ class ShmSegment {
   uint64_t arrivals_ = 0;  // this rank's count
   bool check_pids_ = true;
 };
+
+// A process-wide sequence number for segment names: communicators are created collectively,
+// in the same order on every rank, so the k-th one gets the same name everywhere ("-s<k>")
+// and two communicators of one job never share a segment.
+int NextSegmentSequence();
 
 // Reads the process start time (field 22 of /proc/<pid>/stat); 0 when gone or a zombie.
 uint64_t ProcessStartTime(int pid);

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifndef TROUPE_MPI_WORKER
@@ -32,7 +33,19 @@ struct MpiRun {
   std::string output;
   std::map<int, std::pair<bool, std::string>> ranks;  // rank -> (pass, text)
   std::vector<int> leftovers;                         // worker pids still alive afterwards
+  std::vector<std::string> leaked_segments;           // new /dev/shm/troupe-* entries
 };
+
+std::set<std::string> TroupeSegments() {
+  std::set<std::string> names;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      if (std::string(e->d_name).rfind("troupe-", 0) == 0) names.insert(e->d_name);
+    }
+    closedir(d);
+  }
+  return names;
+}
 
 std::string UniqueTag() {
   static int counter = 0;
@@ -67,6 +80,7 @@ MpiRun RunMpi(int np, std::vector<std::string> args, int timeout_s, bool recover
   for (auto& a : args) argv.push_back(a);
   argv.push_back(tag);
   MpiRun run;
+  const std::set<std::string> segments_before = TroupeSegments();
   int fds[2];
   if (pipe(fds) != 0) return run;
   const auto start = std::chrono::steady_clock::now();
@@ -112,6 +126,9 @@ MpiRun RunMpi(int np, std::vector<std::string> args, int timeout_s, bool recover
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (int p : run.leftovers) kill(p, SIGKILL);
+  for (const std::string& name : TroupeSegments()) {
+    if (!segments_before.count(name)) run.leaked_segments.push_back(name);
+  }
   std::istringstream lines(run.output);
   std::string line;
   const std::regex re(R"(^RANK (\d+) (PASS|FAIL) (.*)$)");
@@ -135,6 +152,7 @@ void ExpectAllPass(const MpiRun& run, int np) {
       << "mpirun status " << run.exit_status << "\n"
       << run.output;
   EXPECT_TRUE(run.leftovers.empty()) << "processes left behind";
+  EXPECT_TRUE(run.leaked_segments.empty()) << "shared-memory segments left in /dev/shm";
   for (int r = 0; r < np; ++r) {
     auto it = run.ranks.find(r);
     ASSERT_NE(it, run.ranks.end()) << "rank " << r << " reported nothing\n" << run.output;
@@ -270,6 +288,7 @@ TEST_P(MpiFailure, OthersReturnAnErrorNamingTheRankWithinTheTimeout) {
              60, /*recovery=*/true);
   EXPECT_FALSE(run.timed_out) << run.output;
   EXPECT_TRUE(run.leftovers.empty()) << "processes left hanging\n" << run.output;
+  EXPECT_TRUE(run.leaked_segments.empty()) << "shared-memory segments left in /dev/shm";
   // Survivors report within the 5 s timeout (+1 s slack, checked by the worker) and name rank 1.
   for (int r : {0, 2}) {
     auto it = run.ranks.find(r);

@@ -1,0 +1,215 @@
+// allreduce_bench: Troupe's allreduce paths against raw MPI_Allreduce, in one mpirun job.
+//
+//   mpirun -np 2 --oversubscribe build/bench/allreduce_bench [--min-kib 4] [--max-mib 256]
+//          [--fake-host K] [--replicas L] [--iters-bytes B]
+//
+// For float32 sums from 4 KiB to 256 MiB it times, per size: raw MPI_Allreduce (blocking,
+// MPI_IN_PLACE), Troupe's mpi / shm / hierarchical backends in deterministic and fast mode, and
+// a memcpy of the same bytes done by every rank at once (the memory-bandwidth bound of a
+// shared-memory allreduce, measured in the same run). Rank 0 also times the in-process backend
+// with L local replicas against its own memcpy. Bandwidths follow nccl-tests: algbw = bytes /
+// time, busbw = algbw * 2(n-1)/n. Times are the slowest rank's mean over the iterations.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/in_process_communicator.h"
+#include "collectives/mpi_bootstrap.h"
+#include "collectives/mpi_factory.h"
+
+namespace troupe {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Args {
+  int64_t min_bytes = 4 << 10;
+  int64_t max_bytes = int64_t{256} << 20;
+  int fake_host = 0;
+  int replicas = 4;                       // in-process replicas on rank 0
+  int64_t iter_bytes = int64_t{1} << 30;  // bytes moved per measurement (sets iterations)
+};
+
+// Mean seconds per call of fn over `iters` calls after one warm-up, slowest rank.
+double TimeIt(int iters, const std::function<void()>& fn) {
+  fn();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = Now();
+  for (int i = 0; i < iters; ++i) fn();
+  double t = (Now() - t0) / iters;
+  double worst = 0;
+  MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+void Fill(Tensor& t) {
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = 1e-3f * static_cast<float>(i % 97);
+}
+
+}  // namespace
+}  // namespace troupe
+
+int main(int argc, char** argv) {
+  using namespace troupe;
+  Args args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const int64_t v = std::atoll(argv[i + 1]);
+    if (k == "--min-kib") args.min_bytes = v << 10;
+    if (k == "--max-mib") args.max_bytes = v << 20;
+    if (k == "--fake-host") args.fake_host = static_cast<int>(v);
+    if (k == "--replicas") args.replicas = static_cast<int>(v);
+    if (k == "--iters-bytes") args.iter_bytes = v;
+  }
+  Status s = InitMpi(&argc, &argv);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
+  }
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  auto group = ProcessGroupFromMpi(MPI_COMM_WORLD, 1, args.fake_host);
+  auto token = MakeJobToken(MPI_COMM_WORLD);
+  if (!group.ok() || !token.ok()) {
+    std::fprintf(stderr, "setup: %s %s\n", group.status().ToString().c_str(),
+                 token.status().ToString().c_str());
+    return 1;
+  }
+  // Communicators: name -> comm.
+  std::vector<std::pair<std::string, std::unique_ptr<Communicator>>> comms;
+  for (const char* backend : {"mpi", "shm", "hierarchical"}) {
+    if (std::string(backend) == "shm" && group->num_hosts() > 1) continue;
+    for (bool det : {true, false}) {
+      CollectiveOptions o;
+      o.deterministic = det;
+      o.timeout = std::chrono::seconds(120);
+      o.piece_bytes = std::string(backend) == "mpi" ? size_t{1} << 22 : size_t{1} << 20;
+      auto c = CreateCommunicator(backend, *group, o, MPI_COMM_WORLD, *token);
+      if (!c.ok()) {
+        std::fprintf(stderr, "%s: %s\n", backend, c.status().ToString().c_str());
+        return 1;
+      }
+      comms.emplace_back(std::string(backend) + (det ? "/det" : "/fast"), std::move(*c));
+    }
+  }
+  std::unique_ptr<InProcessCommunicator> local;
+  if (rank == 0) {
+    local = std::move(*InProcessCommunicator::Create(ProcessGroup::SingleProcess(args.replicas)));
+  }
+  const double bus = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+  struct Row {
+    int64_t bytes;
+    double raw, copy_all, inproc, copy1;
+    std::map<std::string, double> algbw;
+  };
+  std::vector<Row> rows;
+  for (int64_t bytes = args.min_bytes; bytes <= args.max_bytes; bytes *= 4) {
+    const int64_t count = bytes / 4;
+    const int iters = static_cast<int>(std::clamp<int64_t>(args.iter_bytes / bytes, 3, 2000));
+    Row row{bytes, 0, 0, 0, 0, {}};
+    Tensor t = *Tensor::Allocate(DType::kFloat32, TensorShape{count});
+    Fill(t);
+    MPI_Comm raw;
+    MPI_Comm_dup(MPI_COMM_WORLD, &raw);
+    row.raw = bytes /
+              TimeIt(iters,
+                     [&] {
+                       MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(count), MPI_FLOAT,
+                                     MPI_SUM, raw);
+                     }) /
+              1e9;
+    MPI_Comm_free(&raw);
+    Tensor src = *Tensor::Allocate(DType::kFloat32, TensorShape{count});
+    Fill(src);
+    row.copy_all =
+        bytes / TimeIt(iters, [&] { std::memcpy(t.raw_data(), src.raw_data(), bytes); }) / 1e9;
+    for (auto& [name, c] : comms) {
+      Fill(t);
+      const double sec = TimeIt(iters, [&, comm = c.get()] {
+        Status st = comm->AllReduce({t}, ReduceOp::kSum)->Wait();
+        if (!st.ok()) {
+          std::fprintf(stderr, "%s\n", st.ToString().c_str());
+          MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+      });
+      row.algbw[name] = bytes / sec / 1e9;
+    }
+    // In-process (rank 0 only, others wait) and a memcpy by rank 0 alone.
+    if (rank == 0) {
+      std::vector<Tensor> reps;
+      for (int r = 0; r < args.replicas; ++r) {
+        reps.push_back(*Tensor::Allocate(DType::kFloat32, TensorShape{count}));
+        Fill(reps.back());
+      }
+      auto time_local = [&](const std::function<void()>& fn) {
+        fn();
+        const double t0 = Now();
+        for (int i = 0; i < iters; ++i) fn();
+        return (Now() - t0) / iters;
+      };
+      row.inproc = bytes / time_local([&] {
+                     Status st = local->AllReduce(reps, ReduceOp::kSum)->Wait();
+                     if (!st.ok()) std::fprintf(stderr, "%s\n", st.ToString().c_str());
+                   }) /
+                   1e9;
+      row.copy1 =
+          bytes / time_local([&] { std::memcpy(t.raw_data(), src.raw_data(), bytes); }) / 1e9;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    rows.push_back(std::move(row));
+  }
+  if (rank == 0) {
+    std::printf(
+        "# allreduce, float32 sum, %d ranks on %d host(s)%s. GB/s; busbw = algbw * "
+        "2(n-1)/n = algbw * %.3f (nccl-tests).\n",
+        n, group->num_hosts(), args.fake_host ? " (fake hosts)" : "", bus);
+    std::printf(
+        "# memcpy_all: every rank memcpys the same bytes at once = the algbw bound of a "
+        "shared-memory allreduce.\n# inproc: rank 0 alone, %d replicas in one process "
+        "(reads and writes %d buffers); memcpy1: rank 0 alone.\n",
+        args.replicas, args.replicas);
+    std::printf("\n%10s %9s", "bytes", "raw_MPI");
+    for (auto& [name, c] : comms) std::printf(" %11s", name.c_str());
+    std::printf(" %10s | %8s %8s   (busbw, GB/s; memcpy columns: copy GB/s)\n", "memcpy_all",
+                "inproc", "memcpy1");
+    for (const Row& r : rows) {
+      std::printf("%10lld %9.2f", static_cast<long long>(r.bytes), r.raw * bus);
+      for (auto& [name, c] : comms) std::printf(" %11.2f", r.algbw.at(name) * bus);
+      std::printf(" %10.2f | %8.2f %8.2f\n", r.copy_all, r.inproc, r.copy1);
+    }
+    std::printf("\nratios      %8s %8s %8s %8s %8s %8s | %8s %8s %8s | %9s %9s\n", "mpi_det",
+                "mpi_fast", "shm_det", "shm_fast", "hier_det", "hier_fst", "shm/mcpy", "mpi d/f",
+                "shm d/f", "inproc/bd", "");
+    std::printf("%10s  %8s %8s %8s %8s %8s %8s | %8s %8s %8s | %9s\n", "bytes", "/raw", "/raw",
+                "/raw", "/raw", "/raw", "/raw", "(algbw)", "", "", "(1/R cp)");
+    for (const Row& r : rows) {
+      auto get = [&](const char* k) { return r.algbw.count(k) ? r.algbw.at(k) : 0.0; };
+      // The in-process bound: R replicas read and written once = memcpy1 / R.
+      const double inproc_bound = r.copy1 / args.replicas;
+      std::printf("%10lld  %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %9.2f\n",
+                  static_cast<long long>(r.bytes), get("mpi/det") / r.raw, get("mpi/fast") / r.raw,
+                  get("shm/det") / r.raw, get("shm/fast") / r.raw, get("hierarchical/det") / r.raw,
+                  get("hierarchical/fast") / r.raw, get("shm/det") / r.copy_all,
+                  get("mpi/det") / get("mpi/fast"),
+                  get("shm/fast") > 0 ? get("shm/det") / get("shm/fast") : 0.0,
+                  r.inproc / inproc_bound);
+    }
+    std::fflush(stdout);
+  }
+  comms.clear();
+  local.reset();
+  FinalizeMpi();
+  return 0;
+}
