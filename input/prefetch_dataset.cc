@@ -138,14 +138,14 @@ class PrefetchDataset final : public DatasetBase {
         }
         Entry e;
         bool end = false;
-        {
-          std::lock_guard<std::mutex> input_lock(input_mu_);
-          if (!input_ || input_done_) {
-            end = true;
-          } else {
-            e.status = input_->GetNext(&e.element, &end);
-            if (end) input_done_ = true;
-          }
+        // The input lock stays held until the element is in the buffer, so Save (which takes
+        // both locks in the same order) never sees it taken from the input but not yet buffered.
+        std::lock_guard<std::mutex> input_lock(input_mu_);
+        if (!input_ || input_done_) {
+          end = true;
+        } else {
+          e.status = input_->GetNext(&e.element, &end);
+          if (end) input_done_ = true;
         }
         std::lock_guard<std::mutex> l(mu_);
         if (end && e.status.ok()) {
