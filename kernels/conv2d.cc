@@ -1,5 +1,6 @@
 // Conv2D (NHWC input, HWIO filter, SAME/VALID, strides) and its gradients
-// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM.
+// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM (direct
+// loops for one input channel with unit width stride: conv2d_direct.cc).
 //
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
 // only on the filter size; Conv2DBackpropFilter sums per-block partial products in block order
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/conv2d_direct.h"
 #include "kernels/conv_util.h"
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
@@ -18,15 +20,6 @@
 namespace troupe {
 namespace kernels {
 namespace {
-
-struct ConvGeo {
-  int64_t n, h, w, c;      // input
-  int64_t kh, kw, f;       // filter (kh, kw, c, f)
-  int64_t oh, ow;          // output
-  int64_t sh, sw, pt, pl;  // strides, padding top/left
-  int64_t K() const { return kh * kw * c; }
-  int64_t rows() const { return n * oh * ow; }
-};
 
 const std::initializer_list<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
 
@@ -140,36 +133,46 @@ int64_t RowBlock(const ConvGeo& g) {
 template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// Short contiguous copies/zero fills: Eigen packets rather than libc calls, which dominate for
+// the few-channel runs of early layers (LeNet conv1 copies runs of 5 floats).
+template <typename T>
+inline void CopyRun(T* dst, const T* src, int64_t n) {
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dst, n) =
+      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(src, n);
+}
+template <typename T>
+inline void ZeroRun(T* dst, int64_t n) {
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dst, n).setZero();
+}
+
 // Patch rows [r0, r1) (global output-pixel indices) of `x` into col (row-major, K per row).
 template <typename T>
 void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
   const int64_t K = g.K(), per_image = g.oh * g.ow;
-  const size_t c_bytes = static_cast<size_t>(g.c) * sizeof(T);
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / per_image, p = r % per_image, oh = p / g.ow, ow = p % g.ow;
     const T* img = x + n * g.h * g.w * g.c;
     T* dst = col + (r - r0) * K;
     const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-    for (int64_t kh = 0; kh < g.kh; ++kh) {
+    const bool full_row = iw0 >= 0 && iw0 + g.kw <= g.w;
+    for (int64_t kh = 0; kh < g.kh; ++kh, dst += g.kw * g.c) {
       const int64_t ih = ih0 + kh;
       if (ih < 0 || ih >= g.h) {
-        std::memset(dst, 0, static_cast<size_t>(g.kw) * c_bytes);
-        dst += g.kw * g.c;
+        ZeroRun(dst, g.kw * g.c);
         continue;
       }
       const T* src_row = img + ih * g.w * g.c;
-      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
+      if (full_row) {
         // The whole window row is inside: one contiguous run of kw * c values.
-        std::memcpy(dst, src_row + iw0 * g.c, static_cast<size_t>(g.kw) * c_bytes);
-        dst += g.kw * g.c;
+        CopyRun(dst, src_row + iw0 * g.c, g.kw * g.c);
         continue;
       }
-      for (int64_t kw = 0; kw < g.kw; ++kw, dst += g.c) {
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
         const int64_t iw = iw0 + kw;
         if (iw < 0 || iw >= g.w) {
-          std::memset(dst, 0, c_bytes);
+          ZeroRun(dst + kw * g.c, g.c);
         } else {
-          std::memcpy(dst, src_row + iw * g.c, c_bytes);
+          CopyRun(dst + kw * g.c, src_row + iw * g.c, g.c);
         }
       }
     }
@@ -209,6 +212,7 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
 
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
+  if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
   Eigen::Map<const RowMat<T>> W(filter, K, g.f);
   const int64_t block = RowBlock(g);
@@ -225,6 +229,7 @@ void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filt
 template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
+  if (UseDirectSingleChannel(g)) return Conv2DBackpropInputDirectC1(pool, g, filter, dy, dx);
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
   Eigen::Map<const RowMat<T>> W(filter, K, g.f);
   const int64_t block = RowBlock(g);
@@ -247,6 +252,7 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
 
 template <typename T>
 void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy, T* dw) {
+  if (UseDirectSingleChannel(g)) return Conv2DBackpropFilterDirectC1(pool, g, x, dy, dw);
   const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g);
   const int64_t nb = (rows + block - 1) / block;
   Eigen::Map<RowMat<T>> DW(dw, K, g.f);

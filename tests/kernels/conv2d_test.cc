@@ -51,9 +51,14 @@ struct ConvCase {
 const std::vector<ConvCase> kCases = {
     {{2, 28, 28, 1}, {5, 5, 1, 6}, 1, 1, true},    // LeNet conv1
     {{2, 14, 14, 6}, {5, 5, 6, 16}, 1, 1, false},  // LeNet conv2
-    {{1, 7, 9, 3}, {3, 2, 3, 4}, 2, 3, true},     {{3, 8, 5, 2}, {3, 3, 2, 5}, 2, 1, false},
-    {{1, 4, 4, 1}, {4, 4, 1, 1}, 1, 1, false},    {{2, 5, 5, 3}, {1, 1, 3, 2}, 1, 1, true},
-    {{1, 6, 6, 2}, {2, 2, 2, 3}, 3, 3, true}};
+    {{1, 7, 9, 3}, {3, 2, 3, 4}, 2, 3, true},
+    {{3, 8, 5, 2}, {3, 3, 2, 5}, 2, 1, false},
+    {{1, 4, 4, 1}, {4, 4, 1, 1}, 1, 1, false},
+    {{2, 5, 5, 3}, {1, 1, 3, 2}, 1, 1, true},
+    {{1, 6, 6, 2}, {2, 2, 2, 3}, 3, 3, true},
+    // One input channel, unit width stride: the direct (non-im2col) kernels.
+    {{2, 7, 6, 1}, {3, 3, 1, 4}, 2, 1, true},
+    {{1, 5, 8, 1}, {2, 4, 1, 3}, 1, 1, false}};
 
 AttrMap ConvAttrs(const ConvCase& c) {
   return {{"strides", V{1, c.sh, c.sw, 1}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
