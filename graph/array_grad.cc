@@ -31,9 +31,76 @@ Status NoGradient(const OpCall& c, const V&, V* dx) {
   return Status::OK();
 }
 
+// Static shape of `x` for a gradient that needs it (TF reads it at run time).
+Result<std::vector<int64_t>> StaticShape(const Value& x, const std::string& op) {
+  if (!x.shape().IsFullyDefined()) {
+    return UnimplementedError("gradient of " + op + " needs the input's full shape, got " +
+                              x.shape().ToString());
+  }
+  return x.shape().dims();
+}
+
 }  // namespace
 
 void RegisterArrayGradients() {
+  RegisterGradient("Slice", [](const OpCall& c, const V& dy, V* dx) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> in, StaticShape(c.inputs[0], "Slice"));
+    std::vector<int64_t> begin = c.attrs.GetInts("begin").value_or({});
+    const TensorShape& out = c.outputs[0].shape();
+    std::vector<int64_t> paddings;
+    for (size_t i = 0; i < in.size(); ++i) {
+      paddings.push_back(begin[i]);
+      paddings.push_back(in[i] - begin[i] - out.dim(static_cast<int>(i)));
+    }
+    *dx = {ops::Pad(dy[0], paddings)};
+    return Status::OK();
+  });
+  RegisterGradient("Pad", [](const OpCall& c, const V& dy, V* dx) {
+    std::vector<int64_t> paddings = c.attrs.GetInts("paddings").value_or({});
+    const TensorShape& in = c.inputs[0].shape();
+    std::vector<int64_t> begin, size;
+    for (int i = 0; i < in.rank(); ++i) {
+      begin.push_back(paddings[static_cast<size_t>(2 * i)]);
+      size.push_back(in.dim(i));
+    }
+    *dx = {ops::Slice(dy[0], begin, size)};
+    return Status::OK();
+  });
+  RegisterGradient("StridedSlice", [](const OpCall& c, const V& dy, V* dx) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> in, StaticShape(c.inputs[0], "StridedSlice"));
+    AttrMap attrs = c.attrs;
+    attrs.Set("shape", in);
+    *dx = {Apply1("StridedSliceGrad", {dy[0]}, attrs, "StridedSliceGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("ConcatV2", [](const OpCall& c, const V& dy, V* dx) {
+    const int rank = c.outputs[0].shape().rank();
+    int64_t axis = c.attrs.GetInt("axis").value_or(0);
+    if (axis < 0) axis += rank;
+    int64_t offset = 0;
+    dx->clear();
+    for (const Value& x : c.inputs) {
+      std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(static_cast<size_t>(rank), -1);
+      const int64_t n = x.shape().dim(static_cast<int>(axis));
+      if (n < 0) return UnimplementedError("gradient of ConcatV2 needs known sizes on the axis");
+      begin[static_cast<size_t>(axis)] = offset;
+      size[static_cast<size_t>(axis)] = n;
+      offset += n;
+      dx->push_back(ops::Slice(dy[0], begin, size));
+    }
+    return Status::OK();
+  });
+  RegisterGradient("Pack", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = ops::Unstack(dy[0], c.attrs.GetInt("axis").value_or(0));
+    return Status::OK();
+  });
+  RegisterGradient("Unpack", [](const OpCall& c, const V& dy, V* dx) {
+    std::vector<Value> parts;
+    for (size_t k = 0; k < c.outputs.size(); ++k)
+      parts.push_back(grad::OrZeros(dy[k], c.outputs[k]));
+    *dx = {ops::Stack(parts, c.attrs.GetInt("axis").value_or(0))};
+    return Status::OK();
+  });
   RegisterGradient("Identity", [](const OpCall&, const V& dy, V* dx) {
     *dx = {dy[0]};
     return Status::OK();

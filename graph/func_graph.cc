@@ -62,6 +62,9 @@ Result<NodeOut> FuncGraph::Resolve(const Value& v) {
   captures_.push_back(Capture{outer_value, ph});
   NodeOut out{ph, 0};
   resolved_.emplace(v.id(), out);
+  // The same capture is reachable by the enclosing graph's value too (UnifyCaptures asks by
+  // that one).
+  resolved_.emplace(outer_value.id(), out);
   return out;
 }
 

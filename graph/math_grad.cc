@@ -91,10 +91,12 @@ void RegisterMathGradients() {
     return [is_max](const OpCall& c, const V& dy, V* dx) {
       const Value& x = c.inputs[0];
       const Value& y = c.inputs[1];
-      Value mask = is_max ? ops::GreaterEqual(x, y) : ops::LessEqual(x, y);
-      Value zeros = ops::ZerosLike(dy[0]);
-      *dx = {grad::ReduceLike(ops::Select(mask, dy[0], zeros), x),
-             grad::ReduceLike(ops::Select(mask, zeros, dy[0]), y)};
+      // TF selects dy or 0 by x >= y (x <= y for Minimum); multiplying by the 0/1 mask gives
+      // the same values.
+      Value mask =
+          ops::Cast(is_max ? ops::GreaterEqual(x, y) : ops::LessEqual(x, y), dy[0].dtype());
+      *dx = {grad::ReduceLike(ops::Mul(dy[0], mask), x),
+             grad::ReduceLike(ops::Mul(dy[0], ops::Sub(ops::OnesLike(mask), mask)), y)};
       return Status::OK();
     };
   };
@@ -105,10 +107,10 @@ void RegisterMathGradients() {
     const Value& y = c.inputs[1];
     const Value& z = c.outputs[0];
     Value gx = ops::Mul(ops::Mul(dy[0], y), ops::Pow(x, ops::Sub(y, ops::OnesLike(y))));
-    // log(x) where x > 0, else 0 (TF's convention).
-    Value positive = ops::Greater(x, ops::ZerosLike(x));
-    Value safe_x = ops::Select(positive, x, ops::OnesLike(x));
-    Value log_x = ops::Select(positive, ops::Log(safe_x), ops::ZerosLike(x));
+    // log(x) where x > 0, else 0 (TF's convention), with a 0/1 mask instead of a select.
+    Value positive = ops::Cast(ops::Greater(x, ops::ZerosLike(x)), x.dtype());
+    Value safe_x = ops::Add(ops::Mul(x, positive), ops::Sub(ops::OnesLike(positive), positive));
+    Value log_x = ops::Mul(ops::Log(safe_x), positive);
     Value gy = ops::Mul(ops::Mul(dy[0], z), log_x);
     *dx = {grad::ReduceLike(gx, x), grad::ReduceLike(gy, y)};
     return Status::OK();
@@ -200,6 +202,20 @@ void RegisterMathGradients() {
     return Status::OK();
   };
   RegisterGradient("Max", minmax_reduce);
+  // d prod / d x_i = prod / x_i (inputs must be nonzero; TF's cumprod form handles zeros).
+  RegisterGradient("Prod", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    if (!IsFloating(x.dtype())) {
+      *dx = {Value()};
+      return Status::OK();
+    }
+    std::vector<int64_t> axes = AxesOf(c);
+    const bool keep = KeepDims(c);
+    Value y = grad::BroadcastBack(c.outputs[0], x, axes, keep);
+    Value g = grad::BroadcastBack(dy[0], x, axes, keep);
+    *dx = {ops::Mul(g, ops::Div(y, x))};
+    return Status::OK();
+  });
   RegisterGradient("Min", minmax_reduce);
 }
 

@@ -86,6 +86,15 @@ void RegisterNnGradients() {
     *dx = {ops::Sub(dy[0], ops::Mul(ops::Sum(dy[0], {-1}, true), softmax))};
     return Status::OK();
   });
+  RegisterGradient("SoftmaxCrossEntropyWithLogits", [](const OpCall& c, const V& dy, V* dx) {
+    // Gradients for the logits only (as TF without second-order terms); labels get none.
+    if (!dy[0].defined()) {
+      *dx = {Value(), Value()};
+      return Status::OK();
+    }
+    *dx = {ops::Mul(ops::ExpandDims(dy[0], -1), c.outputs[1]), Value()};
+    return Status::OK();
+  });
   RegisterGradient("SparseSoftmaxCrossEntropyWithLogits", [](const OpCall& c, const V& dy, V* dx) {
     // d(loss)/d(logits) = backprop (the op's second output) scaled per row; labels get none.
     if (!dy[0].defined()) {

@@ -140,6 +140,31 @@ Value Transpose(const Value& x, const std::vector<int64_t>& perm) {
   return Apply1("Transpose", {x}, {{"perm", perm}}, "transpose");
 }
 
+Value Slice(const Value& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size) {
+  return Apply1("Slice", {x}, {{"begin", begin}, {"size", size}}, "Slice");
+}
+Value StridedSlice(const Value& x, const std::vector<int64_t>& begin,
+                   const std::vector<int64_t>& end, const std::vector<int64_t>& strides,
+                   int64_t begin_mask, int64_t end_mask, int64_t shrink_axis_mask) {
+  AttrMap attrs{{"begin", begin}, {"end", end}, {"strides", strides}};
+  if (begin_mask) attrs.Set("begin_mask", begin_mask);
+  if (end_mask) attrs.Set("end_mask", end_mask);
+  if (shrink_axis_mask) attrs.Set("shrink_axis_mask", shrink_axis_mask);
+  return Apply1("StridedSlice", {x}, attrs, "strided_slice");
+}
+Value Concat(const std::vector<Value>& xs, int64_t axis) {
+  return Apply1("ConcatV2", xs, {{"axis", axis}}, "concat");
+}
+Value Stack(const std::vector<Value>& xs, int64_t axis) {
+  return Apply1("Pack", xs, {{"axis", axis}}, "stack");
+}
+std::vector<Value> Unstack(const Value& x, int64_t axis) {
+  return Apply("Unpack", {x}, {{"axis", axis}}, "unstack");
+}
+Value Pad(const Value& x, const std::vector<int64_t>& paddings) {
+  return Apply1("Pad", {x}, {{"paddings", paddings}}, "Pad");
+}
+
 Value BiasAdd(const Value& x, const Value& bias) {
   return Apply1("BiasAdd", {x, bias}, {}, "BiasAdd");
 }

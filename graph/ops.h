@@ -76,6 +76,16 @@ Value Squeeze(const Value& x, const std::vector<int64_t>& axes = {});
 Value Shape(const Value& x, DType out_type = DType::kInt32);
 Value Cast(const Value& x, DType dtype);
 Value Transpose(const Value& x, const std::vector<int64_t>& perm);
+Value Slice(const Value& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size);
+// x[begin:end:strides] with TF's masks (bit i of shrink_axis_mask drops dim i).
+Value StridedSlice(const Value& x, const std::vector<int64_t>& begin,
+                   const std::vector<int64_t>& end, const std::vector<int64_t>& strides,
+                   int64_t begin_mask = 0, int64_t end_mask = 0, int64_t shrink_axis_mask = 0);
+Value Concat(const std::vector<Value>& xs, int64_t axis);
+Value Stack(const std::vector<Value>& xs, int64_t axis = 0);   // Pack
+std::vector<Value> Unstack(const Value& x, int64_t axis = 0);  // Unpack
+// paddings: [before0, after0, before1, after1, ...] (zeros).
+Value Pad(const Value& x, const std::vector<int64_t>& paddings);
 
 // Neural-network ops (NHWC, HWIO filters; padding "SAME" or "VALID").
 Value BiasAdd(const Value& x, const Value& bias);

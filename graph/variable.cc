@@ -214,6 +214,14 @@ Status Variable::Assign(const Value& value) const {
   return state_->Set(value.eager_tensor());
 }
 
+Status Variable::SetValue(const Tensor& t) const {
+  if (!state_) return InvalidArgumentError("SetValue on an invalid (empty) Variable");
+  TROUPE_RETURN_IF_ERROR(state_->Set(t));
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->value.SharesBufferWith(t)) state_->value = t.DeepCopy();
+  return Status::OK();
+}
+
 Status Variable::AssignAdd(const Value& delta) const {
   if (!state_) return InvalidArgumentError("assign_add to an invalid (empty) Variable");
   return ApplyAssign(state_, delta, AssignKind::kAdd);

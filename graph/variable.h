@@ -67,7 +67,8 @@ class Variable {
 
   // Host access outside traces (checkpoint save/restore).
   Tensor value() const { return state_->Get(); }
-  Status SetValue(const Tensor& t) const { return state_->Set(t); }
+  // Copies `t` in (the variable never aliases a caller's buffer).
+  Status SetValue(const Tensor& t) const;
 
   const std::shared_ptr<VariableState>& state() const { return state_; }
   bool operator==(const Variable& o) const { return state_ == o.state_; }

@@ -1,6 +1,7 @@
 #include "graph/nn/layers.h"
 
 #include "graph/ops.h"
+#include "kernels/random/random_ops.h"
 
 namespace troupe::nn {
 namespace {
@@ -11,6 +12,18 @@ std::function<Value()> Init(const Initializer& init, const TensorShape& shape, D
     if (!t.ok()) return Value::Error(t.status());
     return Value(*t);
   };
+}
+
+// The stateless random ops live in kernels/random/; register them if the built-in list does
+// not include them yet.
+void EnsureRandomOps() {
+  static const bool done = [] {
+    if (!OpRegistry::Global().LookupOp("StatelessRandomGetKeyCounter").ok()) {
+      random::RegisterRandomOps(OpRegistry::Global());
+    }
+    return true;
+  }();
+  (void)done;
 }
 
 Status NeedRank(const std::string& layer, const TensorShape& shape, int rank) {
@@ -176,6 +189,7 @@ Status Dropout::BuildImpl(const TensorShape&) {
 
 Value Dropout::Call(const Value& x, bool training) {
   if (!training || rate_ == 0) return x;
+  EnsureRandomOps();
   // SeedGenerator.next(): the current state, then state += [0, 1].
   Value state = state_.Read();
   if (Status s = state_.AssignAdd(Value(Tensor::FromVector<int64_t>({0, 1}))); !s.ok()) {

@@ -121,5 +121,68 @@ TEST(FunctionTest, PrintRunsEveryCallHostCodeOnlyWhenTracing) {
   EXPECT_EQ(lines, (std::vector<std::string>{"Executed with 1", "Executed with 2"}));
 }
 
+TEST(FunctionTest, ConcreteFunctionRejectsWrongShapeAndDtype) {
+  Function f("scale", [](const Args& a) -> Outputs { return a[0] * 2.0; }, {.params = {"x"}});
+  auto fn = f.GetConcreteFunction({TensorSpec{TensorShape{-1, 3}, DType::kFloat32, ""}});
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  auto ok = (*fn)->Run({Floats({1, 2, 3, 4, 5, 6}, {2, 3})});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  auto shape = (*fn)->Run({Floats({1, 2, 3, 4}, {2, 2})});
+  ASSERT_FALSE(shape.ok());
+  EXPECT_EQ(shape.status().code(), StatusCode::kInvalidArgument);
+  const std::string& m = shape.status().message();
+  EXPECT_NE(m.find("input #0(zero-based) was expected to have shape [?,3] but has shape [2,2]"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("input 'x'"), std::string::npos) << m;
+  EXPECT_NE(m.find("TensorSpec(shape=[?,3], dtype=float32, name='x')"), std::string::npos) << m;
+  EXPECT_NE(m.find("TensorSpec(shape=[2,2], dtype=float32)"), std::string::npos) << m;
+  auto dtype = (*fn)->RunFlat(std::vector<Tensor>{*Tensor::Zeros(DType::kFloat64, {2, 3})});
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_NE(dtype.status().message().find("expected to be a float32 tensor but is a float64"),
+            std::string::npos)
+      << dtype.status();
+  // Calling the Function itself with a new shape just traces again.
+  EXPECT_TRUE(f.Run({Floats({1, 2, 3, 4}, {2, 2})}).ok());
+  EXPECT_EQ(f.num_concrete_functions(), 2);
+}
+
+TEST(FunctionTest, RunFunctionsEagerlyBypassesTracing) {
+  int calls = 0;
+  Function f("f", [&](const Args& a) -> Outputs {
+    ++calls;
+    EXPECT_FALSE(a[0].value().symbolic());
+    return a[0] + a[0];
+  });
+  RunFunctionsEagerly(true);
+  EXPECT_EQ(f.Run1({Tensor::Scalar(1.0f)})->scalar<float>(), 2.0f);
+  EXPECT_EQ(f.Run1({Tensor::Scalar(1.0f)})->scalar<float>(), 2.0f);
+  RunFunctionsEagerly(false);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(f.trace_count(), 0);
+}
+
+TEST(FunctionTest, ReadAfterWriteIsOrdered) {
+  Variable v = *Variable::Create(Value(Tensor::Scalar(1.0f)), "v");
+  Function f("f", [&](const Args&) -> Outputs {
+    Value before = v.Read();
+    if (Status s = v.Assign(ops::Scalar(5.0f)); !s.ok()) return s;
+    Value after = v.Read();
+    if (Status s = v.AssignAdd(ops::Scalar(1.0f)); !s.ok()) return s;
+    return std::vector<Value>{before, after, v.Read()};
+  });
+  auto r = f.Run({});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].scalar<float>(), 1.0f);
+  EXPECT_EQ((*r)[1].scalar<float>(), 5.0f);
+  EXPECT_EQ((*r)[2].scalar<float>(), 6.0f);
+  // The trace recorded the ordering as control edges.
+  const FuncGraph& g = f.concrete_functions()[0]->graph();
+  int edges = 0;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    edges += static_cast<int>(g.node(i).control_inputs.size());
+  EXPECT_GE(edges, 4);
+}
+
 }  // namespace
 }  // namespace troupe
