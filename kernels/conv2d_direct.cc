@@ -34,10 +34,44 @@ void TransposeRow(const ConvGeo& g, const T* dy_row, T* out) {
   }
 }
 
+// Few output channels: each output pixel's channels live in one fixed-size Eigen array of
+// kLanes >= f (one or two SIMD registers), accumulated over the window in (kh, kw) order.
+template <typename T, int kLanes>
+void DirectC1Lanes(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
+  using Lane = Eigen::Array<T, kLanes, 1>;
+  const int64_t taps = g.kh * g.kw;
+  std::vector<Lane, Eigen::aligned_allocator<Lane>> w(static_cast<size_t>(taps), Lane::Zero());
+  for (int64_t k = 0; k < taps; ++k) {
+    for (int64_t f = 0; f < g.f; ++f) w[static_cast<size_t>(k)](f) = filter[k * g.f + f];
+  }
+  ParallelForBlocks(pool, g.n * g.oh, kRowsPerBlock, [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / g.oh, oh = row % g.oh;
+      const int64_t kh0 = std::max<int64_t>(0, g.pt - oh * g.sh);
+      const int64_t kh1 = std::min(g.kh, g.h + g.pt - oh * g.sh);
+      const int64_t ih0 = oh * g.sh - g.pt;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        const int64_t iw0 = ow * g.sw - g.pl;
+        const int64_t kw0 = std::max<int64_t>(0, -iw0), kw1 = std::min(g.kw, g.w - iw0);
+        Lane acc = Lane::Zero();
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const T* xr = x + (n * g.h + ih0 + kh) * g.w;
+          const Lane* wr = w.data() + kh * g.kw;
+          for (int64_t kw = kw0; kw < kw1; ++kw) acc += xr[iw0 + kw] * wr[kw];
+        }
+        T* out = y + (row * g.ow + ow) * g.f;
+        for (int64_t f = 0; f < g.f; ++f) out[f] = acc(f);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 template <typename T>
 void Conv2DDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
+  if (g.f <= 8) return DirectC1Lanes<T, 8>(pool, g, x, filter, y);
+  if (g.f <= 16) return DirectC1Lanes<T, 16>(pool, g, x, filter, y);
   ParallelForBlocks(pool, g.n * g.oh, kRowsPerBlock, [&](int64_t r0, int64_t r1) {
     std::vector<T> acc(static_cast<size_t>(g.f * g.ow));
     for (int64_t row = r0; row < r1; ++row) {
@@ -105,6 +139,7 @@ void Conv2DBackpropFilterDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x
     std::vector<T> dyt(static_cast<size_t>(g.f * g.ow));
     for (int64_t b = b0; b < b1; ++b) {
       T* acc = partial.data() + b * K;
+
       for (int64_t row = b * kRowsPerBlock; row < std::min(rows, (b + 1) * kRowsPerBlock); ++row) {
         const int64_t n = row / g.oh, oh = row % g.oh;
         TransposeRow(g, dy + row * g.ow * g.f, dyt.data());
