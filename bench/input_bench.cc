@@ -1,9 +1,10 @@
 // Input pipeline throughput on Fashion-MNIST (dataset-fashion-mnist):
 //   IdxLoad               gunzip + decode the 60000-image IDX files into tensors
-//   IdxPipeline           slices -> map(uint8 -> float32 / 255) -> shuffle(10000) -> batch(64)
-//                         -> prefetch(4), one epoch per iteration
-//   TFRecordPipeline/c    TFRecord shards (c: 0 none, 1 GZIP) -> parse Example -> decode raw ->
+//   IdxPipeline/p         slices -> map(uint8 -> float32 / 255) -> shuffle(10000) -> batch(64)
+//                         -> prefetch(4), one epoch per iteration; p = map num_parallel_calls
+//   TFRecordPipeline/c/p  TFRecord shards (c: 0 none, 1 GZIP) -> parse Example -> decode raw ->
 //                         the same map/shuffle/batch/prefetch
+// p for the parallel variants: $TROUPE_BENCH_PARALLEL, else the number of hardware threads.
 //   TFRecordRead/c        records only (framing, crc32c, inflate)
 //   RawRead               the shard files through the buffered reader (MB/s of file bytes)
 // Counters: items_per_second = elements (images) per second; bytes_per_second = image bytes
@@ -14,6 +15,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "input/convert.h"
 #include "input/dataset.h"
@@ -141,30 +143,48 @@ void BM_IdxLoad(benchmark::State& state) {
 }
 BENCHMARK(BM_IdxLoad)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Arg: num_parallel_calls of the maps (1 = sequential).
 void BM_IdxPipeline(benchmark::State& state) {
   const auto& d = Train();
+  const int p = static_cast<int>(state.range(0));
   Dataset ds = Dataset::FromTensorSlices({d.images, d.labels})
-                   .Map(ScaleFn())
+                   .Map(ScaleFn(), p)
                    .Shuffle(10000, 42)
                    .Batch(64, true)
                    .Prefetch(4);
   RunEpoch(state, ds);
 }
-BENCHMARK(BM_IdxPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
+int ParallelCalls() {
+  const char* p = std::getenv("TROUPE_BENCH_PARALLEL");
+  return p ? std::atoi(p) : static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+}
+BENCHMARK(BM_IdxPipeline)
+    ->Arg(1)
+    ->Arg(ParallelCalls())
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
+// Args: compression (0 none, 1 GZIP), num_parallel_calls of the maps.
 void BM_TFRecordPipeline(benchmark::State& state) {
   const Compression c = state.range(0) ? Compression::kGzip : Compression::kNone;
+  const int p = static_cast<int>(state.range(1));
   TFRecordOptions o;
   o.compression_type = std::string(CompressionName(c));
   Dataset ds = Dataset::TFRecord(Shards(c), o)
-                   .Map(ParseFn())
-                   .Map(ScaleFn())
+                   .Map(ParseFn(), p)
+                   .Map(ScaleFn(), p)
                    .Shuffle(10000, 42)
                    .Batch(64, true)
                    .Prefetch(4);
   RunEpoch(state, ds);
 }
-BENCHMARK(BM_TFRecordPipeline)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TFRecordPipeline)
+    ->Args({0, 1})
+    ->Args({0, ParallelCalls()})
+    ->Args({1, 1})
+    ->Args({1, ParallelCalls()})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_TFRecordRead(benchmark::State& state) {
   const Compression c = state.range(0) ? Compression::kGzip : Compression::kNone;

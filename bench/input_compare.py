@@ -7,6 +7,7 @@ transforms on Fashion-MNIST, and both vs raw disk reads (dd) of the same TFRecor
 Pipelines (one epoch of 60000 images each):
   idx-load      gunzip + decode the IDX files (TF side: numpy, as keras.datasets does)
   idx           slices -> map(uint8->float32/255) -> shuffle(10000) -> batch(64, drop) -> prefetch(4)
+                (parallel rows: map num_parallel_calls = hardware threads in Troupe, AUTOTUNE in TF)
   tfrecord      4 TFRecord shards -> parse Example -> decode_raw -> same map/shuffle/batch/prefetch
   tfrecord-gz   the same from GZIP shards
   read          records only (TFRecordDataset / TFRecordReader), uncompressed and GZIP
@@ -36,6 +37,11 @@ def troupe_results(build, min_time, bench_dir):
     res = {}
     for b in json.loads(out.stdout)["benchmarks"]:
         name = b["name"].replace("/real_time", "")
+        parts = name.split("/")
+        # The parallel variants carry the thread count as the last argument: name them "+parallel".
+        if parts[0] in ("BM_IdxPipeline", "BM_TFRecordPipeline"):
+            p = parts.pop()
+            name = "/".join(parts) + ("" if p == "1" else "+parallel")
         res[name] = (b.get("items_per_second", 0.0), b.get("bytes_per_second", 0.0) / 1e6)
     return res
 
@@ -140,12 +146,12 @@ def main():
     tf_res = tf_results(args.bench_dir, args.repeats)
     rows = [
         ("idx-load (gunzip+decode)", "BM_IdxLoad", "BM_IdxLoad"),
-        ("idx pipeline", "BM_IdxPipeline", "BM_IdxPipeline"),
-        ("idx pipeline vs tf parallel map", "BM_IdxPipeline", "BM_IdxPipeline+parallel"),
-        ("tfrecord pipeline", "BM_TFRecordPipeline/0", "BM_TFRecordPipeline/0"),
-        ("tfrecord pipeline vs tf parallel", "BM_TFRecordPipeline/0", "BM_TFRecordPipeline/0+parallel"),
-        ("tfrecord-gz pipeline", "BM_TFRecordPipeline/1", "BM_TFRecordPipeline/1"),
-        ("tfrecord-gz vs tf parallel", "BM_TFRecordPipeline/1", "BM_TFRecordPipeline/1+parallel"),
+        ("idx pipeline, sequential map", "BM_IdxPipeline", "BM_IdxPipeline"),
+        ("idx pipeline, parallel map", "BM_IdxPipeline+parallel", "BM_IdxPipeline+parallel"),
+        ("tfrecord pipeline, sequential", "BM_TFRecordPipeline/0", "BM_TFRecordPipeline/0"),
+        ("tfrecord pipeline, parallel", "BM_TFRecordPipeline/0+parallel", "BM_TFRecordPipeline/0+parallel"),
+        ("tfrecord-gz pipeline, sequential", "BM_TFRecordPipeline/1", "BM_TFRecordPipeline/1"),
+        ("tfrecord-gz pipeline, parallel", "BM_TFRecordPipeline/1+parallel", "BM_TFRecordPipeline/1+parallel"),
         ("tfrecord read", "BM_TFRecordRead/0", "BM_TFRecordRead/0"),
         ("tfrecord-gz read", "BM_TFRecordRead/1", "BM_TFRecordRead/1"),
     ]

@@ -1,4 +1,4 @@
-// Element-order transformations: Map, Batch, Repeat, Take, Skip, Shard, Options.
+// Element-order transformations: Batch, Repeat, Take, Skip, Shard, Options.
 #include "input/dataset_impl.h"
 
 namespace troupe::input {
@@ -14,44 +14,6 @@ class UnaryDataset : public DatasetBase {
 
  private:
   DatasetPtr input_;
-};
-
-// ---- Map ----
-class MapDataset final : public UnaryDataset {
- public:
-  MapDataset(DatasetPtr input, MapFunctionPtr fn, ElementSpec spec)
-      : UnaryDataset(std::move(input), std::move(spec)), fn_(std::move(fn)) {}
-  std::string_view type() const override { return "Map"; }
-  int64_t Cardinality() const override { return input()->Cardinality(); }
-  Result<DatasetPtr> WithInputs(std::vector<DatasetPtr> in) const override {
-    return DatasetPtr(std::make_shared<MapDataset>(in.at(0), fn_, element_spec()));
-  }
-  Result<std::unique_ptr<IteratorBase>> MakeIterator(const std::string& parent) const override {
-    auto it = std::make_unique<Iter>(*this, parent);
-    TROUPE_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(it->prefix()));
-    return std::unique_ptr<IteratorBase>(std::move(it));
-  }
-
- private:
-  class Iter final : public DatasetIterator<MapDataset> {
-   public:
-    using DatasetIterator::DatasetIterator;
-    Status GetNext(Element* out, bool* end) override {
-      Element in;
-      TROUPE_RETURN_IF_ERROR(input_->GetNext(&in, end));
-      if (*end) return Status::OK();
-      Result<Element> r = dataset().fn_->Call(std::move(in));
-      if (!r.ok()) return r.status().WithContext("in map function " + dataset().fn_->name());
-      TROUPE_RETURN_IF_ERROR(
-          CheckElement(*r, dataset().element_spec(), "map function " + dataset().fn_->name()));
-      *out = std::move(r).value();
-      return Status::OK();
-    }
-    Status Save(IteratorStateWriter* w) override { return input_->Save(w); }
-    Status Restore(const IteratorStateReader& r) override { return input_->Restore(r); }
-    std::unique_ptr<IteratorBase> input_;
-  };
-  MapFunctionPtr fn_;
 };
 
 // ---- Batch ----
@@ -461,27 +423,12 @@ Result<DatasetPtr> MakeShardDataset(DatasetPtr input, int64_t num_shards, int64_
 
 }  // namespace internal
 
-using internal::MapDataset;
-
 namespace {
 template <typename T, typename... Args>
 Dataset Wrap(Args&&... args) {
   return Dataset(std::make_shared<T>(std::forward<Args>(args)...));
 }
 }  // namespace
-
-Dataset Dataset::Map(MapFunctionPtr fn, int num_parallel_calls) const {
-  if (!ok()) return *this;
-  if (!fn) return Error(InvalidArgumentError("Map: null function"));
-  Result<ElementSpec> spec = fn->OutputSpec(element_spec());
-  if (!spec.ok()) return Error(spec.status());
-  (void)num_parallel_calls;  // elements are mapped in order on the consumer's thread
-  return Wrap<internal::MapDataset>(node_, std::move(fn), std::move(spec).value());
-}
-
-Dataset Dataset::Map(NativeMapFn fn, std::optional<ElementSpec> output_spec) const {
-  return Map(NativeFunction(std::move(fn), std::move(output_spec)));
-}
 
 Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
   if (!ok()) return *this;

@@ -210,6 +210,7 @@ class Dataset {
   static Dataset FashionMnist(std::string_view split, const std::string& dir = "");
 
   // --- transformations ---
+  // num_parallel_calls > 1 runs that many calls at once (own threads); output order is kept.
   Dataset Map(MapFunctionPtr fn, int num_parallel_calls = 1) const;
   Dataset Map(NativeMapFn fn, std::optional<ElementSpec> output_spec = {}) const;
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;

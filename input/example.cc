@@ -276,18 +276,169 @@ Result<Example> ParseExample(std::string_view serialized) {
   return ex;
 }
 
+namespace {
+
+// The last oneof list of a Feature message, without copying its values.
+struct FeatureRef {
+  Feature::Kind kind = Feature::Kind::kNone;
+  std::string_view list;  // BytesList / FloatList / Int64List payload
+};
+
+Status ScanFeature(std::string_view payload, FeatureRef* ref) {
+  Reader r(payload);
+  while (!r.done()) {
+    uint64_t tag;
+    if (!r.Varint(&tag)) return Malformed("Feature tag");
+    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
+    if (field >= 1 && field <= 3 && wt == 2) {
+      if (!r.Bytes(&ref->list)) return Malformed("Feature list");
+      ref->kind = field == 1 ? Feature::Kind::kBytes
+                             : (field == 2 ? Feature::Kind::kFloat : Feature::Kind::kInt64);
+    } else if (!r.Skip(wt)) {
+      return Malformed("Feature field");
+    }
+  }
+  return Status::OK();
+}
+
+// Decodes a list straight into `t` (which holds `want` values); returns the count found.
+Result<int64_t> FillFromList(const FeatureRef& ref, int64_t want, Tensor* t) {
+  Reader r(ref.list);
+  int64_t n = 0;
+  while (!r.done()) {
+    uint64_t tag;
+    if (!r.Varint(&tag)) return Malformed("list tag");
+    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
+    if (field != 1) {
+      if (!r.Skip(wt)) return Malformed("list field");
+      continue;
+    }
+    if (ref.kind == Feature::Kind::kBytes) {
+      std::string_view v;
+      if (wt != 2 || !r.Bytes(&v)) return Malformed("BytesList value");
+      if (n < want) t->data<std::string>()[n].assign(v);
+      ++n;
+    } else if (ref.kind == Feature::Kind::kFloat) {
+      if (wt == 2) {
+        std::string_view v;
+        if (!r.Bytes(&v) || v.size() % 4 != 0) return Malformed("packed FloatList");
+        const int64_t k = static_cast<int64_t>(v.size() / 4);
+        if (n + k <= want) std::memcpy(t->data<float>() + n, v.data(), v.size());
+        n += k;
+      } else if (wt == 5) {
+        uint32_t bits;
+        if (!r.Fixed32(&bits)) return Malformed("FloatList value");
+        if (n < want) std::memcpy(t->data<float>() + n, &bits, 4);
+        ++n;
+      } else {
+        return Malformed("FloatList wire type");
+      }
+    } else {
+      if (wt == 2) {
+        std::string_view v;
+        if (!r.Bytes(&v)) return Malformed("packed Int64List");
+        Reader pr(v);
+        while (!pr.done()) {
+          uint64_t x;
+          if (!pr.Varint(&x)) return Malformed("Int64List varint");
+          if (n < want) t->data<int64_t>()[n] = static_cast<int64_t>(x);
+          ++n;
+        }
+      } else if (wt == 0) {
+        uint64_t x;
+        if (!r.Varint(&x)) return Malformed("Int64List value");
+        if (n < want) t->data<int64_t>()[n] = static_cast<int64_t>(x);
+        ++n;
+      } else {
+        return Malformed("Int64List wire type");
+      }
+    }
+  }
+  return n;
+}
+
+Feature::Kind KindFor(DType d) {
+  switch (d) {
+    case DType::kFloat32:
+      return Feature::Kind::kFloat;
+    case DType::kInt64:
+      return Feature::Kind::kInt64;
+    case DType::kString:
+      return Feature::Kind::kBytes;
+    default:
+      return Feature::Kind::kNone;
+  }
+}
+
+}  // namespace
+
+// Scans the wire format once and decodes only the requested features, straight into their
+// tensors (no intermediate Example map).
 Result<std::vector<Tensor>> ParseSingleExample(std::string_view serialized,
                                                const std::vector<FixedLenFeature>& features) {
-  TROUPE_ASSIGN_OR_RETURN(Example ex, ParseExample(serialized));
-  std::vector<Tensor> out;
-  out.reserve(features.size());
+  std::vector<FeatureRef> refs(features.size());
   for (const FixedLenFeature& spec : features) {
     if (!spec.shape.IsFullyDefined()) {
       return InvalidArgumentError("FixedLenFeature '" + spec.key +
                                   "' needs a fully defined shape, got " + spec.shape.ToString());
     }
-    auto it = ex.find(spec.key);
-    if (it == ex.end() || it->second.kind == Feature::Kind::kNone) {
+    if (KindFor(spec.dtype) == Feature::Kind::kNone) {
+      return InvalidArgumentError("FixedLenFeature '" + spec.key + "' has dtype " +
+                                  std::string(DTypeName(spec.dtype)) +
+                                  "; Example features are float32, int64 or string");
+    }
+  }
+  Reader r(serialized);
+  while (!r.done()) {
+    uint64_t tag;
+    if (!r.Varint(&tag)) return Malformed("Example tag");
+    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
+    if (field != 1 || wt != 2) {
+      if (!r.Skip(wt)) return Malformed("Example field");
+      continue;
+    }
+    std::string_view feats;
+    if (!r.Bytes(&feats)) return Malformed("Example.features");
+    Reader fr(feats);
+    while (!fr.done()) {
+      if (!fr.Varint(&tag)) return Malformed("Features tag");
+      field = static_cast<int>(tag >> 3);
+      wt = static_cast<int>(tag & 7);
+      if (field != 1 || wt != 2) {
+        if (!fr.Skip(wt)) return Malformed("Features field");
+        continue;
+      }
+      std::string_view entry;
+      if (!fr.Bytes(&entry)) return Malformed("map entry");
+      Reader er(entry);
+      std::string_view key, value;
+      bool has_value = false;
+      while (!er.done()) {
+        if (!er.Varint(&tag)) return Malformed("map entry tag");
+        int ef = static_cast<int>(tag >> 3), ewt = static_cast<int>(tag & 7);
+        if (ef == 1 && ewt == 2) {
+          if (!er.Bytes(&key)) return Malformed("map key");
+        } else if (ef == 2 && ewt == 2) {
+          if (!er.Bytes(&value)) return Malformed("map value");
+          has_value = true;
+        } else if (!er.Skip(ewt)) {
+          return Malformed("map entry field");
+        }
+      }
+      for (size_t i = 0; i < features.size(); ++i) {
+        if (features[i].key == key) {
+          refs[i] = FeatureRef();
+          if (has_value) TROUPE_RETURN_IF_ERROR(ScanFeature(value, &refs[i]));
+        }
+      }
+    }
+  }
+  std::vector<Tensor> out;
+  out.reserve(features.size());
+  for (size_t i = 0; i < features.size(); ++i) {
+    const FixedLenFeature& spec = features[i];
+    const FeatureRef& ref = refs[i];
+    if (ref.kind == Feature::Kind::kNone) {
       if (spec.default_value) {
         out.push_back(*spec.default_value);
         continue;
@@ -296,35 +447,18 @@ Result<std::vector<Tensor>> ParseSingleExample(std::string_view serialized,
                                   " (data type: " + std::string(DTypeName(spec.dtype)) +
                                   ") is required but could not be found.");
     }
-    const Feature& f = it->second;
     const int64_t want = spec.shape.num_elements();
-    auto mismatch = [&](const std::string& kind, size_t got) {
-      return InvalidArgumentError(
-          "Key: " + spec.key + ". Can't parse serialized Example: feature has " + kind + " with " +
-          std::to_string(got) + " values, expected " + std::string(DTypeName(spec.dtype)) +
-          " of shape " + spec.shape.ToString() + " (" + std::to_string(want) + " values)");
-    };
     TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(spec.dtype, spec.shape));
-    if (spec.dtype == DType::kFloat32) {
-      if (f.kind != Feature::Kind::kFloat || static_cast<int64_t>(f.floats.size()) != want) {
-        return mismatch(KindName(f.kind), f.kind == Feature::Kind::kFloat ? f.floats.size() : 0);
-      }
-      std::memcpy(t.data<float>(), f.floats.data(), f.floats.size() * sizeof(float));
-    } else if (spec.dtype == DType::kInt64) {
-      if (f.kind != Feature::Kind::kInt64 || static_cast<int64_t>(f.int64s.size()) != want) {
-        return mismatch(KindName(f.kind), f.kind == Feature::Kind::kInt64 ? f.int64s.size() : 0);
-      }
-      std::memcpy(t.data<int64_t>(), f.int64s.data(), f.int64s.size() * sizeof(int64_t));
-    } else if (spec.dtype == DType::kString) {
-      if (f.kind != Feature::Kind::kBytes || static_cast<int64_t>(f.bytes.size()) != want) {
-        return mismatch(KindName(f.kind), f.kind == Feature::Kind::kBytes ? f.bytes.size() : 0);
-      }
-      auto dst = t.flat<std::string>();
-      for (size_t i = 0; i < f.bytes.size(); ++i) dst[i] = f.bytes[i];
-    } else {
-      return InvalidArgumentError("FixedLenFeature '" + spec.key + "' has dtype " +
-                                  std::string(DTypeName(spec.dtype)) +
-                                  "; Example features are float32, int64 or string");
+    int64_t got = 0;
+    if (ref.kind == KindFor(spec.dtype)) {
+      TROUPE_ASSIGN_OR_RETURN(got, FillFromList(ref, want, &t));
+    }
+    if (ref.kind != KindFor(spec.dtype) || got != want) {
+      return InvalidArgumentError(
+          "Key: " + spec.key + ". Can't parse serialized Example: feature has " +
+          KindName(ref.kind) + " with " + std::to_string(got) + " values, expected " +
+          std::string(DTypeName(spec.dtype)) + " of shape " + spec.shape.ToString() + " (" +
+          std::to_string(want) + " values)");
     }
     out.push_back(std::move(t));
   }

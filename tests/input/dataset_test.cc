@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "input/example.h"
 #include "input/philox.h"
@@ -75,6 +77,33 @@ TEST(DatasetTest, MapChecksAndInfersSpec) {
   auto third = it->Next();
   ASSERT_FALSE(third.ok());
   EXPECT_NE(third.status().message().find("picky"), std::string::npos);
+}
+
+void ExpectResumeExact(const std::function<Dataset()>& make, int k);
+
+MapFunctionPtr SlowSquare() {
+  return NativeFunction(
+      [](Element e) -> Result<Element> {
+        int64_t v = e[0].scalar<int64_t>();
+        if (v % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (v == 1000) return InvalidArgumentError("v is 1000");
+        return Element{Tensor::Scalar<int64_t>(v * v)};
+      },
+      ElementSpec{TensorSpec{TensorShape{}, DType::kInt64, ""}}, "slow_square");
+}
+
+TEST(DatasetTest, ParallelMapKeepsOrderAndResumes) {
+  auto seq = Flat(Dataset::Range(300).Map(SlowSquare()));
+  EXPECT_EQ(Flat(Dataset::Range(300).Map(SlowSquare(), 4)), seq);
+  EXPECT_EQ(Dataset::Range(3).Map(SlowSquare(), 4).node()->type(), "ParallelMap");
+  for (int k : {0, 3, 100}) {
+    ExpectResumeExact([] { return Dataset::Range(300).Map(SlowSquare(), 4).Batch(5); }, k);
+  }
+  // An error arrives in order, after the elements before it.
+  auto it = *Dataset::Range(998, 1003).Map(SlowSquare(), 3).MakeIterator();
+  EXPECT_TRUE(it->Next().ok());
+  EXPECT_TRUE(it->Next().ok());
+  EXPECT_FALSE(it->Next().ok());
 }
 
 TEST(DatasetTest, ShuffleIsAPermutationAndDeterministicPerSeed) {
