@@ -264,13 +264,15 @@ Result<Tensor> ScaleAndShift(const Tensor& rnd, double mul, double add, bool fus
         }
       }
     } else {
-      // half / bfloat16: every op is computed in float; TF's eager kernels round after each op,
-      // XLA (allowing excess precision) fuses them and rounds once.
+      // half / bfloat16: every op is computed in float. TF's eager kernels round after each op;
+      // XLA CPU fuses a float16 multiply-add into one rounding but still rounds bfloat16 after
+      // each op (checked against TF 2.21).
       const float m = static_cast<float>(T(static_cast<float>(mul)));
       const float a = static_cast<float>(T(static_cast<float>(add)));
+      const bool one_rounding = fused && std::is_same_v<T, half>;
       for (int64_t i = 0; i < n; ++i) {
         const float x = static_cast<float>(in[i]);
-        o[i] = fused ? T(std::fma(x, m, a)) : T(static_cast<float>(T(x * m)) + a);
+        o[i] = one_rounding ? T(std::fma(x, m, a)) : T(static_cast<float>(T(x * m)) + a);
       }
     }
   });

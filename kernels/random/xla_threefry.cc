@@ -68,7 +68,7 @@ float BitsToFloat(uint32_t b) {
   return static_cast<float>(b >> 9) * 1.1920928955078125e-7f;  // 2^-23
 }
 double BitsToDouble(uint64_t b) {
-  return static_cast<double>(b >> 11) * 2.220446049250313080847263336181640625e-16;  // 2^-52
+  return static_cast<double>(b >> 12) * 2.220446049250313080847263336181640625e-16;  // 2^-52
 }
 half BitsToHalf(uint32_t b) {
   const uint16_t v = static_cast<uint16_t>((b & 0x3ffu) | (15u << 10));
@@ -84,6 +84,17 @@ float BitsAsFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// The float32 -> output conversion of XLA's random ops: bfloat16 results are computed in float32
+// and TRUNCATED (tf2xla's MaybeConvertF32ToBF16 masks the low 16 bits), not rounded.
+template <typename T, typename F>
+T Narrow(F v) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return Eigen::numext::bit_cast<bfloat16>(static_cast<uint16_t>(FloatBits(v) >> 16));
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 // XLA's Box-Muller on one pair of uniform floats (x0 -> sin output, x1 -> cos output).
@@ -218,6 +229,163 @@ struct TruncatedNormalF32 {
   }
 };
 
+// --- float64 ---------------------------------------------------------------------------------
+
+// XLA's Log1p for float64 (TF 2.21's XLA): the Cephes rational for |x| < sqrt(2) - 1, else
+// glibc's log(1 + x).
+double XlaLog1pF64(double x) {
+  static constexpr double kDen[7] = {1.,
+                                     1.5062909083469192043167E1,
+                                     8.3047565967967209469434E1,
+                                     2.2176239823732856465394E2,
+                                     3.0909872225312059774938E2,
+                                     2.1642788614495947685003E2,
+                                     6.0118660497603843919306E1};
+  static constexpr double kNum[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
+                                     6.5787325942061044846969E0,  2.9911919328553073277375E1,
+                                     6.0949667980987787057556E1,  5.7112963590585538103336E1,
+                                     2.0039553499201281259648E1};
+  if (!(std::fabs(x) < 0.41421356237309504880)) return std::log(x + 1.0);
+  const double x2 = x * x;
+  double den = 0.0, num = 0.0;
+  for (int i = 0; i < 7; ++i) {
+    den = std::fma(den, x, kDen[i]);
+    num = std::fma(num, x, kNum[i]);
+  }
+  return x + std::fma(-0.5, x2, (x * x2) * (num / den));
+}
+
+// XLA's ErfInv64 (Giles' double-precision approximation, three ranges of w).
+double XlaErfInvF64(double x) {
+  static constexpr double kLt625[23] = {
+      -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+      1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+      6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+      2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+      1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+      4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+      0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+      0.24015818242558961693,     1.6536545626831027356};
+  static constexpr double kLt16[19] = {
+      2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+      1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+      2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+      6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+      0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+      -0.0037512085075692412107, 0.005370914553590063617,   1.0052589676941592334,
+      3.0838856104922207635};
+  static constexpr double kGe16[17] = {
+      -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+      -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+      2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+      -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+      7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+      1.0103004648645343977,      4.8499064014085844221};
+  double w = -XlaLog1pF64(-x * x);
+  const bool lt_6_25 = w < 6.25;
+  const bool lt_16 = w < 16.0;
+  auto coefficient = [&](int i) {
+    if (lt_6_25) return kLt625[i];
+    if (lt_16) return i < 19 ? kLt16[i] : kLt625[i];
+    return i < 17 ? kGe16[i] : (i < 19 ? kLt16[i] : kLt625[i]);
+  };
+  const double sqrt_w = std::sqrt(w);
+  w = lt_6_25 ? w - 3.125 : sqrt_w - (lt_16 ? 3.25 : 5.0);
+  double p = coefficient(0);
+  for (int i = 1; i < 17; ++i) p = std::fma(p, w, coefficient(i));
+  for (int i = 17; i < 19; ++i) {
+    if (lt_16) p = std::fma(p, w, coefficient(i));
+  }
+  for (int i = 19; i < 23; ++i) {
+    if (lt_6_25) p = std::fma(p, w, coefficient(i));
+  }
+  if (std::fabs(x) == 1.0) return x * std::numeric_limits<double>::max();
+  return p * x;
+}
+
+// XLA's float64 Erf (Cephes), as the constant folder evaluates it: plain double arithmetic.
+double CephesPolynomial(double x, const double* c, int n) {
+  double p = 0.0;
+  for (int i = 0; i < n; ++i) p = p * x + c[i];
+  return p;
+}
+
+double XlaErfConstantF64(double x) {
+  if (std::fabs(x) < 1.0) {
+    static constexpr double kT[5] = {9.60497373987051638749E0, 9.00260197203842689217E1,
+                                     2.23200534594684319226E3, 7.00332514112805075473E3,
+                                     5.55923013010394962768E4};
+    static constexpr double kU[6] = {1.00000000000000000000E0, 3.35617141647503099647E1,
+                                     5.21357949780152679795E2, 4.59432382970980127987E3,
+                                     2.26290000613890934246E4, 4.92673942608635921086E4};
+    const double z = x * x;
+    return x * CephesPolynomial(z, kT, 5) / CephesPolynomial(z, kU, 6);
+  }
+  static constexpr double kMaxlog = 7.09782712893383996843E2;
+  static constexpr double kP[9] = {
+      2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
+      4.86371970985681366614E1,   1.96520832956077098242E2,  5.26445194995477358631E2,
+      9.34528527171957607540E2,   1.02755188689515710272E3,  5.57535335369399327526E2};
+  static constexpr double kQ[9] = {
+      1.00000000000000000000E0, 1.32281951154744992508E1, 8.67072140885989742329E1,
+      3.54937778887819891062E2, 9.75708501743205489753E2, 1.82390916687909736289E3,
+      2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2};
+  static constexpr double kR[6] = {5.64189583547755073984E-1, 1.27536670759978104416E0,
+                                   5.01905042251180477414E0,  6.16021097993053585195E0,
+                                   7.40974269950448939160E0,  2.97886665372100240670E0};
+  static constexpr double kS[7] = {1.00000000000000000000E0, 2.26052863220117276590E0,
+                                   9.39603524938001434673E0, 1.20489539808096656605E1,
+                                   1.70814450747565897222E1, 9.60896809063285878198E0,
+                                   3.36907645100081516050E0};
+  const double z = -x * x;
+  const double abs_x = std::fabs(x);
+  const double y =
+      abs_x < 8.0 ? std::exp(z) * CephesPolynomial(abs_x, kP, 9) / CephesPolynomial(abs_x, kQ, 9)
+                  : std::exp(z) * CephesPolynomial(abs_x, kR, 6) / CephesPolynomial(abs_x, kS, 7);
+  const double y_clamp = z < -kMaxlog ? 0.0 : y;
+  const double erfc = x < 0.0 ? 2.0 - y_clamp : y_clamp;
+  return 1.0 - erfc;
+}
+
+struct TruncatedNormalF64 {
+  static double Cdf(double x) { return (1.0 + XlaErfConstantF64(x / std::sqrt(2.0))) / 2.0; }
+  double alpha_cdf = Cdf(-2.0);
+  double z = Cdf(2.0) - alpha_cdf;
+  double operator()(double uniform) const {
+    const double p = std::fma(z, uniform, alpha_cdf);
+    constexpr double kEps = std::numeric_limits<double>::epsilon();
+    const double v = std::clamp(2.0 * p - 1.0, -1.0 + kEps, 1.0 - kEps);
+    return std::clamp(std::sqrt(2.0) * XlaErfInvF64(v), -2.0, 2.0);
+  }
+};
+
+// --- float16 ---------------------------------------------------------------------------------
+
+// XLA CPU evaluates float16 ops in float32 and rounds each result back to float16; ErfInv is
+// computed in float32 (DoWithUpcastToF32).
+half H(float v) { return half(v); }
+float F(half v) { return static_cast<float>(v); }
+
+struct TruncatedNormalF16 {
+  static half Cdf(half x) {
+    const half sqrt2 = H(static_cast<float>(std::sqrt(2.0)));
+    const half erf = H(XlaErfConstantF32(F(H(F(x) / F(sqrt2)))));
+    return H(F(H(1.0f + F(erf))) / 2.0f);
+  }
+  half alpha_cdf = Cdf(H(-2.0f));
+  half z = H(F(Cdf(H(2.0f))) - F(alpha_cdf));
+  half operator()(half u) const {
+    // XLA's float16 uniform path ignores [minval, maxval) (it returns bits - 1.0 directly), so
+    // there is no "+ tiny" here; the multiply-add runs in float32 with one rounding.
+    const half p = H(std::fma(F(z), F(u), F(alpha_cdf)));
+    const float eps = 0.0009765625f;  // float16 epsilon
+    half v = H(F(H(2.0f * F(p))) - 1.0f);
+    v = H(std::clamp(F(v), F(H(-1.0f + eps)), F(H(1.0f - eps))));
+    const half x = H(F(H(static_cast<float>(std::sqrt(2.0)))) * F(H(XlaErfInvF32(F(v)))));
+    return H(std::clamp(F(x), -2.0f, 2.0f));
+  }
+};
+
 }  // namespace
 
 void ThreeFryBits32(uint64_t key, uint64_t counter, const std::vector<int64_t>& dims, uint32_t* out,
@@ -298,7 +466,7 @@ void PairUp(const std::vector<F>& u, const Split& s, bool scalar, T* out, Thread
   if (scalar) {
     F o0, o1;
     box_muller(u[0], u[1], &o0, &o1);
-    out[0] = static_cast<T>(o0);
+    out[0] = Narrow<T>(o0);
     return;
   }
   Parallel(s.pre * s.h, std::max<int64_t>(1, 16384 / s.post), pool, [&](int64_t r0, int64_t r1) {
@@ -311,8 +479,8 @@ void PairUp(const std::vector<F>& u, const Split& s, bool scalar, T* out, Thread
       for (int64_t q = 0; q < s.post; ++q) {
         F o0, o1;
         box_muller(a[q], b[q], &o0, &o1);
-        row0[q] = static_cast<T>(o0);
-        if (has_second) row0[s.post + q] = static_cast<T>(o1);
+        row0[q] = Narrow<T>(o0);
+        if (has_second) row0[s.post + q] = Narrow<T>(o1);
       }
     }
   });
@@ -338,7 +506,7 @@ void ThreeFryUniform(uint64_t key, uint64_t counter, const std::vector<int64_t>&
         out[i] = BitsToHalf(b);
       } else {
         static_assert(std::is_same_v<T, bfloat16>);
-        out[i] = bfloat16(BitsToFloat(b));  // XLA draws bfloat16 as float32, then rounds
+        out[i] = Narrow<bfloat16>(BitsToFloat(b));  // drawn as float32, then truncated
       }
     }
   }
@@ -385,22 +553,24 @@ template <typename T>
 void ThreeFryTruncatedNormal(uint64_t key, uint64_t counter, const std::vector<int64_t>& dims,
                              T* out, ThreadPool* pool) {
   const int64_t n = NumElements(dims);
+  // The uniforms are drawn in [smallest normal, 1): value * (1 - tiny) + tiny, where 1 - tiny
+  // rounds to 1, so XLA folds it to value + tiny.
   if constexpr (std::is_same_v<T, double>) {
-    // TODO(rng): XLA's float64 ErfInv64 path is not reproduced yet.
     std::vector<uint64_t> bits(static_cast<size_t>(n));
     ThreeFryBits64(key, counter, n, bits.data(), pool);
-    const TruncatedNormalF32 tn;
-    for (int64_t i = 0; i < n; ++i) {
-      out[i] = tn(static_cast<float>(BitsToDouble(bits[static_cast<size_t>(i)])));
-    }
+    const TruncatedNormalF64 tn;
+    constexpr double kTiny = std::numeric_limits<double>::min();
+    for (int64_t i = 0; i < n; ++i) out[i] = tn(BitsToDouble(bits[static_cast<size_t>(i)]) + kTiny);
+  } else if constexpr (std::is_same_v<T, half>) {
+    const std::vector<uint32_t> bits = Bits32(key, counter, dims, pool);
+    const TruncatedNormalF16 tn;
+    for (int64_t i = 0; i < n; ++i) out[i] = tn(BitsToHalf(bits[static_cast<size_t>(i)]));
   } else {
-    // The uniforms are drawn in [smallest normal, 1): value * (1 - tiny) + tiny, which XLA
-    // folds to value + tiny.
     const std::vector<uint32_t> bits = Bits32(key, counter, dims, pool);
     const TruncatedNormalF32 tn;
     constexpr float kTiny = std::numeric_limits<float>::min();
     for (int64_t i = 0; i < n; ++i) {
-      out[i] = static_cast<T>(tn(BitsToFloat(bits[static_cast<size_t>(i)]) + kTiny));
+      out[i] = Narrow<T>(tn(BitsToFloat(bits[static_cast<size_t>(i)]) + kTiny));
     }
   }
 }
