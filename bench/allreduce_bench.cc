@@ -1,14 +1,16 @@
 // allreduce_bench: Troupe's allreduce paths against raw MPI_Allreduce, in one mpirun job.
 //
 //   mpirun -np 2 --oversubscribe build/bench/allreduce_bench [--min-kib 4] [--max-mib 256]
-//          [--fake-host K] [--replicas L] [--iters-bytes B]
+//          [--fake-host K] [--replicas L] [--iters-bytes B] [--trials T]
+//          [--backends mpi,shm,hierarchical] [--shm-piece-kib 1024] [--mpi-piece-kib 4096]
 //
 // For float32 sums from 4 KiB to 256 MiB it times, per size: raw MPI_Allreduce (blocking,
 // MPI_IN_PLACE), Troupe's mpi / shm / hierarchical backends in deterministic and fast mode, and
 // a memcpy of the same bytes done by every rank at once (the memory-bandwidth bound of a
 // shared-memory allreduce, measured in the same run). Rank 0 also times the in-process backend
 // with L local replicas against its own memcpy. Bandwidths follow nccl-tests: algbw = bytes /
-// time, busbw = algbw * 2(n-1)/n. Times are the slowest rank's mean over the iterations.
+// time, busbw = algbw * 2(n-1)/n. Each time is the slowest rank's mean over a trial; variants
+// alternate within a trial and keep their best of T trials (robust on a shared machine).
 #include <mpi.h>
 
 #include <algorithm>
@@ -38,11 +40,14 @@ struct Args {
   int fake_host = 0;
   int replicas = 4;                       // in-process replicas on rank 0
   int64_t iter_bytes = int64_t{1} << 30;  // bytes moved per measurement (sets iterations)
+  int trials = 5;                         // best of this many trials per variant
+  std::string backends = "mpi,shm,hierarchical";
+  size_t shm_piece = size_t{1} << 20;
+  size_t mpi_piece = size_t{1} << 22;
 };
 
-// Mean seconds per call of fn over `iters` calls after one warm-up, slowest rank.
-double TimeIt(int iters, const std::function<void()>& fn) {
-  fn();
+// Seconds per call of fn over `iters` calls (after one warm-up), as seen by the slowest rank.
+double TimeOnce(int iters, const std::function<void()>& fn) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = Now();
   for (int i = 0; i < iters; ++i) fn();
@@ -66,11 +71,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int64_t v = std::atoll(argv[i + 1]);
+    if (k == "--backends") args.backends = argv[i + 1];
+    if (k == "--shm-piece-kib") args.shm_piece = static_cast<size_t>(v) << 10;
+    if (k == "--mpi-piece-kib") args.mpi_piece = static_cast<size_t>(v) << 10;
     if (k == "--min-kib") args.min_bytes = v << 10;
     if (k == "--max-mib") args.max_bytes = v << 20;
     if (k == "--fake-host") args.fake_host = static_cast<int>(v);
     if (k == "--replicas") args.replicas = static_cast<int>(v);
     if (k == "--iters-bytes") args.iter_bytes = v;
+    if (k == "--trials") args.trials = static_cast<int>(std::max<int64_t>(1, v));
   }
   Status s = InitMpi(&argc, &argv);
   if (!s.ok()) {
@@ -91,11 +100,14 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::unique_ptr<Communicator>>> comms;
   for (const char* backend : {"mpi", "shm", "hierarchical"}) {
     if (std::string(backend) == "shm" && group->num_hosts() > 1) continue;
+    if (("," + args.backends + ",").find("," + std::string(backend) + ",") == std::string::npos) {
+      continue;
+    }
     for (bool det : {true, false}) {
       CollectiveOptions o;
       o.deterministic = det;
       o.timeout = std::chrono::seconds(120);
-      o.piece_bytes = std::string(backend) == "mpi" ? size_t{1} << 22 : size_t{1} << 20;
+      o.piece_bytes = std::string(backend) == "mpi" ? args.mpi_piece : args.shm_piece;
       auto c = CreateCommunicator(backend, *group, o, MPI_COMM_WORLD, *token);
       if (!c.ok()) {
         std::fprintf(stderr, "%s: %s\n", backend, c.status().ToString().c_str());
@@ -117,35 +129,44 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (int64_t bytes = args.min_bytes; bytes <= args.max_bytes; bytes *= 4) {
     const int64_t count = bytes / 4;
-    const int iters = static_cast<int>(std::clamp<int64_t>(args.iter_bytes / bytes, 3, 2000));
+    const int iters =
+        static_cast<int>(std::clamp<int64_t>(args.iter_bytes / bytes, args.trials, 5000));
     Row row{bytes, 0, 0, 0, 0, {}};
     Tensor t = *Tensor::Allocate(DType::kFloat32, TensorShape{count});
+    Tensor src = *Tensor::Allocate(DType::kFloat32, TensorShape{count});
     Fill(t);
+    Fill(src);
     MPI_Comm raw;
     MPI_Comm_dup(MPI_COMM_WORLD, &raw);
-    row.raw = bytes /
-              TimeIt(iters,
-                     [&] {
-                       MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(count), MPI_FLOAT,
-                                     MPI_SUM, raw);
-                     }) /
-              1e9;
-    MPI_Comm_free(&raw);
-    Tensor src = *Tensor::Allocate(DType::kFloat32, TensorShape{count});
-    Fill(src);
-    row.copy_all =
-        bytes / TimeIt(iters, [&] { std::memcpy(t.raw_data(), src.raw_data(), bytes); }) / 1e9;
+    // Variants take turns within each trial and each keeps its best trial, so load from other
+    // processes on the machine hits all of them alike and is filtered out.
+    std::vector<std::pair<std::string, std::function<void()>>> variants;
+    variants.emplace_back("memcpy_all", [&] { std::memcpy(t.raw_data(), src.raw_data(), bytes); });
+    variants.emplace_back("raw", [&] {
+      MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, raw);
+    });
     for (auto& [name, c] : comms) {
-      Fill(t);
-      const double sec = TimeIt(iters, [&, comm = c.get()] {
+      variants.emplace_back(name, [&, comm = c.get()] {
         Status st = comm->AllReduce({t}, ReduceOp::kSum)->Wait();
         if (!st.ok()) {
           std::fprintf(stderr, "%s\n", st.ToString().c_str());
           MPI_Abort(MPI_COMM_WORLD, 1);
         }
       });
-      row.algbw[name] = bytes / sec / 1e9;
     }
+    std::map<std::string, double> best;
+    const int per_trial = std::max(1, iters / args.trials);
+    for (auto& [name, fn] : variants) fn();  // warm-up
+    for (int trial = 0; trial < args.trials; ++trial) {
+      for (auto& [name, fn] : variants) {
+        const double sec = TimeOnce(per_trial, fn);
+        if (!best.count(name) || sec < best[name]) best[name] = sec;
+      }
+    }
+    MPI_Comm_free(&raw);
+    row.raw = bytes / best["raw"] / 1e9;
+    row.copy_all = bytes / best["memcpy_all"] / 1e9;
+    for (auto& [name, c] : comms) row.algbw[name] = bytes / best[name] / 1e9;
     // In-process (rank 0 only, others wait) and a memcpy by rank 0 alone.
     if (rank == 0) {
       std::vector<Tensor> reps;
@@ -155,9 +176,13 @@ int main(int argc, char** argv) {
       }
       auto time_local = [&](const std::function<void()>& fn) {
         fn();
-        const double t0 = Now();
-        for (int i = 0; i < iters; ++i) fn();
-        return (Now() - t0) / iters;
+        double best_sec = 1e30;
+        for (int trial = 0; trial < args.trials; ++trial) {
+          const double t0 = Now();
+          for (int i = 0; i < per_trial; ++i) fn();
+          best_sec = std::min(best_sec, (Now() - t0) / per_trial);
+        }
+        return best_sec;
       };
       row.inproc = bytes / time_local([&] {
                      Status st = local->AllReduce(reps, ReduceOp::kSum)->Wait();

@@ -200,6 +200,14 @@ Status MpiChannel::Wait(Batch& batch, Deadline deadline, const std::string& what
   return Status::OK();
 }
 
+char* MpiChannel::Scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    scratch_.reset(new char[bytes]);  // not zeroed: receives overwrite it
+    scratch_bytes_ = bytes;
+  }
+  return scratch_.get();
+}
+
 Status MpiChannel::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
                                    std::vector<OpHeader>* all) {
   all->assign(static_cast<size_t>(size_), OpHeader{});

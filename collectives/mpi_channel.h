@@ -59,6 +59,10 @@ class MpiChannel {
   // named); (*all)[r] = comm rank r's header.
   Status ExchangeHeaders(const OpHeader& mine, Deadline deadline, std::vector<OpHeader>* all);
 
+  // A receive buffer of at least `bytes`, reused across operations (the channel is used by one
+  // progress thread at a time); contents are unspecified.
+  char* Scratch(size_t bytes);
+
   static constexpr int kTagHeader = 1;
   static constexpr int kTagAllGather = 2;
   static constexpr int kTagPublish = 3;
@@ -79,6 +83,8 @@ class MpiChannel {
     uint64_t start_time;
   };
   std::vector<PeerInfo> peers_;
+  std::unique_ptr<char[]> scratch_;
+  size_t scratch_bytes_ = 0;
 };
 
 }  // namespace troupe

@@ -82,10 +82,10 @@ Status MpiReduce(MpiChannel& channel, const ReducePlan& plan, int64_t piece_elem
                  Deadline deadline) {
   const int me = channel.rank();
   const int64_t esize = static_cast<int64_t>(DTypeSize(plan.dtype));
-  const int64_t q = std::max<int64_t>(1, piece_elems);
   const int num_segments = static_cast<int>(plan.segments.size());
   int64_t longest = 0;
   for (const auto& s : plan.segments) longest = std::max(longest, s.end - s.begin);
+  const int64_t q = std::max<int64_t>(1, std::min(piece_elems, longest));
   const int64_t pieces = (longest + q - 1) / q;
   auto piece_len = [&](int j, int64_t p) {
     const auto& s = plan.segments[j];
@@ -100,9 +100,9 @@ Status MpiReduce(MpiChannel& channel, const ReducePlan& plan, int64_t piece_elem
   for (size_t k = 0; k < plan.order.size(); ++k) {
     if (plan.order[k].first != me) remote.push_back(static_cast<int>(k));
   }
-  std::vector<char> temp(static_cast<size_t>(owned.size() * remote.size() * q * esize));
+  char* temp = channel.Scratch(owned.size() * remote.size() * static_cast<size_t>(q * esize));
   auto temp_at = [&](size_t owned_index, size_t remote_index) {
-    return temp.data() + (owned_index * remote.size() + remote_index) * q * esize;
+    return temp + (owned_index * remote.size() + remote_index) * q * esize;
   };
 
   auto post_contributions = [&](MpiChannel::Batch& b, int64_t p) -> Status {

@@ -9,6 +9,12 @@
 #include "collectives/shm_communicator.h"
 
 namespace troupe {
+namespace {
+
+// Below this, fast mode uses MPI_Iallreduce (recursive doubling wins on latency).
+constexpr size_t kNativeAllReduceBytes = 256 << 10;
+
+}  // namespace
 
 Status CheckMpiMatchesGroup(MPI_Comm comm, const ProcessGroup& group) {
   int initialized = 0;
@@ -65,29 +71,37 @@ Status MpiCommunicator::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
 
 Status MpiCommunicator::RunAllReduce(Op& op) {
   const int n = group_.num_replicas();
+  const int k = group_.world_size;
+  const int me = group_.world_rank;
+  const size_t esize = DTypeSize(op.dtype);
   std::vector<void*> outs;
   for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
-  if (!options_.deterministic) {
+  ReducePlan plan;
+  plan.dtype = op.dtype;
+  plan.op = op.reduce_op;
+  plan.mean_divisor = n;
+  if (options_.deterministic) {
+    plan.order = id_order_;
+    for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
+  } else {
+    // Fast mode: pre-reduce the local replicas, then one contribution per rank. Small messages
+    // go to MPI's latency-optimised allreduce; large ones to the pipelined owner-fold below,
+    // which moves the same bytes as a ring and beats OpenMPI's non-blocking allreduce there.
     if (outs.size() > 1) {
       std::vector<const void*> srcs;
       for (const Tensor& t : op.inputs) srcs.push_back(t.raw_data());
       const ReduceOp local = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
       ParallelFold(op.dtype, local, srcs, {outs[0]}, op.count, 1);
     }
-    TROUPE_RETURN_IF_ERROR(
-        MpiNativeAllReduce(*channel_, op.dtype, op.reduce_op, outs[0], op.count, n, op.deadline));
-    ParallelCopy(outs[0], outs, static_cast<size_t>(op.count) * DTypeSize(op.dtype));
-    return Status::OK();
+    if (static_cast<size_t>(op.count) * esize < kNativeAllReduceBytes) {
+      TROUPE_RETURN_IF_ERROR(
+          MpiNativeAllReduce(*channel_, op.dtype, op.reduce_op, outs[0], op.count, n, op.deadline));
+      ParallelCopy(outs[0], outs, static_cast<size_t>(op.count) * esize);
+      return Status::OK();
+    }
+    for (int r = 0; r < k; ++r) plan.order.push_back({r, 0});
+    plan.my_inputs = {outs[0]};
   }
-  const int k = group_.world_size;
-  const int me = group_.world_rank;
-  const size_t esize = DTypeSize(op.dtype);
-  ReducePlan plan;
-  plan.dtype = op.dtype;
-  plan.op = op.reduce_op;
-  plan.mean_divisor = n;
-  plan.order = id_order_;
-  for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
   const auto bounds = EvenBounds(op.count, k, 64 / static_cast<int64_t>(esize));
   for (int j = 0; j < k; ++j) {
     ReducePlan::Segment s;
