@@ -41,6 +41,38 @@ std::string FullName(std::string_view prefix, std::string_view key) {
 }
 }  // namespace
 
+namespace {
+std::string CheckpointPrefix(std::string_view object_path) {
+  return std::string(object_path) + "/.ATTRIBUTES/ITERATOR_STATE/";
+}
+}  // namespace
+
+IteratorState ToCheckpointEntries(std::string_view object_path, const IteratorState& state) {
+  IteratorState out;
+  out.reserve(state.size());
+  const std::string prefix = CheckpointPrefix(object_path);
+  for (const auto& [name, t] : state) out.emplace_back(prefix + name, t);
+  return out;
+}
+
+Result<IteratorState> FromCheckpointEntries(std::string_view object_path,
+                                            const IteratorState& checkpoint_entries) {
+  IteratorState out;
+  const std::string prefix = CheckpointPrefix(object_path);
+  for (const auto& [key, t] : checkpoint_entries) {
+    if (key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), t);
+  }
+  if (out.empty()) {
+    return NotFoundError("checkpoint has no iterator state under '" + prefix +
+                         "'; was the iterator saved with this object path?");
+  }
+  return out;
+}
+
+std::string WorkerIteratorPath(std::string_view base, int64_t worker) {
+  return std::string(base) + "/worker_" + std::to_string(worker);
+}
+
 void IteratorStateWriter::WriteScalar(std::string_view prefix, std::string_view key,
                                       int64_t value) {
   state_.emplace_back(FullName(prefix, key), Tensor::Scalar<int64_t>(value));

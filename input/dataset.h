@@ -61,6 +61,18 @@ struct Options {
 // Iterator state: ordered (name, tensor) pairs. Names are "<iterator prefix>:<key>".
 using IteratorState = std::vector<std::pair<std::string, Tensor>>;
 
+// Checkpoint keys for iterator state tracked at `object_path` ("iterator", "train/iterator"):
+// entry "<name>" is stored as "<object_path>/.ATTRIBUTES/ITERATOR_STATE/<name>". (TF keeps one
+// variant tensor at ".../.ATTRIBUTES/ITERATOR_STATE"; Troupe keeps the same contents as one
+// tensor per entry under that key, which checkpoint/'s BundleWriter stores as is.)
+IteratorState ToCheckpointEntries(std::string_view object_path, const IteratorState& state);
+// The inverse: picks the entries under `object_path` out of a checkpoint's (key, tensor) list.
+// NotFound when there are none.
+Result<IteratorState> FromCheckpointEntries(std::string_view object_path,
+                                            const IteratorState& checkpoint_entries);
+// Object path of worker `i`'s distributed iterator under `base` ("iterator/worker_3").
+std::string WorkerIteratorPath(std::string_view base, int64_t worker);
+
 class IteratorStateWriter {
  public:
   void WriteScalar(std::string_view prefix, std::string_view key, int64_t value);

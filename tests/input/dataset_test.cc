@@ -252,6 +252,26 @@ TEST(DatasetTest, StateNamesFollowTfIteratorKeys) {
   EXPECT_TRUE(names.count("Iterator::Batch::Shuffle:seed2"));
 }
 
+TEST(DatasetTest, CheckpointEntriesRoundTrip) {
+  auto it = *Dataset::Range(10).Shuffle(4, 1).MakeIterator();
+  ASSERT_TRUE(it->Next().ok());
+  auto state = *it->Save();
+  auto entries = ToCheckpointEntries(WorkerIteratorPath("train/iterator", 1), state);
+  EXPECT_EQ(
+      entries[0].first.rfind("train/iterator/worker_1/.ATTRIBUTES/ITERATOR_STATE/Iterator::", 0),
+      0u)
+      << entries[0].first;
+  entries.emplace_back("model/kernel/.ATTRIBUTES/VARIABLE_VALUE", Tensor::Scalar<float>(1));
+  auto back = FromCheckpointEntries("train/iterator/worker_1", entries);
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->size(), state.size());
+  for (size_t i = 0; i < state.size(); ++i) {
+    EXPECT_EQ((*back)[i].first, state[i].first);
+    EXPECT_TRUE((*back)[i].second.BitEqual(state[i].second));
+  }
+  EXPECT_EQ(FromCheckpointEntries("other", entries).status().code(), StatusCode::kNotFound);
+}
+
 TEST(DatasetTest, RestoreIntoDifferentPipelineFails) {
   auto it = *Dataset::Range(10).Shuffle(4, 1).MakeIterator();
   auto state = *it->Save();
