@@ -1,0 +1,225 @@
+// Damaged checkpoints must yield DataLoss or NotFound naming the file (and the tensor when one
+// is involved): never a crash, never a wrong value.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "checkpoint/bundle_reader.h"
+#include "checkpoint/bundle_writer.h"
+#include "checkpoint/checkpoint_state.h"
+#include "checkpoint/file_util.h"
+#include "checkpoint/object_checkpoint.h"
+#include "tests/checkpoint/test_util.h"
+
+namespace troupe::ckpt {
+namespace {
+
+using testing::Iota;
+using testing::ScratchDir;
+
+void Overwrite(const std::string& path, const std::string& contents) {
+  auto f = WritableFile::Create(path);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Append(contents).ok());
+  ASSERT_TRUE((*f)->Close().ok());
+}
+
+// A small two-shard bundle with fixed-size and string tensors.
+void WriteSample(const std::string& prefix) {
+  auto w = BundleWriter::Create(prefix, {.num_shards = 2});
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->AddToShard("dense/kernel", Iota<float>({16, 8}), 0).ok());
+  ASSERT_TRUE((*w)->AddToShard("dense/bias", Iota<double>({8}), 1).ok());
+  Tensor s = *Tensor::Allocate(DType::kString, TensorShape{3});
+  s.data<std::string>()[0] = "alpha";
+  s.data<std::string>()[2] = std::string(200, 'z');
+  ASSERT_TRUE((*w)->AddToShard("names", s, 1).ok());
+  ASSERT_TRUE((*w)->AddToShard("step", Tensor::Scalar<int64_t>(42), 0).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+}
+
+// Opens and reads every tensor; returns the first error (or OK).
+Status ReadEverything(const std::string& prefix, std::vector<Tensor>* out = nullptr) {
+  TROUPE_ASSIGN_OR_RETURN(auto r, BundleReader::Open(prefix));
+  for (const BundleEntry& e : r->entries()) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, r->Read(e.key));
+    if (out) out->push_back(t);
+  }
+  return Status::OK();
+}
+
+bool Mentions(const Status& s, const std::string& what) {
+  return s.message().find(what) != std::string::npos;
+}
+
+TEST(CorruptionTest, EveryFlippedIndexByteIsDataLoss) {
+  ScratchDir dir;
+  const std::string prefix = dir / "m";
+  WriteSample(prefix);
+  const std::string index_path = IndexFilename(prefix);
+  auto original = ReadFileToString(index_path);
+  ASSERT_TRUE(original.ok());
+  ASSERT_TRUE(ReadEverything(prefix).ok());
+  // Exhaustive: every byte, three flip patterns.
+  for (size_t i = 0; i < original->size(); ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xff}) {
+      std::string bad = *original;
+      bad[i] = static_cast<char>(bad[i] ^ mask);
+      Overwrite(index_path, bad);
+      auto r = BundleReader::Open(prefix);
+      ASSERT_FALSE(r.ok()) << "flip of index byte " << i << " (mask " << int(mask)
+                           << ") went unnoticed";
+      EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << i << ": " << r.status();
+      EXPECT_TRUE(Mentions(r.status(), index_path)) << r.status();
+    }
+  }
+}
+
+TEST(CorruptionTest, EveryFlippedDataByteIsDataLossNamingTheTensor) {
+  ScratchDir dir;
+  const std::string prefix = dir / "m";
+  WriteSample(prefix);
+  std::vector<Tensor> good;
+  ASSERT_TRUE(ReadEverything(prefix, &good).ok());
+  auto reader = BundleReader::Open(prefix);
+  ASSERT_TRUE(reader.ok());
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string path = DataFilename(prefix, shard, 2);
+    auto original = ReadFileToString(path);
+    ASSERT_TRUE(original.ok());
+    for (size_t i = 0; i < original->size(); ++i) {
+      // Which tensor owns byte i?
+      std::string owner;
+      for (const BundleEntry& e : (*reader)->entries()) {
+        if (e.shard_id == shard && static_cast<int64_t>(i) >= e.offset &&
+            static_cast<int64_t>(i) < e.offset + e.size) {
+          owner = e.key;
+        }
+      }
+      ASSERT_FALSE(owner.empty()) << "byte " << i << " of " << path << " belongs to no tensor";
+      std::string bad = *original;
+      bad[i] = static_cast<char>(bad[i] ^ (1 << (i % 8)));
+      Overwrite(path, bad);
+      auto r = BundleReader::Open(prefix);
+      ASSERT_TRUE(r.ok());
+      auto t = (*r)->Read(owner);
+      ASSERT_FALSE(t.ok()) << "flip of byte " << i << " in " << path << " went unnoticed";
+      EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status();
+      EXPECT_TRUE(Mentions(t.status(), owner)) << t.status();
+      EXPECT_TRUE(Mentions(t.status(), path)) << t.status();
+      EXPECT_FALSE((*r)->VerifyAll().ok());
+    }
+    Overwrite(path, *original);
+  }
+  std::vector<Tensor> again;
+  ASSERT_TRUE(ReadEverything(prefix, &again).ok());
+  for (size_t i = 0; i < good.size(); ++i) EXPECT_TRUE(good[i].BitEqual(again[i]));
+}
+
+TEST(CorruptionTest, TruncatedIndexIsDataLoss) {
+  ScratchDir dir;
+  const std::string prefix = dir / "m";
+  WriteSample(prefix);
+  auto original = ReadFileToString(IndexFilename(prefix));
+  ASSERT_TRUE(original.ok());
+  for (size_t len = 0; len < original->size(); ++len) {
+    Overwrite(IndexFilename(prefix), original->substr(0, len));
+    auto r = BundleReader::Open(prefix);
+    ASSERT_FALSE(r.ok()) << "index truncated to " << len << " bytes went unnoticed";
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status();
+  }
+  // Appended garbage moves the footer: also detected.
+  Overwrite(IndexFilename(prefix), *original + "garbage");
+  EXPECT_EQ(BundleReader::Open(prefix).status().code(), StatusCode::kDataLoss);
+}
+
+TEST(CorruptionTest, TruncatedDataIsDataLossNamingTheTensor) {
+  ScratchDir dir;
+  const std::string prefix = dir / "m";
+  WriteSample(prefix);
+  const std::string path = DataFilename(prefix, 1, 2);
+  auto original = ReadFileToString(path);
+  ASSERT_TRUE(original.ok());
+  for (size_t len : {size_t{0}, size_t{1}, original->size() / 2, original->size() - 1}) {
+    Overwrite(path, original->substr(0, len));
+    Status s = ReadEverything(prefix);
+    ASSERT_FALSE(s.ok()) << "data truncated to " << len;
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s;
+    EXPECT_TRUE(Mentions(s, path)) << s;
+    EXPECT_TRUE(Mentions(s, "tensor '")) << s;
+  }
+}
+
+TEST(CorruptionTest, MissingShardIsNotFoundNamingFileAndTensor) {
+  ScratchDir dir;
+  const std::string prefix = dir / "m";
+  WriteSample(prefix);
+  const std::string path = DataFilename(prefix, 1, 2);
+  ASSERT_TRUE(DeleteFile(path).ok());
+  auto r = BundleReader::Open(prefix);
+  ASSERT_TRUE(r.ok());                   // the index alone is intact
+  EXPECT_TRUE((*r)->Read("step").ok());  // shard 0 is still there
+  auto t = (*r)->Read("dense/bias");
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Mentions(t.status(), path));
+  EXPECT_TRUE(Mentions(t.status(), "dense/bias"));
+  EXPECT_EQ((*r)->VerifyAll().code(), StatusCode::kNotFound);
+}
+
+TEST(CorruptionTest, MissingIndexIsNotFound) {
+  ScratchDir dir;
+  auto r = BundleReader::Open(dir / "nothing");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Mentions(r.status(), dir / "nothing.index"));
+}
+
+TEST(CorruptionTest, StateFileNamingNothingIsNotFound) {
+  ScratchDir dir;
+  CheckpointState state;
+  state.model_checkpoint_path = dir / "ckpt-7";
+  state.all_model_checkpoint_paths = {state.model_checkpoint_path};
+  ASSERT_TRUE(WriteCheckpointState(dir.path(), state).ok());
+  auto latest = LatestCheckpoint(dir.path());
+  EXPECT_EQ(latest.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Mentions(latest.status(), "ckpt-7"));
+  Checkpoint root;
+  EXPECT_EQ(root.Restore(dir.path()).status().code(), StatusCode::kNotFound);
+
+  Overwrite(dir / "checkpoint", "model_checkpoint_path: 17 this is not a proto {{");
+  EXPECT_EQ(LatestCheckpoint(dir.path()).status().code(), StatusCode::kDataLoss);
+  Overwrite(dir / "checkpoint", "");
+  EXPECT_EQ(LatestCheckpoint(dir.path()).status().code(), StatusCode::kDataLoss);
+  ASSERT_TRUE(DeleteFile(dir / "checkpoint").ok());
+  EXPECT_EQ(LatestCheckpoint(dir.path()).status().code(), StatusCode::kNotFound);
+}
+
+TEST(CorruptionTest, CorruptObjectGraphLeavesObjectsUntouched) {
+  ScratchDir dir;
+  Checkpoint saved;
+  VariableTrackable v("v", Iota<float>({4}, 1.0f));
+  VariableTrackable w("w", Iota<float>({4}, 10.0f));
+  saved.Track("v", &v);
+  saved.Track("w", &w);
+  ASSERT_TRUE(saved.Write(dir / "c").ok());
+  // Damage w's bytes: v sits first in the data file, w right after it.
+  const std::string data = DataFilename(dir / "c", 0, 1);
+  auto bytes = ReadFileToString(data);
+  ASSERT_TRUE(bytes.ok());
+  std::string bad = *bytes;
+  bad[17] ^= 0x10;
+  Overwrite(data, bad);
+
+  Checkpoint live;
+  VariableTrackable v2("v", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
+  VariableTrackable w2("w", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
+  live.Track("v", &v2);
+  live.Track("w", &w2);
+  auto st = live.Restore(dir / "c");
+  EXPECT_EQ(st.status().code(), StatusCode::kDataLoss) << st.status();
+  // All-or-nothing: v was intact, but is not restored either.
+  EXPECT_TRUE(v2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
+  EXPECT_TRUE(w2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
+}
+
+}  // namespace
+}  // namespace troupe::ckpt
