@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/dtype_traits.h"
 
@@ -42,6 +44,58 @@ TEST(FoldElements, MaxMinPropagateNaNAndIntsWrap) {
   void* idsts[] = {z};
   FoldElements(DType::kInt32, ReduceOp::kSum, isrcs, 2, idsts, 1, 1, 0);
   EXPECT_EQ(z[0], std::numeric_limits<int32_t>::min());
+}
+
+// The vectorised 16-bit sums must match Eigen's scalar arithmetic bit for bit, NaN, inf,
+// subnormals, overflow and the tails included.
+template <typename T>
+void CheckSixteenBitSumsMatchScalar() {
+  std::vector<T> a, b;
+  std::vector<float> specials = {0.f,
+                                 -0.f,
+                                 1.f,
+                                 -1.f,
+                                 65504.f,
+                                 65520.f,
+                                 3e38f,
+                                 -3e38f,
+                                 1e-7f,
+                                 6e-8f,
+                                 1e-40f,
+                                 std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(),
+                                 std::numeric_limits<float>::quiet_NaN(),
+                                 0.1f,
+                                 1.00390625f};
+  uint32_t x = 12345;
+  for (int i = 0; i < 1003; ++i) {
+    x = x * 1664525u + 1013904223u;
+    const float fa = i < 256 ? specials[i % specials.size()]
+                             : std::ldexp(x / 4294967296.0f - 0.5f, static_cast<int>(x % 40) - 20);
+    x = x * 1664525u + 1013904223u;
+    const float fb = i < 256 ? specials[(i / specials.size()) % specials.size()]
+                             : std::ldexp(x / 4294967296.0f - 0.5f, static_cast<int>(x % 40) - 20);
+    a.push_back(T(fa));
+    b.push_back(T(fb));
+  }
+  std::vector<T> out(a.size());
+  const void* srcs[] = {a.data(), b.data()};
+  void* dsts[] = {out.data()};
+  FoldElements(DTypeOf<T>::value, ReduceOp::kSum, srcs, 2, dsts, 1, static_cast<int64_t>(a.size()),
+               0);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const T want = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+    uint16_t got_bits, want_bits;
+    std::memcpy(&got_bits, &out[i], 2);
+    std::memcpy(&want_bits, &want, 2);
+    ASSERT_EQ(got_bits, want_bits)
+        << "element " << i << ": " << static_cast<float>(a[i]) << " + " << static_cast<float>(b[i]);
+  }
+}
+
+TEST(FoldElements, VectorisedHalfAndBFloat16SumsMatchScalar) {
+  CheckSixteenBitSumsMatchScalar<half>();
+  CheckSixteenBitSumsMatchScalar<bfloat16>();
 }
 
 TEST(FoldElements, DoubleMaxComparesAtFullPrecision) {
