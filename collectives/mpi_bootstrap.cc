@@ -1,5 +1,6 @@
 #include "collectives/mpi_bootstrap.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,8 +44,24 @@ void FinalizeMpi() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
+Status WaitMpiRequest(MPI_Request* request, Deadline deadline, const std::string& what) {
+  for (int spins = 0;; ++spins) {
+    int done = 0;
+    MPI_Status status;
+    const int rc = MPI_Test(request, &done, &status);
+    if (rc != MPI_SUCCESS) return UnavailableError(what + ": " + MpiErrorString(rc));
+    if (done) return Status::OK();
+    if (CollectiveClock::now() > deadline) {
+      return DeadlineExceededError(what + ": not every rank arrived in time");
+    }
+    if (spins > 256) sched_yield();
+  }
+}
+
 Result<ProcessGroup> ProcessGroupFromMpi(MPI_Comm comm, int replicas_per_rank,
-                                         int ranks_per_fake_host) {
+                                         int ranks_per_fake_host,
+                                         std::chrono::milliseconds timeout) {
+  const Deadline deadline = DeadlineAfter(timeout);
   if (replicas_per_rank < 1) {
     return InvalidArgumentError("ProcessGroupFromMpi: replicas_per_rank must be >= 1, got " +
                                 std::to_string(replicas_per_rank));
@@ -62,17 +79,26 @@ Result<ProcessGroup> ProcessGroupFromMpi(MPI_Comm comm, int replicas_per_rank,
   if (ranks_per_fake_host > 0) {
     host_key = g.world_rank / ranks_per_fake_host * ranks_per_fake_host;
   } else {
+    // Everyone is here before the blocking split (MPI has no non-blocking one).
+    MPI_Request arrived;
+    MPI_Ibarrier(comm, &arrived);
+    TROUPE_RETURN_IF_ERROR(WaitMpiRequest(&arrived, deadline, "ProcessGroupFromMpi"));
     MPI_Comm shared;
     int rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, g.world_rank, MPI_INFO_NULL, &shared);
     if (rc != MPI_SUCCESS) return UnavailableError("MPI_Comm_split_type: " + MpiErrorString(rc));
     int first = g.world_rank;
-    MPI_Allreduce(&g.world_rank, &first, 1, MPI_INT, MPI_MIN, shared);
+    MPI_Request req;
+    MPI_Iallreduce(&g.world_rank, &first, 1, MPI_INT, MPI_MIN, shared, &req);
+    Status st = WaitMpiRequest(&req, deadline, "ProcessGroupFromMpi (host leader)");
     MPI_Comm_free(&shared);
+    TROUPE_RETURN_IF_ERROR(st);
     host_key = first;
   }
   std::vector<int> keys(static_cast<size_t>(g.world_size));
-  int rc = MPI_Allgather(&host_key, 1, MPI_INT, keys.data(), 1, MPI_INT, comm);
-  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Allgather: " + MpiErrorString(rc));
+  MPI_Request gather;
+  int rc = MPI_Iallgather(&host_key, 1, MPI_INT, keys.data(), 1, MPI_INT, comm, &gather);
+  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Iallgather: " + MpiErrorString(rc));
+  TROUPE_RETURN_IF_ERROR(WaitMpiRequest(&gather, deadline, "ProcessGroupFromMpi (hosts)"));
   std::vector<int> distinct = keys;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -93,7 +119,7 @@ Result<ProcessGroup> ProcessGroupFromMpi(MPI_Comm comm, int replicas_per_rank,
   return g;
 }
 
-Result<std::string> MakeJobToken(MPI_Comm comm) {
+Result<std::string> MakeJobToken(MPI_Comm comm, std::chrono::milliseconds timeout) {
   char token[17] = {};
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -103,8 +129,10 @@ Result<std::string> MakeJobToken(MPI_Comm comm) {
                         static_cast<uint64_t>(getpid()));
     snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(gen()));
   }
-  int rc = MPI_Bcast(token, 16, MPI_CHAR, 0, comm);
-  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Bcast of job token: " + MpiErrorString(rc));
+  MPI_Request req;
+  int rc = MPI_Ibcast(token, 16, MPI_CHAR, 0, comm, &req);
+  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Ibcast of job token: " + MpiErrorString(rc));
+  TROUPE_RETURN_IF_ERROR(WaitMpiRequest(&req, DeadlineAfter(timeout), "MakeJobToken"));
   return std::string(token, 16);
 }
 

@@ -33,8 +33,12 @@ uint64_t HostHash() {
 Result<std::unique_ptr<MpiChannel>> MpiChannel::Create(MPI_Comm comm, std::vector<int> world_ranks,
                                                        Deadline deadline) {
   std::unique_ptr<MpiChannel> ch(new MpiChannel());
-  int rc = MPI_Comm_dup(comm, &ch->comm_);
-  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Comm_dup: " + MpiErrorString(rc));
+  MPI_Request dup;
+  MPI_Comm copy = MPI_COMM_NULL;
+  int rc = MPI_Comm_idup(comm, &copy, &dup);
+  if (rc != MPI_SUCCESS) return UnavailableError("MPI_Comm_idup: " + MpiErrorString(rc));
+  TROUPE_RETURN_IF_ERROR(WaitMpiRequest(&dup, deadline, "duplicating the MPI communicator"));
+  ch->comm_ = copy;
   MPI_Comm_set_errhandler(ch->comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(ch->comm_, &ch->rank_);
   MPI_Comm_size(ch->comm_, &ch->size_);

@@ -68,14 +68,15 @@ struct Setup {
 
 Result<Setup> MakeSetup() {
   Setup s;
+  const std::chrono::milliseconds timeout(IntArg("timeout_ms", 30000));
   TROUPE_ASSIGN_OR_RETURN(
       s.group, ProcessGroupFromMpi(MPI_COMM_WORLD, static_cast<int>(IntArg("replicas", 1)),
-                                   static_cast<int>(IntArg("fake_host", 0))));
+                                   static_cast<int>(IntArg("fake_host", 0)), timeout));
   CollectiveOptions opts;
   opts.deterministic = IntArg("det", 1) != 0;
-  opts.timeout = std::chrono::milliseconds(IntArg("timeout_ms", 30000));
+  opts.timeout = timeout;
   opts.piece_bytes = static_cast<size_t>(IntArg("piece", 1 << 20));
-  TROUPE_ASSIGN_OR_RETURN(std::string token, MakeJobToken(MPI_COMM_WORLD));
+  TROUPE_ASSIGN_OR_RETURN(std::string token, MakeJobToken(MPI_COMM_WORLD, timeout));
   TROUPE_ASSIGN_OR_RETURN(
       s.comm, CreateCommunicator(Arg("backend", "mpi"), s.group, opts, MPI_COMM_WORLD, token));
   return s;
@@ -227,12 +228,28 @@ int Determinism() {
 // A victim rank exits, is SIGKILLed, or stalls while an allreduce is in flight; the others must
 // fail within the timeout naming it.
 int Failure() {
+  const int victim = static_cast<int>(IntArg("victim", 1));
+  const std::string mode = Arg("mode", "kill");
+  if (mode == "early") {
+    // The victim dies before the communicator exists: set-up must fail, not hang.
+    if (g_rank == victim) _exit(3);
+    const auto start = std::chrono::steady_clock::now();
+    auto early = MakeSetup();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double limit = static_cast<double>(IntArg("timeout_ms", 30000)) / 1000 + 1.0;
+    const bool pass = !early.ok() && secs <= limit &&
+                      (early.status().code() == StatusCode::kDeadlineExceeded ||
+                       early.status().code() == StatusCode::kUnavailable);
+    // Start-up collectives cannot say which rank is missing; the error only has to come.
+    Report(pass, "victim gone before set-up; set-up returned after " + std::to_string(secs) +
+                     " s: " + early.status().ToString());
+    return pass ? 0 : 1;
+  }
   auto setup = MakeSetup();
   if (!setup.ok()) return Report(false, setup.status().ToString()), 1;
   Communicator& comm = *setup->comm;
   const ProcessGroup& g = setup->group;
-  const int victim = static_cast<int>(IntArg("victim", 1));
-  const std::string mode = Arg("mode", "kill");
   const int64_t size = IntArg("size", 1 << 22);
   auto t = LocalInputs(g, DType::kFloat32, TensorShape{size}, 3);
   // One good round first, so the failure hits an established communicator.
