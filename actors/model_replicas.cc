@@ -1,0 +1,127 @@
+#include "actors/model_replicas.h"
+
+#include "examples/lenet/lenet.h"
+#include "graph/nn/losses.h"
+#include "graph/ops.h"
+#include "graph/tape.h"
+
+namespace troupe::actors {
+
+struct ModelReplicas::Impl {
+  std::unique_ptr<examples::LeNet> lenet;
+};
+
+ModelReplicas::~ModelReplicas() = default;
+
+nn::Module& ModelReplicas::model() { return *impl_->lenet; }
+
+namespace {
+
+using namespace ops;  // NOLINT: graph builder vocabulary
+
+// Loss sum and correct count of logits against int32 labels.
+std::vector<Value> BatchMetrics(const Value& labels, const Value& logits, Value* mean_loss) {
+  Value per_example = nn::SparseCategoricalCrossentropyPerExample(labels, logits, true);
+  if (mean_loss != nullptr) *mean_loss = nn::SparseCategoricalCrossentropy(labels, logits, true);
+  Value predicted = ArgMax(logits, 1, DType::kInt32);
+  Value correct = Sum(Cast(Equal(predicted, labels), DType::kFloat32));
+  return {Sum(per_example), correct};
+}
+
+Result<double> ScalarOf(const Tensor& t) {
+  if (t.num_elements() != 1 || t.dtype() != DType::kFloat32) {
+    return InternalError("expected a float32 scalar metric, got " + t.DebugString());
+  }
+  return static_cast<double>(t.data<float>()[0]);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
+                                                             int num_local_replicas) {
+  if (config.model != "lenet5") {
+    return InvalidArgumentError("model.name: unknown model '" + config.model + "'");
+  }
+  std::unique_ptr<ModelReplicas> m(new ModelReplicas());
+  m->impl_ = std::make_unique<Impl>();
+  examples::LeNetOptions options;
+  // Initial weights come from stateless seeds derived from the job seed: every rank builds the
+  // same model without communicating.
+  options.seed = config.seed;
+  m->impl_->lenet = std::make_unique<examples::LeNet>(options);
+  TROUPE_RETURN_IF_ERROR(m->impl_->lenet->Build());
+  m->trainable_ = m->impl_->lenet->TrainableVariables();
+  if (config.optimizer == "adam") {
+    m->optimizer_ = std::make_unique<nn::Adam>(
+        nn::AdamOptions{config.learning_rate, config.beta_1, config.beta_2, config.epsilon});
+  } else {
+    m->optimizer_ =
+        std::make_unique<nn::SGD>(nn::SgdOptions{config.learning_rate, config.momentum, false});
+  }
+  TROUPE_RETURN_IF_ERROR(m->optimizer_->Build(m->trainable_));
+
+  examples::LeNet* model = m->impl_->lenet.get();
+  std::vector<Variable> vars = m->trainable_;
+  for (int r = 0; r < num_local_replicas; ++r) {
+    m->steps_.push_back(std::make_unique<Function>(
+        "train_step",
+        [model, vars](const Args& args) -> Outputs {
+          GradientTape tape;
+          Value logits = (*model)(args[0].value(), /*training=*/true);
+          Value mean_loss;
+          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits, &mean_loss);
+          Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
+          if (!grads.ok()) return grads.status();
+          std::vector<Value> out = metrics;
+          out.insert(out.end(), grads->begin(), grads->end());
+          return out;
+        },
+        FunctionOptions{{"images", "labels"}, std::nullopt, true, Device::Cpu()}));
+    m->evals_.push_back(std::make_unique<Function>(
+        "eval_step",
+        [model](const Args& args) -> Outputs {
+          Value logits = (*model)(args[0].value(), /*training=*/false);
+          return BatchMetrics(args[1].value(), logits, nullptr);
+        },
+        FunctionOptions{{"images", "labels"}, std::nullopt, true, Device::Cpu()}));
+  }
+  nn::Optimizer* optimizer = m->optimizer_.get();
+  m->apply_ =
+      std::make_unique<Function>("apply_gradients", [optimizer, vars](const Args& args) -> Outputs {
+        std::vector<Value> grads;
+        for (const Arg& a : args[0].list()) grads.push_back(a.value());
+        Status s = optimizer->ApplyGradients(grads, vars);
+        if (!s.ok()) return s;
+        return std::vector<Value>{};
+      });
+  return m;
+}
+
+Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                          steps_[static_cast<size_t>(r)]->Run({images, labels}));
+  if (out.size() != 2 + trainable_.size()) {
+    return InternalError("train_step returned " + std::to_string(out.size()) + " tensors");
+  }
+  StepOutput s;
+  TROUPE_ASSIGN_OR_RETURN(s.loss_sum, ScalarOf(out[0]));
+  TROUPE_ASSIGN_OR_RETURN(s.correct, ScalarOf(out[1]));
+  s.grads.assign(out.begin() + 2, out.end());
+  return s;
+}
+
+Status ModelReplicas::Apply(const std::vector<Tensor>& grads) {
+  std::vector<Arg> list(grads.begin(), grads.end());
+  return apply_->Run({Arg(std::move(list))}).status();
+}
+
+Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const Tensor& images,
+                                                          const Tensor& labels) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                          evals_[static_cast<size_t>(r)]->Run({images, labels}));
+  TROUPE_ASSIGN_OR_RETURN(double loss, ScalarOf(out[0]));
+  TROUPE_ASSIGN_OR_RETURN(double correct, ScalarOf(out[1]));
+  return std::make_pair(loss, correct);
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,54 @@
+// ModelReplicas: the model and optimizer of this process and one traced step function per
+// local replica. CPU replicas of a process share the model's variables: every replica of a
+// job applies the same update to the same values, so one copy per process holds exactly what
+// per-replica copies would. Each replica traces its own Function (own executor buffers), so
+// replicas run their forward/backward passes concurrently.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "actors/train_config.h"
+#include "core/result.h"
+#include "core/tensor.h"
+#include "graph/function.h"
+#include "graph/nn/module.h"
+#include "graph/nn/optimizers.h"
+
+namespace troupe::actors {
+
+struct StepOutput {
+  double loss_sum = 0;        // sum of per-example losses
+  double correct = 0;         // examples whose argmax equals the label
+  std::vector<Tensor> grads;  // d(mean loss of this replica's batch)/d(trainable variables)
+};
+
+class ModelReplicas {
+ public:
+  static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
+                                                       int num_local_replicas);
+  ~ModelReplicas();
+
+  nn::Module& model();
+  nn::Optimizer& optimizer() { return *optimizer_; }
+  const std::vector<Variable>& trainable() const { return trainable_; }
+
+  // Replica `r`'s forward and backward pass on images float32 [b,28,28,1], labels int32 [b].
+  Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels);
+  // One optimizer update with the (allreduced) gradients.
+  Status Apply(const std::vector<Tensor>& grads);
+  // Loss sum and correct count of a batch (no gradients).
+  Result<std::pair<double, double>> Evaluate(int r, const Tensor& images, const Tensor& labels);
+
+ private:
+  ModelReplicas() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::vector<Variable> trainable_;
+  std::vector<std::unique_ptr<Function>> steps_;
+  std::vector<std::unique_ptr<Function>> evals_;
+  std::unique_ptr<Function> apply_;
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,55 @@
+#include "actors/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace troupe::actors {
+
+ProgressLine::ProgressLine(int64_t total_steps, int64_t epochs, int64_t start_step)
+    : total_steps_(total_steps),
+      epochs_(epochs),
+      last_step_(start_step),
+      last_time_(std::chrono::steady_clock::now()),
+      tty_(::isatty(STDOUT_FILENO) != 0) {}
+
+std::string ProgressLine::FormatDuration(double seconds) {
+  int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llds", static_cast<long long>(s));
+  }
+  return buf;
+}
+
+double ProgressLine::Report(int64_t step, int64_t epoch, double loss, double accuracy,
+                            int64_t examples) {
+  auto now = std::chrono::steady_clock::now();
+  double elapsed = std::chrono::duration<double>(now - last_time_).count();
+  double rate = elapsed > 0 ? examples / elapsed : 0;
+  double steps_per_sec = elapsed > 0 ? (step - last_step_) / elapsed : 0;
+  double eta = steps_per_sec > 0 ? (total_steps_ - step) / steps_per_sec : 0;
+  last_time_ = now;
+  last_step_ = step;
+  std::printf("%sepoch %lld/%lld  step %lld/%lld  loss %.4f  acc %.4f  %.0f ex/s  ETA %s%s",
+              tty_ ? "\r\033[K" : "", static_cast<long long>(epoch + 1),
+              static_cast<long long>(epochs_), static_cast<long long>(step),
+              static_cast<long long>(total_steps_), loss, accuracy, rate,
+              FormatDuration(eta).c_str(), tty_ ? "" : "\n");
+  std::fflush(stdout);
+  open_ = tty_;
+  return rate;
+}
+
+void ProgressLine::Break() {
+  if (open_) std::printf("\n");
+  open_ = false;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,217 @@
+#include "actors/train_state.h"
+
+#include <cstring>
+#include <map>
+
+#include "actors/variable_trackable.h"
+
+namespace troupe::actors {
+namespace {
+
+std::unique_ptr<ckpt::VariableTrackable> Int64(const std::string& name, int64_t v) {
+  return std::make_unique<ckpt::VariableTrackable>(name, Tensor::Scalar<int64_t>(v));
+}
+
+}  // namespace
+
+// --- IteratorStateTrackable -------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kIteratorState = "ITERATOR_STATE";
+
+void PutU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), 8); }
+
+bool GetU64(std::string_view* in, uint64_t* v) {
+  if (in->size() < 8) return false;
+  std::memcpy(v, in->data(), 8);
+  in->remove_prefix(8);
+  return true;
+}
+
+bool GetBytes(std::string_view* in, uint64_t n, std::string_view* out) {
+  if (in->size() < n) return false;
+  *out = in->substr(0, n);
+  in->remove_prefix(n);
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeIteratorState(const input::IteratorState& state) {
+  std::string out;
+  PutU64(&out, state.size());
+  for (const auto& [key, t] : state) {
+    PutU64(&out, key.size());
+    out += key;
+    PutU64(&out, static_cast<uint64_t>(t.dtype()));
+    PutU64(&out, static_cast<uint64_t>(t.rank()));
+    for (int i = 0; i < t.rank(); ++i) PutU64(&out, static_cast<uint64_t>(t.dim(i)));
+    if (t.dtype() == DType::kString) {
+      for (const std::string& s : t.flat<std::string>()) {
+        PutU64(&out, s.size());
+        out += s;
+      }
+    } else {
+      out.append(static_cast<const char*>(t.raw_data()), t.byte_size());
+    }
+  }
+  return out;
+}
+
+Result<input::IteratorState> DecodeIteratorState(std::string_view in) {
+  auto corrupt = [] { return DataLossError("checkpointed input iterator state is corrupt"); };
+  uint64_t count = 0;
+  if (!GetU64(&in, &count) || count > in.size()) return corrupt();
+  input::IteratorState state;
+  for (uint64_t e = 0; e < count; ++e) {
+    uint64_t key_len = 0, dtype = 0, rank = 0;
+    std::string_view key;
+    if (!GetU64(&in, &key_len) || !GetBytes(&in, key_len, &key) || !GetU64(&in, &dtype) ||
+        !GetU64(&in, &rank) || rank > 64) {
+      return corrupt();
+    }
+    std::vector<int64_t> dims(rank);
+    for (auto& d : dims) {
+      uint64_t v = 0;
+      if (!GetU64(&in, &v)) return corrupt();
+      d = static_cast<int64_t>(v);
+    }
+    Result<DType> dt = DTypeFromNumber(static_cast<int64_t>(dtype));
+    Result<TensorShape> shape = TensorShape::FromDims(dims);
+    if (!dt.ok() || !shape.ok() || !shape->IsFullyDefined()) return corrupt();
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(*dt, *shape));
+    if (*dt == DType::kString) {
+      for (std::string& s : t.flat<std::string>()) {
+        uint64_t n = 0;
+        std::string_view bytes;
+        if (!GetU64(&in, &n) || !GetBytes(&in, n, &bytes)) return corrupt();
+        s.assign(bytes);
+      }
+    } else {
+      std::string_view bytes;
+      if (!GetBytes(&in, t.byte_size(), &bytes)) return corrupt();
+      std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+    }
+    state.emplace_back(std::string(key), std::move(t));
+  }
+  if (!in.empty()) return corrupt();
+  return state;
+}
+
+void IteratorStateTrackable::Set(const input::IteratorState& state) {
+  encoded_ = EncodeIteratorState(state);
+}
+
+Result<input::IteratorState> IteratorStateTrackable::Get() const {
+  return DecodeIteratorState(encoded_);
+}
+
+std::vector<ckpt::SaveableTensor> IteratorStateTrackable::SaveableTensors() const {
+  return {{std::string(kIteratorState), "input_iterator", Tensor::Scalar(encoded_)}};
+}
+
+Status IteratorStateTrackable::RestoreTensor(std::string_view name, const Tensor& value) {
+  if (name != kIteratorState || value.dtype() != DType::kString || value.num_elements() != 1) {
+    return InvalidArgumentError("input iterator: unexpected saved attribute '" + std::string(name) +
+                                "'");
+  }
+  encoded_ = value.scalar<std::string>();
+  return Status::OK();
+}
+
+// --- TrainState ---------------------------------------------------------------------------
+
+TrainState::~TrainState() = default;
+
+Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Module& model,
+                                                       const nn::Optimizer& optimizer,
+                                                       const Tensor& generator_state,
+                                                       const JobShape& job) {
+  if (!optimizer.built()) {
+    return FailedPreconditionError("TrainState needs a built optimizer (call Build first)");
+  }
+  std::unique_ptr<TrainState> s(new TrainState());
+  std::map<int64_t, ckpt::Trackable*> by_variable;  // variable id -> its trackable
+  auto track = [&](const Variable& v) -> ckpt::Trackable* {
+    auto it = by_variable.find(v.id());
+    if (it != by_variable.end()) return it->second;
+    s->variables_.push_back(std::make_unique<GraphVariableTrackable>(v));
+    by_variable[v.id()] = s->variables_.back().get();
+    return s->variables_.back().get();
+  };
+
+  // Keras layers: index 0 is the InputLayer, then one per child module.
+  std::vector<ckpt::KerasLayerWeights> layers(1);
+  std::vector<ckpt::Trackable*> trainable;
+  for (const auto& [name, child] : model.Children()) {
+    ckpt::KerasLayerWeights layer;
+    std::vector<std::pair<std::string, Variable>> vars = child->NamedVariables();
+    if (vars.size() > 2) {
+      return UnimplementedError("layer '" + name + "' has " + std::to_string(vars.size()) +
+                                " variables; the Keras layout maps only kernel and bias");
+    }
+    for (size_t i = 0; i < vars.size(); ++i) {
+      ckpt::Trackable* t = track(vars[i].second);
+      layer.weights.emplace_back(i == 0 ? "_kernel" : "bias", t);
+      if (vars[i].second.trainable()) trainable.push_back(t);
+    }
+    layers.push_back(std::move(layer));
+  }
+  s->model_ = std::make_unique<ckpt::KerasModelLayout>(layers);
+
+  // Keras: one list per slot kind (Adam: _momentums, _velocities; SGD: momentums).
+  std::vector<std::pair<std::string, std::vector<ckpt::Trackable*>>> slots;
+  for (const Variable& v : model.TrainableVariables()) {
+    std::vector<Variable> var_slots = optimizer.Slots(v);
+    for (size_t k = 0; k < var_slots.size(); ++k) {
+      if (slots.size() <= k) {
+        std::string list =
+            optimizer.name() == "adam" ? (k == 0 ? "_momentums" : "_velocities") : "momentums";
+        slots.emplace_back(list, std::vector<ckpt::Trackable*>{});
+      }
+      slots[k].second.push_back(track(var_slots[k]));
+    }
+  }
+  s->optimizer_ = std::make_unique<ckpt::KerasOptimizerLayout>(
+      track(optimizer.iterations()), track(optimizer.learning_rate()), trainable, slots);
+
+  s->generator_ = std::make_unique<ckpt::VariableTrackable>("random_generator/StateVar",
+                                                            generator_state.DeepCopy());
+  s->generator_layout_ = std::make_unique<ckpt::GeneratorLayout>(s->generator_.get());
+
+  s->step_ = Int64("step", 0);
+  s->epoch_ = Int64("epoch", 0);
+  s->progress_.Track("step", s->step_.get());
+  s->progress_.Track("epoch", s->epoch_.get());
+  s->total_replicas_ = Int64("total_replicas", job.total_replicas);
+  s->global_batch_ = Int64("global_batch_size", job.global_batch_size);
+  s->model_name_ = std::make_unique<ckpt::VariableTrackable>("model", Tensor::Scalar(job.model));
+  s->job_.Track("total_replicas", s->total_replicas_.get());
+  s->job_.Track("global_batch_size", s->global_batch_.get());
+  s->job_.Track("model", s->model_name_.get());
+
+  s->root_.Track("model", s->model_.get());
+  s->root_.Track("optimizer", s->optimizer_.get());
+  s->root_.Track("generator", s->generator_layout_.get());
+  s->root_.Track("progress", &s->progress_);
+  s->root_.Track("job", &s->job_);
+  s->root_.Track("input", &s->iterator_);
+  return s;
+}
+
+int64_t TrainState::step() const { return step_->value().scalar<int64_t>(); }
+int64_t TrainState::epoch() const { return epoch_->value().scalar<int64_t>(); }
+
+void TrainState::SetProgress(int64_t step, int64_t epoch) {
+  step_->set_value(Tensor::Scalar<int64_t>(step));
+  epoch_->set_value(Tensor::Scalar<int64_t>(epoch));
+}
+
+JobShape TrainState::job() const {
+  return JobShape{total_replicas_->value().scalar<int64_t>(),
+                  global_batch_->value().scalar<int64_t>(),
+                  model_name_->value().scalar<std::string>()};
+}
+
+}  // namespace troupe::actors

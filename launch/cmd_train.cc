@@ -1,0 +1,152 @@
+// `troupe train CONFIG [--set key=value]... [--fresh [--force]] [--max-restarts N]`: runs the
+// job this process belongs to (single process, mpirun, or srun), resuming from the run
+// directory's latest checkpoint. `troupe eval CONFIG --ckpt PATH` evaluates a checkpoint.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "actors/trainer.h"
+#include "launch/command.h"
+#include "launch/environment.h"
+#include "launch/flags.h"
+#include "launch/launch_flags.h"
+#include "launch/supervisor.h"
+#include "launch/train_config.h"
+
+namespace troupe::launch {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+int Usage(const Status& s) {
+  std::fprintf(stderr, "%s\n", s.message().c_str());
+  return kExitUsage;
+}
+
+// Re-runs this command without --max-restarts under the supervisor.
+int Supervised(int argc, char** argv, int max_restarts) {
+  std::vector<std::string> args = {"/proc/self/exe", "train"};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--max-restarts") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--max-restarts=", 0) == 0) continue;
+    args.push_back(a);
+  }
+  char exe[4096] = {};
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) args[0] = std::string(exe, static_cast<size_t>(n));
+  SupervisorOptions options;
+  options.max_restarts = max_restarts;
+  Result<SupervisorResult> r = Supervise(args, options);
+  if (!r.ok()) return Usage(r.status());
+  std::fprintf(stderr, "troupe train: %s\n", r->summary.c_str());
+  return r->exit_code;
+}
+
+int RunTrain(int argc, char** argv) {
+  FlagParser parser("troupe train");
+  parser.AddRepeatedFlag("set", "KEY=VALUE", "override a config value, e.g. train.epochs=2");
+  parser.AddFlag("fresh", "", "start over instead of resuming from the run dir's checkpoints");
+  parser.AddFlag("force", "", "with --fresh: delete the existing checkpoints");
+  parser.AddFlag("max-restarts", "N", "restart after failures (resuming each time), up to N times");
+  AddLaunchFlags(parser);
+  Status s = parser.Parse(argc, argv);
+  if (parser.help_requested()) {
+    std::printf("%s", parser.Usage("troupe train CONFIG.toml [flags]").c_str());
+    std::printf(
+        "\nTrains the job described by CONFIG (see examples/fashion_lenet.toml). Run it as one\n"
+        "process, under `mpirun -np N`, or from launch/slurm/train.sbatch. A run dir with\n"
+        "checkpoints resumes from the latest valid one. SIGTERM/SIGINT write a checkpoint and\n"
+        "exit 0. Exit codes: 0 done, 1 failed, 2 bad config or flags, 3 failed after restarts.\n");
+    return kExitOk;
+  }
+  if (!s.ok()) return Usage(s);
+  if (parser.positional().size() != 1) {
+    return Usage(InvalidArgumentError("troupe train: expected one CONFIG.toml argument, got " +
+                                      std::to_string(parser.positional().size())));
+  }
+  if (parser.Has("force") && !parser.Has("fresh")) {
+    return Usage(InvalidArgumentError("troupe train: --force only goes with --fresh"));
+  }
+  if (parser.Has("max-restarts")) {
+    Result<int64_t> n = parser.GetInt("max-restarts");
+    if (!n.ok()) return Usage(n.status());
+    if (*n < 0) return Usage(InvalidArgumentError("--max-restarts must be >= 0"));
+    return Supervised(argc, argv, static_cast<int>(*n));
+  }
+  Result<TrainConfig> config = LoadTrainConfig(parser.positional()[0], parser.GetAll("set"));
+  if (!config.ok()) return Usage(config.status());
+  Result<LaunchFlags> flags = ReadLaunchFlags(parser);
+  if (!flags.ok()) return Usage(flags.status());
+  Result<LaunchEnvironment> env = DetectEnvironment(*flags);
+  if (!env.ok()) return Usage(env.status());
+  Status valid = ValidateTrainEnvironment(*config, env->world_size * config->replicas_per_process);
+  if (!valid.ok()) return Usage(valid);
+
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+
+  actors::ProcessLaunch launch;
+  launch.rank = env->rank;
+  launch.world_size = env->world_size;
+  launch.under_mpi = env->under_mpi;
+  launch.coordinator = env->coordinator;
+  if (const char* token = std::getenv("TROUPE_JOB_TOKEN")) launch.job_token = token;
+  launch.fresh = parser.Has("fresh");
+  launch.force = parser.Has("force");
+  launch.stop_signal = &g_stop;
+  Result<actors::TrainSummary> summary = actors::RunTraining(*config, launch);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "troupe train (rank %d on %s): %s\n", env->rank, env->hostname.c_str(),
+                 summary.status().ToString().c_str());
+    return summary.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
+  }
+  if (env->rank == 0) {
+    std::printf("done: %lld steps, test accuracy %.4f, last checkpoint %s\n",
+                static_cast<long long>(summary->steps), summary->test_accuracy,
+                summary->last_checkpoint.c_str());
+  }
+  return kExitOk;
+}
+
+int RunEval(int argc, char** argv) {
+  FlagParser parser("troupe eval");
+  parser.AddRepeatedFlag("set", "KEY=VALUE", "override a config value");
+  parser.AddFlag("ckpt", "PATH", "checkpoint prefix, checkpoint dir or run dir (its latest)");
+  Status s = parser.Parse(argc, argv);
+  if (parser.help_requested()) {
+    std::printf("%s", parser.Usage("troupe eval CONFIG.toml --ckpt PATH").c_str());
+    std::printf("\nPrints the test loss and accuracy of a checkpoint.\n");
+    return kExitOk;
+  }
+  if (!s.ok()) return Usage(s);
+  if (parser.positional().size() != 1 || !parser.Has("ckpt")) {
+    return Usage(InvalidArgumentError("troupe eval: expected CONFIG.toml and --ckpt PATH"));
+  }
+  Result<TrainConfig> config = LoadTrainConfig(parser.positional()[0], parser.GetAll("set"));
+  if (!config.ok()) return Usage(config.status());
+  auto r = actors::EvaluateCheckpoint(*config, parser.Get("ckpt"));
+  if (!r.ok()) {
+    std::fprintf(stderr, "troupe eval: %s\n", r.status().ToString().c_str());
+    return kExitFailure;
+  }
+  std::printf("test loss %.6f\ntest accuracy %.6f\n", r->first, r->second);
+  return kExitOk;
+}
+
+}  // namespace
+TROUPE_REGISTER_COMMAND("train", "train a model from a TOML config (resumes from checkpoints)",
+                        RunTrain);
+TROUPE_REGISTER_COMMAND("eval", "print test loss and accuracy of a checkpoint", RunEval);
+}  // namespace troupe::launch
