@@ -7,6 +7,8 @@
 namespace troupe {
 
 struct Executor::RunState : OpRunState {
+  int64_t allocations = 0;  // added to the executor's totals when the state is released
+  int64_t reuses = 0;
   std::vector<Tensor> values;
   std::vector<Tensor> in_scratch;
   std::vector<Tensor> gop_outputs;
@@ -88,6 +90,11 @@ Status Executor::Build() {
     step.node = i;
     step.op = node.op;
     step.attrs = &node.attrs;
+    if (node.kind == NodeKind::kKernel && internal::FastElementwiseEnabled()) {
+      step.fast = internal::MatchFastElementwise(g, node, &step.a_inc, &step.b_inc);
+      step.out_spec = &node.outputs[0];
+      step.num_elements = node.outputs[0].shape.num_elements();
+    }
     if (node.kind == NodeKind::kKernel) {
       Result<const KernelFn*> kernel = registry.LookupKernel(node.op, device_.type);
       if (!kernel.ok()) {
@@ -104,6 +111,12 @@ Status Executor::Build() {
     steps_.push_back(std::move(step));
   }
 
+  // Pack the per-step slot lists (computed below) after this function's last edit of them.
+  slot_home_.assign(static_cast<size_t>(num_slots_), -1);
+  for (size_t st = 0; st < steps_.size(); ++st) {
+    if (steps_[st].fast != nullptr)
+      slot_home_[static_cast<size_t>(steps_[st].out_base)] = static_cast<int>(st);
+  }
   // Release each slot after its last reader, except outputs and constants.
   std::vector<int> last_use(static_cast<size_t>(num_slots_), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
@@ -130,6 +143,16 @@ Status Executor::Build() {
       steps_[static_cast<size_t>(s)].release.push_back(slot);
     }
   }
+  size_t total = 0;
+  for (const Step& st : steps_) total += st.in_slots.size() + st.release.size();
+  flat_.reserve(total);
+  for (Step& st : steps_) {
+    const size_t at = flat_.size();
+    flat_.insert(flat_.end(), st.in_slots.begin(), st.in_slots.end());
+    flat_.insert(flat_.end(), st.release.begin(), st.release.end());
+    st.in = std::span<const int>(flat_.data() + at, st.in_slots.size());
+    st.rel = std::span<const int>(flat_.data() + at + st.in_slots.size(), st.release.size());
+  }
   return Status::OK();
 }
 
@@ -155,15 +178,61 @@ std::unique_ptr<Executor::RunState> Executor::AcquireState() {
 }
 
 void Executor::ReleaseState(std::unique_ptr<RunState> state) {
+  allocations_.fetch_add(state->allocations, std::memory_order_relaxed);
+  reuses_.fetch_add(state->reuses, std::memory_order_relaxed);
+  state->allocations = state->reuses = 0;
   std::lock_guard<std::mutex> lock(mu_);
   free_states_.push_back(std::move(state));
 }
 
+Status Executor::RunFastStep(RunState& rs, size_t index) {
+  const Step& step = steps_[index];
+  const Tensor& a = rs.values[static_cast<size_t>(step.in[0])];
+  const Tensor* b = step.in.size() > 1 ? &rs.values[static_cast<size_t>(step.in[1])] : nullptr;
+  // The trace fixed these shapes; a mismatch means the caller skipped the input checks.
+  if (a.num_elements() != (step.a_inc ? step.num_elements : 1) ||
+      (b != nullptr && b->num_elements() != (step.b_inc ? step.num_elements : 1))) {
+    const Node& node = graph_->node(step.node);
+    return InvalidArgumentError("graph '" + graph_->name() + "' node '" + node.name + "' (" +
+                                node.op + "): input shapes differ from the traced ones");
+  }
+  // The output buffer moves between this step's cache entry and its value slot (and back on
+  // release), so a steady-state step touches no reference counts.
+  Tensor& cached = rs.cache[index][0];
+  if (cached.initialized() && cached.buffer().use_count() == 1) {
+    ++rs.reuses;
+  } else {
+    TROUPE_ASSIGN_OR_RETURN(cached, Tensor::Allocate(step.out_spec->dtype, step.out_spec->shape));
+    ++rs.allocations;
+  }
+  step.fast(a.raw_data(), step.a_inc, b ? b->raw_data() : nullptr, step.b_inc, cached.raw_data(),
+            step.num_elements);
+  rs.values[static_cast<size_t>(step.out_base)] = std::move(cached);
+  cached = Tensor();  // a moved-from Tensor keeps its dtype; make it plainly empty
+  for (int slot : step.rel) Release(rs, slot);
+  return Status::OK();
+}
+
+void Executor::Release(RunState& rs, int slot) {
+  Tensor& v = rs.values[static_cast<size_t>(slot)];
+  const int home = slot_home_[static_cast<size_t>(slot)];
+  if (home >= 0) {
+    Tensor& c = rs.cache[static_cast<size_t>(home)][0];
+    if (!c.initialized()) {
+      c = std::move(v);
+      v = Tensor();
+      return;
+    }
+  }
+  v = Tensor();
+}
+
 Status Executor::RunStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];
-  const size_t n_in = step.in_slots.size();
+  if (step.fast != nullptr) return RunFastStep(rs, index);
+  const size_t n_in = step.in.size();
   for (size_t i = 0; i < n_in; ++i) {
-    rs.in_scratch[i] = rs.values[static_cast<size_t>(step.in_slots[i])];
+    rs.in_scratch[i] = rs.values[static_cast<size_t>(step.in[i])];
   }
   std::span<const Tensor> inputs(rs.in_scratch.data(), n_in);
   Status status;
@@ -171,12 +240,12 @@ Status Executor::RunStep(RunState& rs, size_t index) {
     std::vector<Tensor>& cache = rs.cache[index];
     KernelContext ctx(
         step.op, inputs, *step.attrs, device_, pool_,
-        [this, &cache](int i, DType dtype, const TensorShape& shape) -> Result<Tensor> {
+        [&rs, &cache](int i, DType dtype, const TensorShape& shape) -> Result<Tensor> {
           if (static_cast<size_t>(i) >= cache.size()) cache.resize(static_cast<size_t>(i) + 1);
           Tensor& cached = cache[static_cast<size_t>(i)];
           if (cached.initialized() && cached.buffer().use_count() == 1) {
             if (cached.dtype() == dtype && cached.shape() == shape) {
-              reuses_.fetch_add(1, std::memory_order_relaxed);
+              ++rs.reuses;
               return cached;
             }
             const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(shape.num_elements());
@@ -184,14 +253,14 @@ Status Executor::RunStep(RunState& rs, size_t index) {
                 bytes <= cached.buffer()->size()) {
               Result<Tensor> view = Tensor::FromBuffer(dtype, shape, cached.buffer());
               if (view.ok()) {
-                reuses_.fetch_add(1, std::memory_order_relaxed);
+                ++rs.reuses;
                 cached = *view;
                 return cached;
               }
             }
           }
           TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
-          allocations_.fetch_add(1, std::memory_order_relaxed);
+          ++rs.allocations;
           cached = t;
           return t;
         });
@@ -224,7 +293,7 @@ Status Executor::RunStep(RunState& rs, size_t index) {
     }
   }
   for (size_t i = 0; i < n_in; ++i) rs.in_scratch[i] = Tensor();
-  for (int slot : step.release) rs.values[static_cast<size_t>(slot)] = Tensor();
+  for (int slot : step.rel) Release(rs, slot);
   if (!status.ok()) {
     const Node& node = graph_->node(step.node);
     return status.WithContext("graph '" + graph_->name() + "' node '" + node.name + "' (" +
@@ -253,10 +322,10 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs) {
   }
   // Drop every reference this run still holds so that buffers are unique again next time.
   if (status.ok()) {
-    for (int slot : clear_slots_) rs->values[static_cast<size_t>(slot)] = Tensor();
+    for (int slot : clear_slots_) Release(*rs, slot);
   } else {
     for (int slot = 0; slot < num_slots_; ++slot) {
-      if (!is_const_[static_cast<size_t>(slot)]) rs->values[static_cast<size_t>(slot)] = Tensor();
+      if (!is_const_[static_cast<size_t>(slot)]) Release(*rs, slot);
     }
   }
   if (rs->scratch_used) {

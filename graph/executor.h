@@ -19,6 +19,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "graph/fast_elementwise.h"
 #include "graph/func_graph.h"
 #include "kernels/op_registry.h"
 
@@ -57,6 +58,13 @@ class Executor {
     int out_base = 0;
     int num_outputs = 0;
     std::vector<int> release;  // slots whose last use is this step
+    // The same two lists, packed into flat_ after Build (fewer cache misses per step).
+    std::span<const int> in, rel;
+    // Small static-shape elementwise ops bypass the kernel (fast_elementwise.h).
+    internal::FastElementwiseFn fast = nullptr;
+    int64_t a_inc = 0, b_inc = 0;
+    int64_t num_elements = 0;  // of the output
+    const TensorSpec* out_spec = nullptr;
   };
   struct RunState;
 
@@ -65,6 +73,9 @@ class Executor {
   std::unique_ptr<RunState> AcquireState();
   void ReleaseState(std::unique_ptr<RunState> state);
   Status RunStep(RunState& rs, size_t index);
+  Status RunFastStep(RunState& rs, size_t index);
+  // Drops a value slot; a fast step's output goes back to that step's cache.
+  void Release(RunState& rs, int slot);
 
   std::shared_ptr<const FuncGraph> graph_;
   Device device_;
@@ -77,6 +88,8 @@ class Executor {
   std::vector<int> output_slots_;
   std::vector<int> clear_slots_;  // slots still set after a successful run
   std::vector<char> is_const_;
+  std::vector<int> slot_home_;
+  std::vector<int> flat_;  // per slot: the fast step whose cache owns it, or -1
 
   std::mutex mu_;
   std::vector<std::unique_ptr<RunState>> free_states_;

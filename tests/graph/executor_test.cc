@@ -97,3 +97,44 @@ TEST(PrintTest, FormatsLikeTfPrint) {
 
 }  // namespace
 }  // namespace troupe
+
+namespace troupe {
+namespace {
+
+// The executor's small-tensor fast path must give the kernels' bits.
+TEST(ExecutorTest, FastElementwiseMatchesKernels) {
+  Tensor a = *Tensor::FromVector<float>({1.5f, -2.25f, 3.1f, 1e-7f, -0.0f, 7.0f}, {2, 3});
+  Tensor b = *Tensor::FromVector<float>({0.3f, 1.7f, -4.4f, 3.0f, 2.0f, -1e9f}, {2, 3});
+  Tensor s = Tensor::Scalar(0.37f);
+  auto g = std::make_shared<FuncGraph>("fast");
+  std::vector<std::function<Value(Value, Value, Value)>> fns = {
+      [](Value x, Value y, Value) { return ops::Add(x, y); },
+      [](Value x, Value y, Value) { return ops::Sub(x, y); },
+      [](Value x, Value y, Value) { return ops::Mul(x, y); },
+      [](Value x, Value y, Value) { return ops::Div(x, y); },
+      [](Value x, Value y, Value) { return ops::SquaredDifference(x, y); },
+      [](Value x, Value, Value z) { return ops::Div(z, x); },
+      [](Value x, Value, Value z) { return ops::Mul(x, z); },
+      [](Value x, Value, Value) { return ops::Neg(x); },
+      [](Value x, Value, Value) { return ops::Square(x); }};
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{2, 3}, DType::kFloat32, ""}, "x");
+    Value y = g->AddInput({TensorShape{2, 3}, DType::kFloat32, ""}, "y");
+    Value z = g->AddInput({TensorShape{}, DType::kFloat32, ""}, "z");
+    for (auto& fn : fns) g->outputs.push_back(fn(x, y, z).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok());
+  Tensor in[] = {a, b, s};
+  auto out = (*ex)->Run(in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (size_t i = 0; i < fns.size(); ++i) {
+    Value eager = fns[i](Value(a), Value(b), Value(s));
+    EXPECT_TRUE((*out)[i].BitEqual(*eager.tensor())) << i;
+  }
+}
+
+}  // namespace
+}  // namespace troupe
