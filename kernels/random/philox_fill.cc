@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/random/fast_box_muller.h"
 #include "kernels/random/tf_bits.h"
 
 namespace troupe::random {
@@ -88,8 +89,21 @@ void PhiloxNormal(const Philox4x32& gen, int64_t n, T* out, ThreadPool* pool) {
       }
     });
   } else {
-    ForEachChunk(gen, n, 4, pool, [out](const uint32_t* w, int64_t e0, int64_t count) {
-      for (int64_t i = 0; i < count; i += 2) {
+    const FastBoxMuller* fast = n >= FastBoxMuller::kMinValues ? FastBoxMuller::Get(pool) : nullptr;
+    ForEachChunk(gen, n, 4, pool, [out, fast](const uint32_t* w, int64_t e0, int64_t count) {
+      int64_t done = 0;
+      if (fast != nullptr) {
+        const int64_t pairs = count / 2;
+        if constexpr (std::is_same_v<T, float>) {
+          fast->Pairs(w, pairs, out + e0);
+        } else {
+          alignas(64) float f[kChunkBlocks * 4];
+          fast->Pairs(w, pairs, f);
+          for (int64_t i = 0; i < 2 * pairs; ++i) out[e0 + i] = static_cast<T>(f[i]);
+        }
+        done = 2 * pairs;
+      }
+      for (int64_t i = done; i < count; i += 2) {
         float f[2];
         BoxMullerFloat(w[i], w[i + 1], &f[0], &f[1]);
         out[e0 + i] = static_cast<T>(f[0]);
