@@ -8,6 +8,7 @@
 #include "graph/func_graph.h"
 #include "graph/graph_op.h"
 #include "graph/ops.h"
+#include "graph/row_ops.h"
 #include "graph/tape.h"
 
 namespace troupe {
@@ -593,6 +594,15 @@ Result<std::vector<Value>> ForRange(const Value& start, const Value& limit, cons
                 vars, options));
   out.erase(out.begin());
   return out;
+}
+
+Result<std::vector<Value>> ForEachRow(const Value& x, const ForEachRowFn& body,
+                                      const std::vector<Value>& loop_vars,
+                                      const std::string& name) {
+  return ForRange(
+      ops::ScalarOf(0, DType::kInt32), ops::Dim(x, 0),
+      [&](const Value& i, const std::vector<Value>& vars) { return body(ops::RowAt(x, i), vars); },
+      loop_vars, name);
 }
 
 }  // namespace troupe

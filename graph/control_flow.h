@@ -51,4 +51,10 @@ Result<std::vector<Value>> ForRange(const Value& start, const Value& limit, cons
                                     const std::vector<Value>& loop_vars = {},
                                     const std::string& name = "for");
 
+// `for row in x` (rows along dim 0, counted at run time): body(row, vars) -> new vars.
+using ForEachRowFn = std::function<Outputs(const Value& row, const std::vector<Value>& vars)>;
+Result<std::vector<Value>> ForEachRow(const Value& x, const ForEachRowFn& body,
+                                      const std::vector<Value>& loop_vars = {},
+                                      const std::string& name = "for_each");
+
 }  // namespace troupe

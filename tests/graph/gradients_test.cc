@@ -11,6 +11,7 @@
 
 #include "graph/function.h"
 #include "graph/ops.h"
+#include "graph/row_ops.h"
 #include "graph/tape.h"
 
 namespace troupe {
@@ -174,6 +175,11 @@ TEST(GradientsTest, SlicingAndJoining) {
   CheckGradient("stack", [](auto& v) { return ops::Stack({v[0], v[0]}, 1); }, {x}, {0});
   CheckGradient("unstack", [](auto& v) { return ops::Unstack(v[0], 1)[2]; }, {x}, {0});
   CheckGradient("pad", [](auto& v) { return ops::Pad(v[0], {1, 0, 2, 1}); }, {x}, {0});
+  Tensor idx = Tensor::Scalar<int32_t>(1);
+  CheckGradient("row_at", [](auto& v) { return ops::RowAt(v[0], v[1]); }, {x, idx}, {0});
+  Tensor row = RandomDoubles({4}, 19);
+  CheckGradient("row_update", [](auto& v) { return ops::RowUpdate(v[0], v[1], v[2]); },
+                {x, idx, row}, {0, 2});
   Tensor logits = RandomDoubles({3, 4}, 16);
   Tensor probs =
       *Tensor::FromVector<double>({0.1, 0.2, 0.3, 0.4, 1, 0, 0, 0, 0.25, 0.25, 0.25, 0.25}, {3, 4});

@@ -10,6 +10,7 @@
 #include "graph/function.h"
 #include "graph/ops.h"
 #include "graph/print_op.h"
+#include "graph/row_ops.h"
 #include "graph/tape.h"
 
 namespace troupe {
@@ -178,6 +179,31 @@ TEST_F(GuideTest, Ex08To09_InputSignature) {
   EXPECT_EQ(g.trace_count(), 1);
 }
 
+// Ex 8 (S4): next_collatz with input_signature [None] int32. Troupe's kernels have no integer
+// FloorMod/FloorDiv/SelectV2 yet, so x % 2 and x // 2 use truncating casts (exact for the
+// positive values here) and where() a 0/1 mask.
+TEST_F(GuideTest, Ex08_NextCollatz) {
+  Function next_collatz("next_collatz", [this](const Args& a) -> Outputs {
+    HostPrint("Tracing with " + a[0].value().ToString());
+    Value x = a[0];
+    Value half = ops::Cast(ops::Div(ops::Cast(x, DType::kFloat32), ops::Scalar(2.0f)),
+                           DType::kInt32);
+    Value even = ops::Cast(ops::Equal(ops::Mul(half, ops::ScalarOf(2, DType::kInt32)), x),
+                           DType::kInt32);
+    Value odd_next = x * 3.0 + 1.0;
+    return half * even + odd_next * (1.0 - even);  // where(x % 2 == 0, x // 2, 3x + 1)
+  }, {.params = {"x"},
+      .input_signature = std::vector<TensorSpec>{{TensorShape{-1}, DType::kInt32, ""}}});
+  auto r = next_collatz.Run1({Ints({1, 2}, {2})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->flat<int32_t>()[0], 4);
+  EXPECT_EQ(r->flat<int32_t>()[1], 1);
+  EXPECT_EQ(TakeLog(), (std::vector<std::string>{
+                           "Tracing with Tensor(\"x:0\", shape=(None,), dtype=int32)"}));
+  EXPECT_FALSE(next_collatz.Run({Ints({1, 2, 3, 4}, {2, 2})}).ok());
+  EXPECT_FALSE(next_collatz.Run({Floats({1, 2}, {2})}).ok());
+}
+
 // Ex 10 (S4): Python values retrace per value; tensors share one trace.
 TEST_F(GuideTest, Ex10_RetracingForPythonValuesNotTensors) {
   Function train(
@@ -248,6 +274,79 @@ TEST_F(GuideTest, Ex19_WhileLoopWithPrint) {
   float sum = 0;
   for (float v : got) sum += v;
   EXPECT_LE(sum, 1.0f);
+}
+
+// Ex 22 (S11): a host loop over host data unrolls (graph size grows with the data); a loop
+// over a tensor's rows is one While node whatever the length.
+TEST_F(GuideTest, Ex22_HostDataUnrollsTensorLoopsDoNot) {
+  Function train("train", [](const Args& a) -> Outputs {
+    Value loss = ops::ScalarOf(0, DType::kInt32);
+    if (a[0].kind() == Arg::Kind::kList) {
+      for (const Arg& pair : a[0].list()) {
+        Value x = ops::ScalarOf(static_cast<double>(pair.list()[0].int_value()), DType::kInt32);
+        Value y = ops::ScalarOf(static_cast<double>(pair.list()[1].int_value()), DType::kInt32);
+        loss = loss + ops::Abs(y - x);
+      }
+      return loss;
+    }
+    auto r = ForEachRow(a[0], [](const Value& row, const std::vector<Value>& v) -> Outputs {
+      Value x = ops::StridedSlice(row, {0}, {1}, {1}, 0, 0, 1);
+      Value y = ops::StridedSlice(row, {1}, {2}, {1}, 0, 0, 1);
+      return std::vector<Value>{v[0] + ops::Abs(y - x)};
+    }, {loss});
+    if (!r.ok()) return r.status();
+    return (*r)[0];
+  });
+  auto pairs = [](int n) {
+    std::vector<Arg> list;
+    for (int i = 0; i < n; ++i) list.push_back(Arg(std::vector<Arg>{Arg(1), Arg(1)}));
+    return Arg(std::move(list));
+  };
+  auto size = [&](const Arg& data) {
+    auto fn = train.GetConcreteFunction({data});
+    EXPECT_TRUE(fn.ok()) << fn.status();
+    return fn.ok() ? (*fn)->graph().num_nodes() : -1;
+  };
+  const int s3 = size(pairs(3)), s4 = size(pairs(4)), s10 = size(pairs(10));
+  EXPECT_GT(s4, s3);
+  EXPECT_EQ(s10 - s3, 7 * (s4 - s3));  // linear in the data
+  const int t3 = size(Arg(Ints({1, 1, 1, 1, 1, 1}, {3, 2})));
+  const int t10 = size(Arg(Ints(std::vector<int32_t>(20, 1), {10, 2})));
+  EXPECT_EQ(t3, t10);  // constant
+  EXPECT_LT(t10, s10);
+  EXPECT_EQ(train.Run1({Ints({1, 4, 2, 2, 5, 1}, {3, 2})})->scalar<int32_t>(), 7);
+}
+
+// Ex 23 (S12): accumulate in a loop with a TensorArray (here: a [T, B, F] loop variable
+// written row by row); the result is the cumulative sum over time.
+TEST_F(GuideTest, Ex23_DynamicRnnAccumulation) {
+  Function dynamic_rnn("dynamic_rnn", [](const Args& a) -> Outputs {
+    Value input = ops::Transpose(a[0], {1, 0, 2});  // [batch, time, feat] -> [time, ...]
+    const int64_t time = input.shape().dim(0);
+    Value states = ops::Zeros(input.shape().dims());
+    auto r = ForRange(ops::ScalarOf(0, DType::kInt32), ops::ScalarOf(static_cast<double>(time), DType::kInt32),
+                      [&](const Value& i, const std::vector<Value>& v) -> Outputs {
+                        Value state = ops::RowAt(input, i) + v[0];  // rnn_step: inp + state
+                        return std::vector<Value>{state, ops::RowUpdate(v[1], i, state)};
+                      },
+                      {a[1].value(), states});
+    if (!r.ok()) return r.status();
+    return ops::Transpose((*r)[1], {1, 0, 2});
+  });
+  std::vector<float> data(24);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = 0.1f * static_cast<float>(i % 7) + 0.01f * static_cast<float>(i);
+  auto out = dynamic_rnn.Run1({Floats(data, {2, 3, 4}), *Tensor::Zeros(DType::kFloat32, {2, 4})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->shape(), (TensorShape{2, 3, 4}));
+  for (int b = 0; b < 2; ++b) {
+    for (int f = 0; f < 4; ++f) {
+      float sum = 0;
+      for (int t = 0; t < 3; ++t) {
+        sum += data[static_cast<size_t>((b * 3 + t) * 4 + f)];
+        EXPECT_FLOAT_EQ(out->flat<float>()[static_cast<size_t>((b * 3 + t) * 4 + f)], sum);
+      }
+    }
+  }
 }
 
 // Ex 24 (S13): host side effects at trace time only; Print on every call.
