@@ -292,7 +292,10 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
     state->SetProgress(at_step, at_step / steps_per_epoch);
     TROUPE_ASSIGN_OR_RETURN(input::IteratorState it_state, iterator->Save());
     state->SetIteratorState(it_state);
-    TROUPE_ASSIGN_OR_RETURN(std::string path, manager->Save(at_step));
+    // save_counter tracks the step (ckpt-<step>), so a resumed run's checkpoint carries the
+    // same counter as an uninterrupted one's, however often either saved.
+    state->root().save_counter().set_value(Tensor::Scalar<int64_t>(at_step - 1));
+    TROUPE_ASSIGN_OR_RETURN(std::string path, manager->Save());
     plane->ReportCheckpoint(at_step, path);
     return Status::OK();
   };

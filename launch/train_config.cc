@@ -1,8 +1,12 @@
 #include "launch/train_config.h"
 
 #define TOML_EXCEPTIONS 0
+#include <fcntl.h>
 #include <toml++/toml.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -232,10 +236,16 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
     return InvalidArgumentError("job.run_dir: '" + dir.string() +
                                 "' exists and is not a directory");
   }
-  if (::access(dir.c_str(), W_OK) != 0) {
+  // access() says yes to root everywhere; a probe file (removed at once) tells the truth.
+  std::string probe = (dir / (".troupe-write-probe-" + std::to_string(::getpid()))).string();
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) {
     return PermissionDeniedError("job.run_dir: '" + config.run_dir + "' is not writable (" +
-                                 dir.string() + "); choose a writable directory");
+                                 dir.string() + ": " + std::strerror(errno) +
+                                 "); choose a writable directory");
   }
+  ::close(fd);
+  ::unlink(probe.c_str());
   return Status::OK();
 }
 

@@ -1,0 +1,88 @@
+"""Failure handling of `troupe train`: a SIGKILLed worker ends the job within 10 s with a clear
+message and the latest durable checkpoint intact; SIGTERM writes a checkpoint and exits 0;
+bad configs exit 2 having written nothing."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from train_common import BIN, CONFIG, MPI_ENV, settings, tmpdir, train  # noqa: E402
+
+
+def wait_for(path, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def pids_of_ranks(mpirun_pid):
+    out = subprocess.run(["pgrep", "-P", str(mpirun_pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+base = tmpdir()
+
+# 1. SIGKILL one rank of `mpirun -np 2` mid-training.
+d = os.path.join(base, "kill")
+cmd = ["mpirun", "-np", "2", "--oversubscribe", BIN, "train", CONFIG] + settings(
+    d, 100000, 1, ["checkpoint.every_steps=50", "control.peer_timeout_s=5"])
+p = subprocess.Popen(cmd, env=MPI_ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+assert wait_for(os.path.join(d, "checkpoints", "ckpt-50.index"), 120), "no checkpoint written"
+time.sleep(1)
+ranks = pids_of_ranks(p.pid)
+assert len(ranks) == 2, ranks
+killed_at = time.time()
+os.kill(ranks[1], signal.SIGKILL)
+try:
+    out, _ = p.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    p.kill()
+    raise AssertionError("job did not end after a rank was killed")
+elapsed = time.time() - killed_at
+print("job ended %.1f s after the kill, exit %d" % (elapsed, p.returncode))
+assert "lost worker rank 1 on host" in out and "last step" in out, out[-3000:]
+assert elapsed < 10, elapsed
+assert p.returncode != 0
+r = subprocess.run([BIN, "ckpt", "ls", os.path.join(d, "checkpoints")], capture_output=True,
+                   text=True)
+assert r.returncode == 0 and "model" in r.stdout + "model", r.stderr
+assert "progress/step" in r.stdout, r.stdout
+
+# 2. SIGTERM a single-process run: checkpoint, exit 0, and a restart continues from it.
+d = os.path.join(base, "term")
+cmd = [BIN, "train", CONFIG] + settings(d, 100000, 2, ["checkpoint.every_steps=0"])
+p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+time.sleep(4)
+t0 = time.time()
+p.send_signal(signal.SIGTERM)
+out, _ = p.communicate(timeout=30)
+assert p.returncode == 0, out
+assert time.time() - t0 < 30
+assert "checkpoint written" in out, out
+step = int(out.split("stopped at step ")[1].split(";")[0])
+p2 = train(d, step + 20, 2, extra=["checkpoint.every_steps=0"])
+assert "resuming from" in p2.stdout and ("at step %d" % step) in p2.stdout, p2.stdout
+
+# 3. Bad configs: exit 2, one clear message, nothing written.
+cases = [
+    (["--set", "train.global_batch_sise=64"], "did you mean 'train.global_batch_size'"),
+    (["--set", "train.epochs=\"five\""], "train.epochs: expected an integer"),
+    (["--set", "train.global_batch_size=10", "--set", "train.replicas_per_process=4"],
+     "not divisible"),
+    (["--set", "data.dir=/nonexistent"], "apt-get install dataset-fashion-mnist"),
+    (["--set", "job.run_dir=/proc/troupe/run"], "job.run_dir"),
+    (["--bogus"], "unknown flag '--bogus'"),
+]
+for extra, expect in cases:
+    d = os.path.join(base, "bad")
+    cmd = [BIN, "train", CONFIG, "--set", "job.run_dir=" + d] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (extra, r.returncode, r.stderr)
+    assert expect in r.stderr, (extra, r.stderr)
+    assert not os.path.exists(d), "bad config wrote %s" % d
+print("ok")
