@@ -40,6 +40,10 @@ Status Communicator::broken_status() const {
   return broken_;
 }
 
+Result<Tensor> Communicator::AllocateTensor(DType dtype, const TensorShape& shape) {
+  return Tensor::Allocate(dtype, shape);
+}
+
 Result<TensorShape> Communicator::AllGatherShape(const TensorShape& input, int num_replicas) {
   if (input.rank() == 0) return TensorShape{num_replicas};
   TensorShape out = input;
@@ -235,6 +239,7 @@ void Communicator::Loop() {
     if (observer) observer({CollectiveEvent::Type::kStarted, op.seq, op.description, {}});
     op.deadline = DeadlineAfter(options_.timeout);
     std::vector<OpHeader> headers;
+    BeforeHeaderExchange(op);
     Status s = ExchangeHeaders(op.header, op.deadline, &headers);
     bool breaks = !s.ok();
     if (s.ok()) {

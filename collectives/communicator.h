@@ -45,6 +45,10 @@ struct CollectiveOptions {
   std::chrono::milliseconds timeout{30000};
   // Staging granularity of the shared-memory and MPI pipelines (bytes per replica slot).
   size_t piece_bytes = size_t{1} << 20;
+  // Shared-memory backend: bytes per process reserved in the segment for AllocateTensor().
+  // Allreduces whose tensors all live there skip staging (each segment's owner folds straight
+  // from every process's buffer into every process's buffer). 0 = off.
+  size_t shm_heap_bytes = 0;
 };
 
 struct CollectiveEvent {
@@ -77,6 +81,11 @@ class Communicator {
   // OK while healthy; the error that broke the communicator otherwise.
   Status broken_status() const;
 
+  // A CPU tensor that this backend moves fastest (the shared-memory backend places it in its
+  // segment so allreduces need no staging copies); plain Tensor::Allocate elsewhere. Gradient
+  // buckets are allocated through it.
+  virtual Result<Tensor> AllocateTensor(DType dtype, const TensorShape& shape);
+
   // The expected output shape of AllGather / ReduceScatter for one replica's input.
   static Result<TensorShape> AllGatherShape(const TensorShape& input, int num_replicas);
   static Result<TensorShape> ReduceScatterShape(const TensorShape& input, int num_replicas);
@@ -104,6 +113,9 @@ class Communicator {
   // answer.
   virtual Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
                                  std::vector<OpHeader>* all) = 0;
+  // Called on the progress thread right before ExchangeHeaders for `op` (the shared-memory
+  // backend publishes where its tensors live).
+  virtual void BeforeHeaderExchange(const Op& op) {}
   // Runs one operation (headers already checked) synchronously on the progress thread,
   // finishing by op.deadline. Any error breaks the communicator, since peers may be part-way.
   virtual Status Run(Op& op) = 0;

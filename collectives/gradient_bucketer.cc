@@ -23,7 +23,17 @@ Result<std::unique_ptr<GradientBucketer>> GradientBucketer::Create(Communicator*
                                   p.shape.ToString() + "; gradients need fully defined shapes");
     }
   }
-  return std::unique_ptr<GradientBucketer>(new GradientBucketer(comm, std::move(params), options));
+  std::unique_ptr<GradientBucketer> b(new GradientBucketer(comm, std::move(params), options));
+  // Through the communicator, so the shared-memory backend can reduce the buckets in place.
+  for (Bucket& bucket : b->buckets_) {
+    for (int r = 0; r < b->replicas_; ++r) {
+      TROUPE_ASSIGN_OR_RETURN(Tensor t,
+                              comm->AllocateTensor(bucket.dtype, TensorShape{bucket.elements}));
+      std::memset(t.raw_data(), 0, t.byte_size());
+      bucket.buffers.push_back(std::move(t));
+    }
+  }
+  return b;
 }
 
 GradientBucketer::GradientBucketer(Communicator* comm, std::vector<Param> params,
@@ -59,12 +69,7 @@ GradientBucketer::GradientBucketer(Communicator* comm, std::vector<Param> params
       first_closed = true;
     }
   }
-  for (Bucket& b : buckets_) {
-    for (int r = 0; r < replicas_; ++r) {
-      b.buffers.push_back(*Tensor::Zeros(b.dtype, TensorShape{b.elements}));
-    }
-    b.pending = static_cast<int>(b.params.size()) * replicas_;
-  }
+  for (Bucket& b : buckets_) b.pending = static_cast<int>(b.params.size()) * replicas_;
   ready_.assign(static_cast<size_t>(n), std::vector<Tensor>(static_cast<size_t>(replicas_)));
 }
 

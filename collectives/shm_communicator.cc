@@ -1,6 +1,7 @@
 #include "collectives/shm_communicator.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "collectives/in_process_communicator.h"
 
@@ -36,6 +37,7 @@ Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::Create(ProcessGroup gr
   params.local_size = group.local_size;
   params.num_slots = ShmLayout::SlotsNeeded(per_rank);
   params.slot_bytes = options.piece_bytes;
+  params.heap_bytes = options.shm_heap_bytes;
   for (int r = 0; r < group.world_size; ++r) params.world_ranks.push_back(r);
   TROUPE_ASSIGN_OR_RETURN(auto segment, ShmSegment::Join(params, DeadlineAfter(options.timeout)));
   return std::unique_ptr<ShmCommunicator>(
@@ -45,6 +47,10 @@ Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::Create(ProcessGroup gr
 ShmCommunicator::ShmCommunicator(ProcessGroup group, CollectiveOptions options,
                                  std::unique_ptr<ShmSegment> segment)
     : Communicator(std::move(group), options), segment_(std::move(segment)) {
+  if (segment_->heap_bytes() > 0) {
+    heap_ =
+        std::make_shared<ShmHeap>(segment_->heap(segment_->local_rank()), segment_->heap_bytes());
+  }
   per_replica_.segment = segment_.get();
   per_process_.segment = segment_.get();
   for (const auto& ids : group_.replica_ids) {
@@ -63,7 +69,67 @@ Status ShmCommunicator::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
   return segment_->ExchangeHeaders(mine, deadline, all);
 }
 
+Result<Tensor> ShmCommunicator::AllocateTensor(DType dtype, const TensorShape& shape) {
+  const size_t bytes =
+      static_cast<size_t>(std::max<int64_t>(shape.num_elements(), 0)) * DTypeSize(dtype);
+  char* p = heap_ && IsCollectiveDType(dtype) && shape.IsFullyDefined() ? heap_->Allocate(bytes)
+                                                                        : nullptr;
+  if (p == nullptr) return Tensor::Allocate(dtype, shape);
+  // The tensor keeps the mapping alive and returns its block when the last reference goes.
+  auto buffer = TensorBuffer::Wrap(p, bytes, Device::Cpu(),
+                                   [heap = heap_, segment = segment_, p] { heap->Free(p); });
+  return Tensor::FromBuffer(dtype, shape, std::move(buffer));
+}
+
+void ShmCommunicator::BeforeHeaderExchange(const Op& op) {
+  std::vector<int64_t> offsets;
+  for (const Tensor& t : op.inputs) {
+    const bool shared = heap_ && op.kind == CollectiveKind::kAllReduce && op.local_error.ok() &&
+                        t.byte_size() > 0 && heap_->Contains(t.raw_data());
+    offsets.push_back(shared ? static_cast<int64_t>(heap_->OffsetOf(t.raw_data())) : -1);
+  }
+  segment_->PublishBuffers(op.seq, offsets);
+}
+
+Status ShmCommunicator::RunZeroCopyAllReduce(Op& op) {
+  const int k = group_.world_size;
+  const int me = group_.world_rank;
+  const int64_t esize = static_cast<int64_t>(DTypeSize(op.dtype));
+  std::vector<std::vector<int64_t>> offsets(static_cast<size_t>(k));
+  for (int r = 0; r < k; ++r) {
+    offsets[r] =
+        segment_->PublishedBuffers(r, op.seq, static_cast<int>(group_.replica_ids[r].size()));
+  }
+  const auto bounds = EvenBounds(op.count, k, 64 / esize);
+  const int64_t begin = bounds[me], n = bounds[me + 1] - bounds[me];
+  std::vector<const void*> srcs;
+  std::vector<void*> dsts;
+  for (const auto& [r, c] : id_order_) {
+    char* p = segment_->heap(r) + offsets[r][c] + begin * esize;
+    srcs.push_back(p);
+    dsts.push_back(p);
+  }
+  // Elements are read from every buffer before any is written, so folding in place is safe.
+  FoldElements(op.dtype, op.reduce_op, srcs.data(), static_cast<int>(srcs.size()), dsts.data(),
+               static_cast<int>(dsts.size()), n, group_.num_replicas());
+  // Nobody may touch its tensor again until every owner has written its segment.
+  TROUPE_RETURN_IF_ERROR(segment_->ArriveAndWait(op.deadline, "zero-copy reduction"));
+  ++zero_copy_ops_;
+  return Status::OK();
+}
+
 Status ShmCommunicator::RunAllReduce(Op& op) {
+  if (heap_) {
+    bool all_shared = true;
+    for (int r = 0; r < group_.world_size && all_shared; ++r) {
+      for (int64_t off :
+           segment_->PublishedBuffers(r, op.seq, static_cast<int>(group_.replica_ids[r].size()))) {
+        all_shared = all_shared && off >= 0;
+      }
+    }
+    // Every rank reads the same published offsets, so all take the same path.
+    if (all_shared) return RunZeroCopyAllReduce(op);
+  }
   const int k = group_.world_size;
   const int me = group_.world_rank;
   ReducePlan plan;

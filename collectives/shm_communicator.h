@@ -5,11 +5,13 @@
 // dies is noticed by pid within ~20 ms and named; a stuck one is named at the timeout.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "collectives/communicator.h"
 #include "collectives/shm_collectives.h"
+#include "collectives/shm_heap.h"
 
 namespace troupe {
 
@@ -23,19 +25,29 @@ class ShmCommunicator : public Communicator {
                                                          std::string segment_name);
   ~ShmCommunicator() override;
   std::string backend() const override { return "shm"; }
+  // In this process's heap of the segment when options.shm_heap_bytes leaves room (else a
+  // plain tensor). Such tensors stay valid after the communicator is gone.
+  Result<Tensor> AllocateTensor(DType dtype, const TensorShape& shape) override;
+  // Allreduces that ran without staging copies (every replica's tensor was shared).
+  int64_t zero_copy_ops() const { return zero_copy_ops_.load(); }
 
  protected:
   Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
                          std::vector<OpHeader>* all) override;
   Status Run(Op& op) override;
+  void BeforeHeaderExchange(const Op& op) override;
 
  private:
   ShmCommunicator(ProcessGroup group, CollectiveOptions options,
                   std::unique_ptr<ShmSegment> segment);
   Status RunAllReduce(Op& op);
+  // Every segment owner folds straight from all processes' shared tensors into all of them.
+  Status RunZeroCopyAllReduce(Op& op);
   Status RunReduceScatter(Op& op);
 
-  std::unique_ptr<ShmSegment> segment_;
+  std::shared_ptr<ShmSegment> segment_;  // shared with tensors allocated in its heap
+  std::shared_ptr<ShmHeap> heap_;
+  std::atomic<int64_t> zero_copy_ops_{0};
   ShmLayout per_replica_;  // one slot per replica
   ShmLayout per_process_;  // one slot per process (fast mode's pre-reduced contribution)
   std::vector<std::pair<int, int>> id_order_;  // (local rank, local index) by replica id

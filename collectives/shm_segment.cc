@@ -49,6 +49,7 @@ struct ShmSegment::Control {
   int32_t local_size;
   int32_t num_slots;
   uint64_t slot_bytes;
+  uint64_t heap_bytes;
   std::atomic<int32_t> ready;
   std::atomic<int32_t> attached;
   alignas(64) std::atomic<uint32_t> wake_seq;  // bumped on every arrival; futex word
@@ -60,6 +61,7 @@ struct ShmSegment::RankArea {
   int32_t pid;
   uint64_t start_time;
   alignas(64) OpHeader headers[2];  // by seq parity: a fast rank never overwrites one being read
+  int64_t buffers[2][ShmSegment::kMaxPublished];  // heap offsets by seq parity
 };
 
 int NextSegmentSequence() {
@@ -91,6 +93,25 @@ ShmSegment::RankArea* ShmSegment::area(int local_rank) const {
                                      static_cast<size_t>(local_rank) * sizeof(RankArea));
 }
 
+char* ShmSegment::heap(int local_rank) const {
+  return static_cast<char*>(base_) + header_bytes_ + data_bytes() +
+         static_cast<size_t>(local_rank) * params_.heap_bytes;
+}
+
+void ShmSegment::PublishBuffers(int64_t seq, const std::vector<int64_t>& offsets) {
+  int64_t* dst = area(params_.local_rank)->buffers[seq & 1];
+  for (int i = 0; i < kMaxPublished; ++i) {
+    dst[i] = i < static_cast<int>(offsets.size()) ? offsets[i] : -1;
+  }
+}
+
+std::vector<int64_t> ShmSegment::PublishedBuffers(int local_rank, int64_t seq, int count) const {
+  const int64_t* src = area(local_rank)->buffers[seq & 1];
+  std::vector<int64_t> out;
+  for (int i = 0; i < count; ++i) out.push_back(i < kMaxPublished ? src[i] : -1);
+  return out;
+}
+
 char* ShmSegment::slot(int i) const {
   return static_cast<char*>(base_) + header_bytes_ + static_cast<size_t>(i) * slot_bytes();
 }
@@ -105,10 +126,12 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
     return InvalidArgumentError("ShmSegment: world_ranks must list every local rank");
   }
   params.slot_bytes = RoundUp(std::max<size_t>(params.slot_bytes, kPage), kPage);
+  params.heap_bytes = RoundUp(params.heap_bytes, kPage);
   std::unique_ptr<ShmSegment> seg(new ShmSegment(params));
   seg->header_bytes_ =
       RoundUp(RoundUp(sizeof(Control), 64) + sizeof(RankArea) * params.local_size, kPage);
-  seg->map_bytes_ = seg->header_bytes_ + seg->data_bytes();
+  seg->map_bytes_ = seg->header_bytes_ + seg->data_bytes() +
+                    params.heap_bytes * static_cast<size_t>(params.local_size);
   const std::string& name = params.name;
   const bool creator = params.local_rank == 0;
   int fd = -1;
@@ -121,9 +144,13 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
       fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     }
     if (fd < 0) return UnavailableError(Errno("shm_open(" + name + ") to create"));
-    if (ftruncate(fd, static_cast<off_t>(seg->map_bytes_)) != 0) {
+    // Reserve the memory now (tmpfs is otherwise sparse: a full /dev/shm would surface later
+    // as SIGBUS on first touch instead of as an error here).
+    const int rc = posix_fallocate(fd, 0, static_cast<off_t>(seg->map_bytes_));
+    if (rc != 0) errno = rc;
+    if (rc != 0 || ftruncate(fd, static_cast<off_t>(seg->map_bytes_)) != 0) {
       const std::string err =
-          Errno("ftruncate(" + name + ", " + std::to_string(seg->map_bytes_) + " bytes)");
+          Errno("reserving " + std::to_string(seg->map_bytes_) + " bytes for " + name);
       close(fd);
       shm_unlink(name.c_str());
       return ResourceExhaustedError(err + "; is /dev/shm large enough?");
@@ -158,11 +185,12 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
   seg->base_ = p;
   Control* c = seg->control();
   if (creator) {
-    // ftruncate zero-filled the segment: counters start at 0.
+    // The segment starts zero-filled: counters start at 0.
     c->magic = kMagic;
     c->local_size = params.local_size;
     c->num_slots = params.num_slots;
     c->slot_bytes = params.slot_bytes;
+    c->heap_bytes = params.heap_bytes;
     c->ready.store(1, std::memory_order_release);
   } else {
     while (c->ready.load(std::memory_order_acquire) != 1) {
@@ -172,7 +200,8 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (c->magic != kMagic || c->local_size != params.local_size ||
-        c->num_slots != params.num_slots || c->slot_bytes != params.slot_bytes) {
+        c->num_slots != params.num_slots || c->slot_bytes != params.slot_bytes ||
+        c->heap_bytes != params.heap_bytes) {
       return FailedPreconditionError(
           "shared-memory segment " + name + " was created with other parameters (local_size " +
           std::to_string(c->local_size) + ", slots " + std::to_string(c->num_slots) + "x" +

@@ -25,8 +25,10 @@ class ShmSegment {
     int local_size = 1;
     int num_slots = 1;             // data slots
     size_t slot_bytes = 0;         // rounded up to 4 KiB
+    size_t heap_bytes = 0;         // per local rank, for shared tensors (rounded to 4 KiB)
     std::vector<int> world_ranks;  // world rank of each local rank, for messages
   };
+  static constexpr int kMaxPublished = 16;  // buffers a rank can publish per operation
   // Creates (local rank 0) or opens the segment and waits for all local ranks to attach.
   static Result<std::unique_ptr<ShmSegment>> Join(Params params, Deadline deadline);
   ~ShmSegment();
@@ -39,6 +41,15 @@ class ShmSegment {
   int num_slots() const { return params_.num_slots; }
   char* slot(int i) const;  // i in [0, num_slots); consecutive slots are contiguous
   size_t data_bytes() const { return static_cast<size_t>(params_.num_slots) * slot_bytes(); }
+  // Local rank r's heap: heap_bytes() bytes every process of the host can address.
+  char* heap(int local_rank) const;
+  size_t heap_bytes() const { return params_.heap_bytes; }
+
+  // Publishes where this rank's buffers of operation `seq` live (offsets into its heap, -1 when
+  // a buffer is not in it); visible to peers after the next barrier step, until seq + 2.
+  void PublishBuffers(int64_t seq, const std::vector<int64_t>& offsets);
+  // What `local_rank` published for `seq` (count entries).
+  std::vector<int64_t> PublishedBuffers(int local_rank, int64_t seq, int count) const;
 
   // Barrier step: publishes this rank's arrival, then waits until every local rank has arrived
   // as often. Fails with Unavailable when a peer process died, DeadlineExceeded when a peer

@@ -167,6 +167,7 @@ struct OpsCase {
   int replicas;
   int fake_host;
   bool det;
+  bool shared = false;  // tensors from AllocateTensor (shm zero-copy path)
 };
 
 // Short names in test listings (ctest shows GetParam()).
@@ -181,7 +182,9 @@ std::vector<std::string> OpsArgs(const OpsCase& c, const std::string& sizes) {
           "fake_host=" + std::to_string(c.fake_host),
           "det=" + std::string(c.det ? "1" : "0"),
           "sizes=" + sizes,
-          "timeout_ms=60000"};
+          "timeout_ms=60000",
+          "shared=" + std::string(c.shared ? "1" : "0"),
+          "heap=" + std::string(c.shared ? "268435456" : "0")};
 }
 
 // --- 1. every op and dtype, sizes 0, 1, 7, 1 Mi+3 elements, vs the serial reference ---------
@@ -199,15 +202,16 @@ INSTANTIATE_TEST_SUITE_P(
                       OpsCase{2, "hierarchical", 1, 1, true}, OpsCase{2, "mpi", 2, 0, false},
                       OpsCase{2, "shm", 2, 0, false}, OpsCase{2, "hierarchical", 2, 1, false},
                       OpsCase{3, "mpi", 2, 0, true}, OpsCase{3, "shm", 1, 0, true},
-                      OpsCase{3, "hierarchical", 1, 0, true}, OpsCase{4, "mpi", 1, 0, true},
-                      OpsCase{4, "shm", 1, 0, true}, OpsCase{4, "hierarchical", 2, 2, true},
+                      OpsCase{3, "shm", 2, 0, true, true}, OpsCase{3, "hierarchical", 1, 0, true},
+                      OpsCase{4, "mpi", 1, 0, true}, OpsCase{4, "shm", 1, 0, true},
+                      OpsCase{4, "hierarchical", 2, 2, true},
                       OpsCase{4, "hierarchical", 1, 2, false}),
     [](const ::testing::TestParamInfo<OpsCase>& info) {
       const OpsCase& c = info.param;
       std::string b = c.backend == "hierarchical" ? "hier" : c.backend;
       return "np" + std::to_string(c.np) + "_" + b + "_x" + std::to_string(c.replicas) +
              (c.fake_host ? "_fakehost" + std::to_string(c.fake_host) : "") +
-             (c.det ? "_det" : "_fast");
+             (c.det ? "_det" : "_fast") + (c.shared ? "_shared" : "");
     });
 
 // 64 MiB per dtype (label heavy).
@@ -223,6 +227,7 @@ TEST_P(MpiOpsHeavy, SixtyFourMiBEveryOpAndDType) {
 INSTANTIATE_TEST_SUITE_P(Layouts, MpiOpsHeavy,
                          ::testing::Values(OpsCase{2, "mpi", 1, 0, true},
                                            OpsCase{2, "shm", 1, 0, true},
+                                           OpsCase{2, "shm", 1, 0, true, true},
                                            OpsCase{4, "hierarchical", 1, 2, true}),
                          [](const ::testing::TestParamInfo<OpsCase>& info) {
                            const OpsCase& c = info.param;
@@ -318,7 +323,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(MpiOverlap, BucketAllReduceStartsBeforeBackwardFinishes) {
   for (const std::string backend : {"mpi", "shm"}) {
     SCOPED_TRACE(backend);
-    ExpectAllPass(RunMpi(2, {"overlap", "backend=" + backend, "replicas=2"}, 120), 2);
+    // The shm run allocates its buckets in shared memory (zero-copy allreduce).
+    ExpectAllPass(RunMpi(2, {"overlap", "backend=" + backend, "replicas=2", "heap=16777216"}, 120),
+                  2);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "collectives/gradient_bucketer.h"
 #include "collectives/mpi_bootstrap.h"
 #include "collectives/mpi_factory.h"
+#include "collectives/shm_communicator.h"
 #include "tests/collectives/collective_testing.h"
 
 namespace troupe {
@@ -76,6 +77,7 @@ Result<Setup> MakeSetup() {
   opts.deterministic = IntArg("det", 1) != 0;
   opts.timeout = timeout;
   opts.piece_bytes = static_cast<size_t>(IntArg("piece", 1 << 20));
+  opts.shm_heap_bytes = static_cast<size_t>(IntArg("heap", 0));
   TROUPE_ASSIGN_OR_RETURN(std::string token, MakeJobToken(MPI_COMM_WORLD, timeout));
   TROUPE_ASSIGN_OR_RETURN(
       s.comm, CreateCommunicator(Arg("backend", "mpi"), s.group, opts, MPI_COMM_WORLD, token));
@@ -116,9 +118,19 @@ int Ops() {
   const bool reduce_only = Arg("only", "") == "allreduce";
   int checked = 0;
   // Copies of the replicas' inputs for this rank's local replicas.
+  // shared=1 puts them in the communicator's shared memory (the shm backend's zero-copy path).
+  const bool shared = IntArg("shared", 0) != 0;
   auto local_copies = [&](const std::vector<Tensor>& all) {
     std::vector<Tensor> v;
-    for (int id : ids) v.push_back(all[id].DeepCopy());
+    for (int id : ids) {
+      if (shared) {
+        Tensor t = *comm.AllocateTensor(all[id].dtype(), all[id].shape());
+        if (t.byte_size()) std::memcpy(t.raw_data(), all[id].raw_data(), t.byte_size());
+        v.push_back(t);
+      } else {
+        v.push_back(all[id].DeepCopy());
+      }
+    }
     return v;
   };
   const bool det = comm.options().deterministic;
@@ -195,6 +207,11 @@ int Ops() {
   }
   Status s = comm.Barrier()->Wait();
   if (!s.ok()) fail("barrier: " + s.ToString());
+  if (shared) {
+    // The shared tensors must really have taken the zero-copy path.
+    auto* shm = dynamic_cast<ShmCommunicator*>(&comm);
+    if (shm != nullptr && shm->zero_copy_ops() == 0) fail("no allreduce ran zero-copy");
+  }
   if (failures == 0) {
     Report(true, comm.backend() + " " + std::to_string(checked) + " checks, " + g.ToString());
   }

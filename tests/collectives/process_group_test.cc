@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/op_header.h"
+#include "collectives/shm_heap.h"
 #include "collectives/work.h"
 
 namespace troupe {
@@ -53,6 +54,27 @@ TEST(OpHeader, MismatchNamesBothRanksAndShapes) {
             std::string::npos)
       << s;
   EXPECT_TRUE(CheckHeadersMatch({a, a}, {0, 1}).ok());
+}
+
+TEST(ShmHeap, AllocatesAlignedFirstFitAndCoalesces) {
+  std::vector<char> arena(4096 + 64);
+  char* base = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+  ShmHeap heap(base, 4096);
+  char* a = heap.Allocate(100);
+  char* b = heap.Allocate(1000);
+  char* c = heap.Allocate(64);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a, base);
+  EXPECT_EQ(b, base + 128);  // 100 rounds up to 128
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 64, 0u);
+  EXPECT_EQ(heap.Allocate(4096), nullptr);
+  heap.Free(b);
+  heap.Free(a);
+  EXPECT_EQ(heap.Allocate(1100), base);  // a and b merged back into one block
+  heap.Free(base);
+  heap.Free(c);
+  EXPECT_EQ(heap.bytes_free(), 4096u);
+  EXPECT_EQ(heap.Allocate(4096), base);
 }
 
 TEST(Work, WaitDeadlineAndCompletion) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <thread>
 
 #include "tests/collectives/collective_testing.h"
@@ -136,6 +137,55 @@ TEST(ShmCommunicator, FastModeWithLocalPreReduction) {
   const std::vector<std::vector<int>> ids = {{0, 1}, {2, 3}};
   ExpectAllPassed(
       RunForked(2, [&](int r) { return CheckEverything(r, ids, name, false, 1 << 16); }));
+}
+
+TEST(ShmCommunicator, ZeroCopyAllReduceOnSharedTensors) {
+  const std::string name = testing::UniqueShmName("zc");
+  const std::vector<std::vector<int>> ids = {{0, 4}, {3, 1}, {2}};
+  auto results = RunForked(3, [&](int r) -> std::string {
+    CollectiveOptions opts;
+    opts.shm_heap_bytes = 4 << 20;
+    opts.timeout = std::chrono::seconds(20);
+    std::string err;
+    auto comm = Join(r, ids, name, opts, &err);
+    if (!comm) return err;
+    int64_t expected_zero_copy = 0;
+    for (DType dtype : testing::CollectiveDTypes()) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin}) {
+        for (int64_t size : {1, 7, 40000}) {
+          const TensorShape shape{size};
+          // Rank 2 keeps one op in ordinary memory: everyone must then fall back to staging.
+          const bool all_shared = !(size == 7 && op == ReduceOp::kMax);
+          std::vector<Tensor> t;
+          for (int id : ids[r]) {
+            Tensor x = MakeReplicaInput(dtype, shape, id, 8);
+            Tensor s = (all_shared || r != 2) ? *comm->AllocateTensor(dtype, shape) : x.DeepCopy();
+            std::memcpy(s.raw_data(), x.raw_data(), x.byte_size());
+            t.push_back(s);
+          }
+          Status st = comm->AllReduce(t, op)->Wait();
+          if (!st.ok()) return st.ToString();
+          if (all_shared) ++expected_zero_copy;
+          const Tensor want = testing::ReferenceAllReduce(dtype, shape, 5, op, 8);
+          for (const Tensor& x : t) {
+            std::string d = BitDiff(x, want);
+            if (!d.empty())
+              return std::string(DTypeName(dtype)) + " " + std::string(ReduceOpName(op)) + ": " + d;
+          }
+        }
+      }
+    }
+    if (comm->zero_copy_ops() != expected_zero_copy) {
+      return "zero-copy ops " + std::to_string(comm->zero_copy_ops()) + ", want " +
+             std::to_string(expected_zero_copy);
+    }
+    // A shared tensor outlives its communicator.
+    Tensor keep = *comm->AllocateTensor(DType::kFloat32, TensorShape{16});
+    comm.reset();
+    keep.data<float>()[15] = 1.f;
+    return "";
+  });
+  ExpectAllPassed(results);
 }
 
 TEST(ShmCommunicator, DeadPeerIsNamedQuickly) {
