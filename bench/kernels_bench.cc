@@ -139,13 +139,19 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(BM_Conv2D)->Apply(ConvArgs)->UseRealTime();
-BENCHMARK(BM_Conv2DEigenTensor)->Apply(ConvArgs)->UseRealTime();
-BENCHMARK(BM_Conv2DBackpropInput)->Apply(ConvArgs)->UseRealTime();
-BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime();
-BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
+// Wall time drives the iteration count; "CPU" is the whole process's CPU time (all threads),
+// which kernels_compare.py --cpu uses on a busy machine.
+BENCHMARK(BM_Conv2D)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DEigenTensor)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DBackpropInput)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MeasureProcessCPUTime();
 // Peak: a large square SGEMM through the same MatMul kernel.
-BENCHMARK(BM_MatMul)->Args({1024, 1024, 1024, 0, 0})->Name("BM_PeakSgemm")->UseRealTime();
+BENCHMARK(BM_MatMul)
+    ->Args({1024, 1024, 1024, 0, 0})
+    ->Name("BM_PeakSgemm")
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 
 }  // namespace
 }  // namespace troupe
