@@ -1,0 +1,105 @@
+"""Bit-equal resume under faults: the reference job trained uninterrupted, and again while a
+random rank is SIGKILLed at 20 random moments (checkpoint writes included) under
+`troupe supervise`, ends in a bit-identical checkpoint. Both single-process and mpirun -np 2.
+Prints the restart overhead (kill -> first new step) it observed."""
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "troupe")
+CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lenet.toml")
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,vader")
+STEPS = int(os.environ.get("TROUPE_FAULT_STEPS", "300"))
+KILLS = int(os.environ.get("TROUPE_FAULT_KILLS", "20"))
+rng = random.Random(int(os.environ.get("TROUPE_FAULT_SEED", "1")))
+
+
+def train_cmd(run, procs, reps):
+    cmd = [BIN, "train", CONFIG, "--set", "job.run_dir=" + run, "--set",
+           "train.max_steps=%d" % STEPS, "--set", "train.replicas_per_process=%d" % reps,
+           "--set", "checkpoint.every_steps=10", "--set", "data.shuffle_buffer=1000",
+           "--set", "train.log_every=10", "--set", "control.peer_timeout_s=5"]
+    if procs > 1:
+        cmd = ["mpirun", "-np", str(procs), "--oversubscribe"] + cmd
+    return cmd
+
+
+def descendants(pid):
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,comm="], capture_output=True,
+                         text=True).stdout
+    children = {}
+    names = {}
+    for line in out.splitlines():
+        p, pp, name = line.split(None, 2)
+        children.setdefault(int(pp), []).append(int(p))
+        names[int(p)] = name.strip()
+    found, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.append(c)
+            todo.append(c)
+    return [p for p in found if names.get(p) == "troupe"]
+
+
+def latest_step(run):
+    try:
+        text = open(os.path.join(run, "checkpoints", "checkpoint")).read()
+    except OSError:
+        return -1
+    m = re.search(r'model_checkpoint_path: ".*ckpt-(\d+)"', text)
+    return int(m.group(1)) if m else -1
+
+
+def run_with_kills(run, procs, reps):
+    sup = subprocess.Popen([BIN, "supervise", "--max-restarts", str(KILLS + 5), "--backoff",
+                            "0.2", "--"] + train_cmd(run, procs, reps), env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    kills = 0
+    restarts = []
+    while kills < KILLS and sup.poll() is None:
+        time.sleep(rng.uniform(0.3, 1.5))
+        ranks = descendants(sup.pid)
+        if len(ranks) < procs or latest_step(run) < 0:
+            continue  # between restarts or before the first checkpoint
+        victim = rng.choice(ranks)
+        try:
+            os.kill(victim, 9)
+        except ProcessLookupError:
+            continue
+        kills += 1
+        t0, before = time.time(), latest_step(run)
+        # Restart overhead: until training is past the step it resumed from.
+        while sup.poll() is None and time.time() - t0 < 60:
+            if len(descendants(sup.pid)) == procs and latest_step(run) > before:
+                restarts.append(time.time() - t0)
+                break
+            time.sleep(0.05)
+    out, _ = sup.communicate(timeout=900)
+    assert sup.returncode == 0, out[-3000:]
+    assert kills >= min(KILLS, 5), "only %d kills happened" % kills
+    return kills, restarts
+
+
+work = tempfile.mkdtemp(prefix="troupe_faults_")
+try:
+    for procs, reps in ((1, 2), (2, 1)):
+        clean = os.path.join(work, "clean_%d" % procs)
+        subprocess.run(train_cmd(clean, procs, reps), env=ENV, check=True, capture_output=True,
+                       timeout=900)
+        faulty = os.path.join(work, "faulty_%d" % procs)
+        kills, restarts = run_with_kills(faulty, procs, reps)
+        r = subprocess.run([BIN, "ckpt", "diff", os.path.join(clean, "checkpoints"),
+                            os.path.join(faulty, "checkpoints")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        mean = sum(restarts) / len(restarts) if restarts else float("nan")
+        print("%d process(es): %d kills, bit-equal; kill -> next checkpoint past the resume "
+              "point: mean %.2f s over %d restarts" % (procs, kills, mean, len(restarts)))
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+print("ok")
