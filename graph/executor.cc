@@ -111,11 +111,11 @@ Status Executor::Build() {
     steps_.push_back(std::move(step));
   }
 
-  // Pack the per-step slot lists (computed below) after this function's last edit of them.
-  slot_home_.assign(static_cast<size_t>(num_slots_), -1);
-  for (size_t st = 0; st < steps_.size(); ++st) {
-    if (steps_[st].fast != nullptr)
-      slot_home_[static_cast<size_t>(steps_[st].out_base)] = static_cast<int>(st);
+  // A fast step's output stays in its slot from run to run (the step checks that nobody else
+  // holds it before writing it again), so such slots are never released or cleared.
+  std::vector<char> persistent(static_cast<size_t>(num_slots_), 0);
+  for (const Step& st : steps_) {
+    if (st.fast != nullptr) persistent[static_cast<size_t>(st.out_base)] = 1;
   }
   // Release each slot after its last reader, except outputs and constants.
   std::vector<int> last_use(static_cast<size_t>(num_slots_), -1);
@@ -131,10 +131,14 @@ Status Executor::Build() {
   std::vector<char> pinned(static_cast<size_t>(num_slots_), 0);
   for (int slot : output_slots_) pinned[static_cast<size_t>(slot)] = 1;
   for (auto& [slot, t] : const_slots_) pinned[static_cast<size_t>(slot)] = 1;
+  for (int slot = 0; slot < num_slots_; ++slot)
+    pinned[static_cast<size_t>(slot)] |= persistent[static_cast<size_t>(slot)];
   is_const_.assign(static_cast<size_t>(num_slots_), 0);
   for (auto& [slot, t] : const_slots_) is_const_[static_cast<size_t>(slot)] = 1;
   for (int slot : output_slots_) {
-    if (!is_const_[static_cast<size_t>(slot)]) clear_slots_.push_back(slot);
+    if (!is_const_[static_cast<size_t>(slot)] && !persistent[static_cast<size_t>(slot)]) {
+      clear_slots_.push_back(slot);
+    }
   }
   clear_slots_.insert(clear_slots_.end(), input_slots_.begin(), input_slots_.end());
   for (int slot = 0; slot < num_slots_; ++slot) {
@@ -196,36 +200,20 @@ Status Executor::RunFastStep(RunState& rs, size_t index) {
     return InvalidArgumentError("graph '" + graph_->name() + "' node '" + node.name + "' (" +
                                 node.op + "): input shapes differ from the traced ones");
   }
-  // The output buffer moves between this step's cache entry and its value slot (and back on
-  // release), so a steady-state step touches no reference counts.
-  Tensor& cached = rs.cache[index][0];
-  if (cached.initialized() && cached.buffer().use_count() == 1) {
+  Tensor& out = rs.values[static_cast<size_t>(step.out_base)];
+  if (out.buffer() != nullptr && out.buffer().use_count() == 1) {
     ++rs.reuses;
   } else {
-    TROUPE_ASSIGN_OR_RETURN(cached, Tensor::Allocate(step.out_spec->dtype, step.out_spec->shape));
+    TROUPE_ASSIGN_OR_RETURN(out, Tensor::Allocate(step.out_spec->dtype, step.out_spec->shape));
     ++rs.allocations;
   }
-  step.fast(a.raw_data(), step.a_inc, b ? b->raw_data() : nullptr, step.b_inc, cached.raw_data(),
+  step.fast(a.raw_data(), step.a_inc, b ? b->raw_data() : nullptr, step.b_inc, out.raw_data(),
             step.num_elements);
-  rs.values[static_cast<size_t>(step.out_base)] = std::move(cached);
-  cached = Tensor();  // a moved-from Tensor keeps its dtype; make it plainly empty
   for (int slot : step.rel) Release(rs, slot);
   return Status::OK();
 }
 
-void Executor::Release(RunState& rs, int slot) {
-  Tensor& v = rs.values[static_cast<size_t>(slot)];
-  const int home = slot_home_[static_cast<size_t>(slot)];
-  if (home >= 0) {
-    Tensor& c = rs.cache[static_cast<size_t>(home)][0];
-    if (!c.initialized()) {
-      c = std::move(v);
-      v = Tensor();
-      return;
-    }
-  }
-  v = Tensor();
-}
+void Executor::Release(RunState& rs, int slot) { rs.values[static_cast<size_t>(slot)] = Tensor(); }
 
 Status Executor::RunStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];

@@ -74,7 +74,6 @@ class Executor {
   void ReleaseState(std::unique_ptr<RunState> state);
   Status RunStep(RunState& rs, size_t index);
   Status RunFastStep(RunState& rs, size_t index);
-  // Drops a value slot; a fast step's output goes back to that step's cache.
   void Release(RunState& rs, int slot);
 
   std::shared_ptr<const FuncGraph> graph_;
