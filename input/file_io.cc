@@ -31,8 +31,8 @@ class FileInputStream final : public InputStream {
     size_t done = 0;
     while (done < n) {
       if (pos_ == end_) {
-        // Large requests bypass the buffer: no copy, one syscall.
-        if (n - done >= buffer_.size()) {
+        // Large requests bypass the buffer: one copy (kernel to caller), as dd does.
+        if (n - done >= buffer_.size() / 4) {
           ssize_t got = ReadSome(out + done, n - done);
           if (got < 0) return ErrnoStatus("cannot read", path_, errno);
           if (got == 0) break;
