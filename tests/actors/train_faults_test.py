@@ -85,4 +85,18 @@ for extra, expect in cases:
     assert r.returncode == 2, (extra, r.returncode, r.stderr)
     assert expect in r.stderr, (extra, r.stderr)
     assert not os.path.exists(d), "bad config wrote %s" % d
+
+# 4. A corrupt latest checkpoint: warn naming it, resume from the previous one, delete nothing.
+d = os.path.join(base, "corrupt")
+train(d, 40, 2, extra=["checkpoint.every_steps=20"])
+data = os.path.join(d, "checkpoints", "ckpt-40.data-00000-of-00001")
+with open(data, "r+b") as f:
+    f.seek(os.path.getsize(data) // 2)
+    b = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([b[0] ^ 0xFF]))
+p = train(d, 60, 2, extra=["checkpoint.every_steps=20"])
+assert "ckpt-40" in p.stderr and "cannot be restored" in p.stderr, p.stderr
+assert "resuming from" in p.stdout and "ckpt-20" in p.stdout, p.stdout
+assert os.path.exists(data), "the corrupt checkpoint was deleted"
 print("ok")
