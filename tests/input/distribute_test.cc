@@ -211,6 +211,18 @@ TEST(DistributeTest, FileShardingNeedsFiles) {
   EXPECT_NE(dd.status().message().find("kData"), std::string::npos) << dd.status();
 }
 
+TEST(DistributeTest, HintPolicyFillsShardHints) {
+  Options hint;
+  hint.auto_shard_policy = AutoShardPolicy::kHint;
+  auto make = [&] { return Dataset::Range(8).Shard(kShardHint, 0).Batch(4).WithOptions(hint); };
+  auto out = RunWorkers(make, 2, 2);
+  EXPECT_EQ(out[0], (Steps{{{0, 2}}, {{4, 6}}}));
+  EXPECT_EQ(out[1], (Steps{{{1, 3}}, {{5, 7}}}));
+  // Outside distribution a SHARD_HINT shard cannot run.
+  auto it = Dataset::Range(8).Shard(kShardHint, 0).MakeIterator();
+  EXPECT_EQ(it.status().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(DistributeTest, MultiWorkerPartialBatchesEndTogether) {
   // DATA sharding over 2 workers x 2 replicas, G=7 of range(10): batches [0..6], [7..9]
   // rebatched by the legacy op into 4 pieces each; worker 1 keeps pieces 1, 3.
