@@ -224,16 +224,15 @@ TEST_P(MpiOpsHeavy, SixtyFourMiBEveryOpAndDType) {
   ExpectAllPass(RunMpi(c.np, args, 900), c.np);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, MpiOpsHeavy,
-                         ::testing::Values(OpsCase{2, "mpi", 1, 0, true},
-                                           OpsCase{2, "shm", 1, 0, true},
-                                           OpsCase{2, "shm", 1, 0, true, true},
-                                           OpsCase{4, "hierarchical", 1, 2, true}),
-                         [](const ::testing::TestParamInfo<OpsCase>& info) {
-                           const OpsCase& c = info.param;
-                           return "np" + std::to_string(c.np) + "_" +
-                                  (c.backend == "hierarchical" ? std::string("hier") : c.backend);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, MpiOpsHeavy,
+    ::testing::Values(OpsCase{2, "mpi", 1, 0, true}, OpsCase{2, "shm", 1, 0, true},
+                      OpsCase{2, "shm", 1, 0, true, true}, OpsCase{4, "hierarchical", 1, 2, true}),
+    [](const ::testing::TestParamInfo<OpsCase>& info) {
+      const OpsCase& c = info.param;
+      const std::string b = c.backend == "hierarchical" ? std::string("hier") : c.backend;
+      return "np" + std::to_string(c.np) + "_" + b + (c.shared ? "_shared" : "");
+    });
 
 // --- deterministic mode: bit-identical across 1x4, 2x2, 4x1 and across backends -------------
 
