@@ -3,6 +3,7 @@
 // distribution strategy) or from the stateless ops (tf.random.stateless_*) with seed [A, B].
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -149,6 +150,16 @@ Result<Options> ReadOptions(const FlagParser& p) {
   }
   o.min = p.Has("min") ? p.Get("min") : "0";
   o.max = p.Has("max") ? p.Get("max") : "1";
+  if (o.dist == "uniform") {
+    for (const std::string* v : {&o.min, &o.max}) {
+      char* end = nullptr;
+      std::strtod(v->c_str(), &end);
+      if (v->empty() || *end != '\0') {
+        return Usage(std::string(v == &o.min ? "--min" : "--max") + " must be a number, got '" +
+                     *v + "'");
+      }
+    }
+  }
   return o;
 }
 
@@ -163,9 +174,8 @@ Result<Tensor> Draw(const Options& o, const FlagParser& p) {
     }
     TROUPE_ASSIGN_OR_RETURN(Tensor seed, random::MakeSeed(s[0], s[1], DType::kInt64));
     if (o.dist == "uniform") {
-      TROUPE_ASSIGN_OR_RETURN(double lo, p.GetDouble("min"));
-      TROUPE_ASSIGN_OR_RETURN(double hi, p.GetDouble("max"));
-      return random::StatelessUniform(shape, seed, o.dtype, lo, hi, o.alg);
+      return random::StatelessUniform(shape, seed, o.dtype, std::stod(o.min), std::stod(o.max),
+                                      o.alg);
     }
     if (o.dist == "normal") return random::StatelessNormal(shape, seed, 0.0, 1.0, o.dtype, o.alg);
     if (o.dist == "truncated_normal") {
@@ -190,11 +200,7 @@ Result<Tensor> Draw(const Options& o, const FlagParser& p) {
   }
   Generator* g = &*gen;
   if (o.replica) g->set_replica_id(*o.replica);
-  if (o.dist == "uniform") {
-    TROUPE_ASSIGN_OR_RETURN(double lo, p.GetDouble("min"));
-    TROUPE_ASSIGN_OR_RETURN(double hi, p.GetDouble("max"));
-    return g->Uniform(shape, lo, hi, o.dtype);
-  }
+  if (o.dist == "uniform") return g->Uniform(shape, std::stod(o.min), std::stod(o.max), o.dtype);
   if (o.dist == "normal") return g->Normal(shape, 0.0, 1.0, o.dtype);
   if (o.dist == "truncated_normal") return g->TruncatedNormal(shape, 0.0, 1.0, o.dtype);
   if (o.dist == "uniform_full_int") return g->UniformFullInt(shape, o.dtype);
@@ -233,8 +239,8 @@ int RunRng(int argc, char** argv) {
   parser.AddFlag("dist", "DIST",
                  "uniform, normal, truncated_normal, uniform_int, uniform_full_int");
   parser.AddFlag("dtype", "TYPE", "float32|float64 (floats) or int32|int64 (ints)");
-  parser.AddFlag("min", "A", "lower bound for uniform / uniform_int");
-  parser.AddFlag("max", "B", "upper bound (exclusive) for uniform / uniform_int");
+  parser.AddFlag("min", "A", "lower bound for uniform (default 0) / uniform_int (required)");
+  parser.AddFlag("max", "B", "upper bound, exclusive, for uniform (default 1) / uniform_int");
   parser.AddFlag("count", "N", "how many numbers (one draw of shape [N])");
   parser.AddFlag("replica", "K", "draw as replica K of a strategy with --replicas R");
   parser.AddFlag("replicas", "R", "number of replicas in the strategy");

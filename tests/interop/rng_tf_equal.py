@@ -57,7 +57,7 @@ class Script:
 def in_xla(alg, fn):
     """ThreeFry only exists under XLA: compile the draw; Philox runs TF's CPU kernels."""
     if alg == "threefry":
-        return tf.function(jit_compile=True)(fn)()
+        return tf.function(fn, jit_compile=True, autograph=False)()
     return fn()
 
 
@@ -124,7 +124,7 @@ def generator_draws(s, name, g, alg, draws):
     compile instead of one per draw; the draws still run in program order)."""
     fns = [lambda d=d: tf_draw(g, d[1], d[2], d[3], d[4]) for d in draws]
     if alg == "threefry":
-        values = tf.function(jit_compile=True)(lambda: [f() for f in fns])()
+        values = tf.function(lambda: [f() for f in fns], jit_compile=True, autograph=False)()
     else:
         values = [f() for f in fns]
     for (label, dist, dtype, shape, p), value in zip(draws, values):
@@ -216,7 +216,7 @@ def add_stateless_cases(s):
             seed_text = f"{sdtype} {seed[0]},{seed[1]}"
             fns = [lambda d=d: tf_stateless(d[0], d[1], [N], seed_t, alg, d[2]) for d in DRAWS]
             if alg == "threefry":
-                values = tf.function(jit_compile=True)(lambda: [f() for f in fns])()
+                values = tf.function(lambda: [f() for f in fns], jit_compile=True, autograph=False)()
             else:
                 values = [f() for f in fns]
             for (dist, dtype, p), value in zip(DRAWS, values):
