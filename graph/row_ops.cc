@@ -15,7 +15,8 @@ Result<int64_t> IndexOf(const Tensor& index, int64_t rows, std::string_view op) 
     return InvalidArgumentError(std::string(op) + ": index must be an int32/int64 scalar, got " +
                                 TensorSpec::From(index).ToString());
   }
-  const int64_t i = index.dtype() == DType::kInt32 ? index.scalar<int32_t>() : index.scalar<int64_t>();
+  const int64_t i =
+      index.dtype() == DType::kInt32 ? index.scalar<int32_t>() : index.scalar<int64_t>();
   if (i < 0 || i >= rows) {
     return OutOfRangeError(std::string(op) + ": index " + std::to_string(i) +
                            " is out of range for dimension 0 of size " + std::to_string(rows));
@@ -26,13 +27,15 @@ Result<int64_t> IndexOf(const Tensor& index, int64_t rows, std::string_view op) 
 void CopyRows(const Tensor& src, int64_t src_row, Tensor& dst, int64_t dst_row, int64_t row_elems) {
   if (src.dtype() == DType::kString) {
     for (int64_t k = 0; k < row_elems; ++k) {
-      dst.data<std::string>()[dst_row * row_elems + k] = src.data<std::string>()[src_row * row_elems + k];
+      dst.data<std::string>()[dst_row * row_elems + k] =
+          src.data<std::string>()[src_row * row_elems + k];
     }
     return;
   }
   const size_t bytes = DTypeSize(src.dtype()) * static_cast<size_t>(row_elems);
   std::memcpy(static_cast<char*>(dst.raw_data()) + bytes * static_cast<size_t>(dst_row),
-              static_cast<const char*>(src.raw_data()) + bytes * static_cast<size_t>(src_row), bytes);
+              static_cast<const char*>(src.raw_data()) + bytes * static_cast<size_t>(src_row),
+              bytes);
 }
 
 Status CheckIndexSpec(const TensorSpec& s, std::string_view op) {

@@ -183,23 +183,26 @@ TEST_F(GuideTest, Ex08To09_InputSignature) {
 // FloorMod/FloorDiv/SelectV2 yet, so x % 2 and x // 2 use truncating casts (exact for the
 // positive values here) and where() a 0/1 mask.
 TEST_F(GuideTest, Ex08_NextCollatz) {
-  Function next_collatz("next_collatz", [this](const Args& a) -> Outputs {
-    HostPrint("Tracing with " + a[0].value().ToString());
-    Value x = a[0];
-    Value half = ops::Cast(ops::Div(ops::Cast(x, DType::kFloat32), ops::Scalar(2.0f)),
-                           DType::kInt32);
-    Value even = ops::Cast(ops::Equal(ops::Mul(half, ops::ScalarOf(2, DType::kInt32)), x),
-                           DType::kInt32);
-    Value odd_next = x * 3.0 + 1.0;
-    return half * even + odd_next * (1.0 - even);  // where(x % 2 == 0, x // 2, 3x + 1)
-  }, {.params = {"x"},
-      .input_signature = std::vector<TensorSpec>{{TensorShape{-1}, DType::kInt32, ""}}});
+  Function next_collatz(
+      "next_collatz",
+      [this](const Args& a) -> Outputs {
+        HostPrint("Tracing with " + a[0].value().ToString());
+        Value x = a[0];
+        Value half =
+            ops::Cast(ops::Div(ops::Cast(x, DType::kFloat32), ops::Scalar(2.0f)), DType::kInt32);
+        Value even = ops::Cast(ops::Equal(ops::Mul(half, ops::ScalarOf(2, DType::kInt32)), x),
+                               DType::kInt32);
+        Value odd_next = x * 3.0 + 1.0;
+        return half * even + odd_next * (1.0 - even);  // where(x % 2 == 0, x // 2, 3x + 1)
+      },
+      {.params = {"x"},
+       .input_signature = std::vector<TensorSpec>{{TensorShape{-1}, DType::kInt32, ""}}});
   auto r = next_collatz.Run1({Ints({1, 2}, {2})});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->flat<int32_t>()[0], 4);
   EXPECT_EQ(r->flat<int32_t>()[1], 1);
-  EXPECT_EQ(TakeLog(), (std::vector<std::string>{
-                           "Tracing with Tensor(\"x:0\", shape=(None,), dtype=int32)"}));
+  EXPECT_EQ(TakeLog(),
+            (std::vector<std::string>{"Tracing with Tensor(\"x:0\", shape=(None,), dtype=int32)"}));
   EXPECT_FALSE(next_collatz.Run({Ints({1, 2, 3, 4}, {2, 2})}).ok());
   EXPECT_FALSE(next_collatz.Run({Floats({1, 2}, {2})}).ok());
 }
@@ -289,11 +292,13 @@ TEST_F(GuideTest, Ex22_HostDataUnrollsTensorLoopsDoNot) {
       }
       return loss;
     }
-    auto r = ForEachRow(a[0], [](const Value& row, const std::vector<Value>& v) -> Outputs {
-      Value x = ops::StridedSlice(row, {0}, {1}, {1}, 0, 0, 1);
-      Value y = ops::StridedSlice(row, {1}, {2}, {1}, 0, 0, 1);
-      return std::vector<Value>{v[0] + ops::Abs(y - x)};
-    }, {loss});
+    auto r = ForEachRow(a[0],
+                        [](const Value& row, const std::vector<Value>& v) -> Outputs {
+                          Value x = ops::StridedSlice(row, {0}, {1}, {1}, 0, 0, 1);
+                          Value y = ops::StridedSlice(row, {1}, {2}, {1}, 0, 0, 1);
+                          return std::vector<Value>{v[0] + ops::Abs(y - x)};
+                        },
+                        {loss});
     if (!r.ok()) return r.status();
     return (*r)[0];
   });
@@ -324,7 +329,8 @@ TEST_F(GuideTest, Ex23_DynamicRnnAccumulation) {
     Value input = ops::Transpose(a[0], {1, 0, 2});  // [batch, time, feat] -> [time, ...]
     const int64_t time = input.shape().dim(0);
     Value states = ops::Zeros(input.shape().dims());
-    auto r = ForRange(ops::ScalarOf(0, DType::kInt32), ops::ScalarOf(static_cast<double>(time), DType::kInt32),
+    auto r = ForRange(ops::ScalarOf(0, DType::kInt32),
+                      ops::ScalarOf(static_cast<double>(time), DType::kInt32),
                       [&](const Value& i, const std::vector<Value>& v) -> Outputs {
                         Value state = ops::RowAt(input, i) + v[0];  // rnn_step: inp + state
                         return std::vector<Value>{state, ops::RowUpdate(v[1], i, state)};
@@ -334,7 +340,8 @@ TEST_F(GuideTest, Ex23_DynamicRnnAccumulation) {
     return ops::Transpose((*r)[1], {1, 0, 2});
   });
   std::vector<float> data(24);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = 0.1f * static_cast<float>(i % 7) + 0.01f * static_cast<float>(i);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = 0.1f * static_cast<float>(i % 7) + 0.01f * static_cast<float>(i);
   auto out = dynamic_rnn.Run1({Floats(data, {2, 3, 4}), *Tensor::Zeros(DType::kFloat32, {2, 4})});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->shape(), (TensorShape{2, 3, 4}));
