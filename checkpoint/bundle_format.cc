@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "checkpoint/proto/tensor_bundle.pb.h"
+#include "checkpoint/table.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -298,6 +299,23 @@ Result<BundleEntry> ParseBundleEntry(std::string_view key, std::string_view valu
     }
   }
   return e;
+}
+
+Result<BundleIndex> ParseBundleIndex(std::string_view contents, const std::string& index_path) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<TableEntry> table, ReadTable(contents, index_path));
+  if (table.empty() || !table.front().first.empty()) {
+    return DataLossError("checkpoint index " + index_path +
+                         " has no header entry (the empty key); it is not a tensor bundle");
+  }
+  BundleIndex index;
+  TROUPE_ASSIGN_OR_RETURN(index.header, ParseBundleHeader(table.front().second, index_path));
+  index.entries.reserve(table.size() - 1);
+  for (size_t i = 1; i < table.size(); ++i) {
+    TROUPE_ASSIGN_OR_RETURN(
+        BundleEntry e, ParseBundleEntry(table[i].first, table[i].second, index.header, index_path));
+    (IsSliceKey(e.key) ? index.slice_entries : index.entries).push_back(std::move(e));
+  }
+  return index;
 }
 
 }  // namespace troupe::ckpt

@@ -70,4 +70,13 @@ std::string EncodeBundleEntry(const BundleEntry& entry);
 Result<BundleEntry> ParseBundleEntry(std::string_view key, std::string_view value,
                                      const BundleHeader& header, const std::string& file);
 
+// A whole parsed `.index`: what BundleReader::Open checks before touching any data file.
+struct BundleIndex {
+  BundleHeader header;
+  std::vector<BundleEntry> entries;        // sorted by key
+  std::vector<BundleEntry> slice_entries;  // slices of partitioned tensors, sorted by key
+};
+// Parses the table in `contents` (footer, block checksums), its header and every entry.
+Result<BundleIndex> ParseBundleIndex(std::string_view contents, const std::string& index_path);
+
 }  // namespace troupe::ckpt

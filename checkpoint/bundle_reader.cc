@@ -1,7 +1,9 @@
 #include "checkpoint/bundle_reader.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "checkpoint/crc32c.h"
 #include "checkpoint/string_codec.h"
@@ -10,7 +12,9 @@
 namespace troupe::ckpt {
 namespace {
 
-constexpr size_t kChunk = 1 << 20;
+constexpr size_t kChunk = 4 << 20;
+// From this size on, checksumming overlaps reading (one helper thread per tensor).
+constexpr size_t kPipelineMin = 16 << 20;
 constexpr int kVariantDType = 21;
 
 std::string Hex(uint32_t v) {
@@ -32,24 +36,16 @@ Result<std::unique_ptr<BundleReader>> BundleReader::Open(std::string prefix) {
     }
     return contents.status();
   }
-  TROUPE_ASSIGN_OR_RETURN(std::vector<TableEntry> table, ReadTable(*contents, index_path));
-  std::unique_ptr<BundleReader> r(new BundleReader(std::move(prefix)));
-  if (table.empty() || !table.front().first.empty()) {
-    return DataLossError("checkpoint index " + index_path +
-                         " has no header entry (the empty key); it is not a tensor bundle");
-  }
-  TROUPE_ASSIGN_OR_RETURN(r->header_, ParseBundleHeader(table.front().second, index_path));
-  if (!r->header_.little_endian) {
+  TROUPE_ASSIGN_OR_RETURN(BundleIndex index, ParseBundleIndex(*contents, index_path));
+  if (!index.header.little_endian) {
     return UnimplementedError("checkpoint " + index_path +
                               " was written on a big-endian machine; byte swapping is not "
                               "supported");
   }
-  r->entries_.reserve(table.size() - 1);
-  for (size_t i = 1; i < table.size(); ++i) {
-    TROUPE_ASSIGN_OR_RETURN(
-        BundleEntry e, ParseBundleEntry(table[i].first, table[i].second, r->header_, index_path));
-    (IsSliceKey(e.key) ? r->slice_entries_ : r->entries_).push_back(std::move(e));
-  }
+  std::unique_ptr<BundleReader> r(new BundleReader(std::move(prefix)));
+  r->header_ = index.header;
+  r->entries_ = std::move(index.entries);
+  r->slice_entries_ = std::move(index.slice_entries);
   r->shards_.resize(static_cast<size_t>(r->header_.num_shards));
   return r;
 }
@@ -106,18 +102,67 @@ Result<const RandomAccessFile*> BundleReader::CheckedShard(const BundleEntry& e)
   return file;
 }
 
+Status BundleReader::CheckAvailable(const BundleEntry& e) const {
+  if (!e.has_slices) return CheckedShard(e).status();
+  for (const TensorSliceSpec& spec : e.slices) {
+    const std::string key = SliceKey(e.key, spec);
+    auto it =
+        std::lower_bound(slice_entries_.begin(), slice_entries_.end(), key,
+                         [](const BundleEntry& x, const std::string& k) { return x.key < k; });
+    if (it == slice_entries_.end() || it->key != key) {
+      return DataLossError("checkpoint " + prefix_ + ": tensor '" + e.key +
+                           "' is partitioned but one of its slices has no index entry");
+    }
+    TROUPE_RETURN_IF_ERROR(CheckedShard(*it).status());
+  }
+  return Status::OK();
+}
+
 Status BundleReader::ReadChecked(const BundleEntry& e, void* dst) const {
   TROUPE_ASSIGN_OR_RETURN(const RandomAccessFile* file, CheckedShard(e));
   char* p = static_cast<char*>(dst);
-  uint32_t crc = 0;
   const size_t n = static_cast<size_t>(e.size);
-  for (size_t done = 0; done < n;) {
-    size_t len = std::min(kChunk, n - done);
-    Status s = file->Read(static_cast<uint64_t>(e.offset) + done, len, p + done);
-    if (!s.ok()) return s.WithContext("reading tensor '" + e.key + "'");
-    crc = crc32c::Extend(crc, p + done, len);
-    done += len;
+  uint32_t crc = 0;
+  Status read_status;
+  if (n < kPipelineMin) {
+    for (size_t done = 0; done < n && read_status.ok();) {
+      size_t len = std::min(kChunk, n - done);
+      read_status = file->Read(static_cast<uint64_t>(e.offset) + done, len, p + done);
+      crc = crc32c::Extend(crc, p + done, len);
+      done += len;
+    }
+  } else {
+    // Large tensors: a second thread checksums each piece as soon as it has landed, while
+    // this one reads the next, so the crc costs no extra time when a core is free.
+    std::atomic<size_t> landed{0};
+    std::thread checker([&] {
+      size_t pos = 0;
+      while (pos < n) {
+        size_t upto = landed.load(std::memory_order_acquire);
+        if (upto == pos) {
+          landed.wait(pos, std::memory_order_acquire);
+          continue;
+        }
+        crc = crc32c::Extend(crc, p + pos, upto - pos);
+        pos = upto;
+      }
+    });
+    for (size_t done = 0; done < n;) {
+      size_t len = std::min(kChunk, n - done);
+      read_status = file->Read(static_cast<uint64_t>(e.offset) + done, len, p + done);
+      // On a read error the checker still runs to the end (over garbage) so it can be joined.
+      done += len;
+      landed.store(done, std::memory_order_release);
+      landed.notify_one();
+      if (!read_status.ok()) {
+        landed.store(n, std::memory_order_release);
+        landed.notify_one();
+        break;
+      }
+    }
+    checker.join();
   }
+  if (!read_status.ok()) return read_status.WithContext("reading tensor '" + e.key + "'");
   if (crc != crc32c::Unmask(e.masked_crc32c)) {
     return DataLossError(Describe(e) + ": crc32c mismatch (stored " +
                          Hex(crc32c::Unmask(e.masked_crc32c)) + ", computed " + Hex(crc) +

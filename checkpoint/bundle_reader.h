@@ -37,6 +37,8 @@ class BundleReader {
   Status ReadInto(std::string_view key, const Tensor& dst) const;
   // The stored bytes of any entry (also dtypes Troupe has no DType for), crc-checked.
   Result<std::string> ReadRaw(std::string_view key) const;
+  // Checks that the entry's data file exists and holds its whole byte range (no data read).
+  Status CheckAvailable(const BundleEntry& e) const;
   // Reads every tensor and checks every crc: OK only for a complete, intact bundle.
   Status VerifyAll() const;
 

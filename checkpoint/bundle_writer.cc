@@ -1,6 +1,7 @@
 #include "checkpoint/bundle_writer.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "checkpoint/crc32c.h"
 #include "checkpoint/string_codec.h"
@@ -10,7 +11,11 @@ namespace {
 
 // Tensor bytes go to the kernel in pieces this size, each crc'd just before it is written
 // while it is still in cache.
-constexpr size_t kChunk = 1 << 20;
+// Large writes cost the kernel less CPU per byte than many 1 MiB ones (page-cache folios).
+constexpr size_t kChunk = 16 << 20;
+constexpr size_t kParallelCrcMin = 16 << 20;
+// With sync on, writeback starts every this many bytes so the disk works while we copy.
+constexpr uint64_t kWritebackEvery = 32 << 20;
 
 }  // namespace
 
@@ -47,6 +52,7 @@ Result<std::unique_ptr<BundleWriter>> BundleWriter::Create(std::string prefix,
     s.final_path = DataFilename(w->prefix_, i, w->options_.num_shards);
     s.temp_path = s.final_path + TempSuffix();
     TROUPE_ASSIGN_OR_RETURN(s.file, WritableFile::Create(s.temp_path));
+    if (w->options_.sync) s.file->StartWritebackEvery(kWritebackEvery);
   }
   return w;
 }
@@ -129,14 +135,20 @@ Status BundleWriter::AddToShard(std::string_view key, const Tensor& tensor, int 
     e.size = static_cast<int64_t>(prefix.total_size);
   } else {
     const char* p = static_cast<const char*>(tensor.raw_data());
-    size_t n = tensor.byte_size();
-    for (size_t done = 0; done < n;) {
+    const size_t n = tensor.byte_size();
+    // Large tensors: the crc runs on a helper thread over the same memory while this thread
+    // hands the bytes to the kernel; the tensor is read twice but never copied in user space.
+    std::thread checker;
+    if (n >= kParallelCrcMin) checker = std::thread([&] { crc = crc32c::Value(p, n); });
+    Status s;
+    for (size_t done = 0; done < n && s.ok();) {
       size_t len = std::min(kChunk, n - done);
-      crc = crc32c::Extend(crc, p + done, len);
-      Status s = file->Append(p + done, len);
-      if (!s.ok()) return Fail(s);
+      if (!checker.joinable()) crc = crc32c::Extend(crc, p + done, len);
+      s = file->Append(p + done, len);
       done += len;
     }
+    if (checker.joinable()) checker.join();
+    if (!s.ok()) return Fail(s);
     e.size = static_cast<int64_t>(n);
   }
   e.masked_crc32c = crc32c::Mask(crc);

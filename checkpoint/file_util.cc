@@ -61,6 +61,14 @@ Status WritableFile::WriteRaw(const char* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
+    written_ += static_cast<uint64_t>(w);
+  }
+  if (writeback_every_ > 0 && written_ - writeback_started_ >= writeback_every_) {
+    // Best effort: a failure here only means the final fdatasync does all the work.
+    (void)::sync_file_range(fd_, static_cast<off_t>(writeback_started_),
+                            static_cast<off_t>(written_ - writeback_started_),
+                            SYNC_FILE_RANGE_WRITE);
+    writeback_started_ = written_;
   }
   return Status::OK();
 }

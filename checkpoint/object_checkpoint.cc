@@ -71,10 +71,10 @@ Result<std::string> Checkpoint::Save(const std::string& file_prefix, const SaveO
   return prefix;
 }
 
-Result<RestoreStatus> Checkpoint::Restore(const std::string& path) {
+Result<RestoreStatus> Checkpoint::Restore(const std::string& path, const RestoreOptions& options) {
   TROUPE_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpointPrefix(path));
   TROUPE_ASSIGN_OR_RETURN(auto reader, BundleReader::Open(prefix));
-  return RestoreObjectGraph(*reader, *this);
+  return RestoreObjectGraph(*reader, *this, options);
 }
 
 }  // namespace troupe::ckpt

@@ -41,7 +41,7 @@ class Checkpoint : public Trackable {
   // the `checkpoint` file of its directory. Returns the written prefix.
   Result<std::string> Save(const std::string& file_prefix, const SaveOptions& options = {});
   // `path`: a checkpoint prefix or a directory holding a `checkpoint` state file.
-  Result<RestoreStatus> Restore(const std::string& path);
+  Result<RestoreStatus> Restore(const std::string& path, const RestoreOptions& options = {});
 
  private:
   std::map<std::string, Trackable*> children_;  // sorted, as TF sorts keyword arguments

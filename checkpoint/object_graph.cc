@@ -242,7 +242,8 @@ Status RestoreStatus::AssertNontrivialMatch() const {
   return Status::OK();
 }
 
-Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& root) {
+Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& root,
+                                         const RestoreOptions& options) {
   TROUPE_ASSIGN_OR_RETURN(std::string serialized, ReadSerializedObjectGraph(reader));
   TrackableObjectGraph proto;
   if (!proto.ParseFromString(serialized) || proto.nodes_size() == 0) {
@@ -314,11 +315,12 @@ Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& 
     }
   }
 
-  // Phase 1: read and check every matched value; nothing is modified yet.
+  // Phase 1: check every matched value (presence, dtype, shape, data file range); nothing is
+  // read or modified yet, so a mismatched or truncated checkpoint leaves the objects alone.
   struct Pending {
     Trackable* object;
     std::string name;
-    Tensor value;
+    const BundleEntry* entry;
   };
   std::vector<Pending> pending;
   RestoreStatus status;
@@ -351,13 +353,39 @@ Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& 
                                       l.value.shape().ToString());
         }
       }
-      TROUPE_ASSIGN_OR_RETURN(Tensor value, reader.Read(attr.checkpoint_key()));
-      pending.push_back(Pending{obj, attr.name(), std::move(value)});
+      TROUPE_RETURN_IF_ERROR(reader.CheckAvailable(*e));
+      pending.push_back(Pending{obj, attr.name(), e});
     }
   }
-  // Phase 2: hand the values over.
-  for (Pending& p : pending) {
-    Status s = p.object->RestoreTensor(p.name, p.value);
+
+  // Phase 2: read (checking every crc) and hand the values over.
+  auto read = [&](const Pending& p) -> Result<Tensor> {
+    if (!options.atomic) {
+      Tensor target = p.object->RestoreTarget(p.name);
+      if (target.initialized() && target.device().is_cpu() && target.dtype() == p.entry->dtype &&
+          target.shape() == p.entry->shape) {
+        TROUPE_RETURN_IF_ERROR(reader.ReadInto(p.entry->key, target));
+        return target;
+      }
+    }
+    return reader.Read(p.entry->key);
+  };
+  std::vector<Tensor> values;
+  if (options.atomic) {
+    for (const Pending& p : pending) {
+      TROUPE_ASSIGN_OR_RETURN(Tensor v, read(p));
+      values.push_back(std::move(v));
+    }
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Pending& p = pending[i];
+    Tensor value;
+    if (options.atomic) {
+      value = std::move(values[i]);
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(value, read(p));
+    }
+    Status s = p.object->RestoreTensor(p.name, value);
     if (!s.ok()) return s.WithContext("restoring from " + reader.prefix());
     ++status.restored_tensors_;
   }

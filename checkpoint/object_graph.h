@@ -37,6 +37,15 @@ struct ObjectGraphSnapshot {
 };
 Result<ObjectGraphSnapshot> SerializeObjectGraph(const Trackable& root);
 
+struct RestoreOptions {
+  // false (default): values are read straight into the buffers objects offer through
+  // Trackable::RestoreTarget (no extra copy, no fresh memory); if a crc check fails midway,
+  // the restore returns DataLoss and earlier objects already hold restored values.
+  // true: every value is read and checked into fresh tensors before any object changes, so a
+  // failed restore leaves all objects untouched (costs a second buffer per tensor).
+  bool atomic = false;
+};
+
 // Outcome of matching a checkpoint's object graph against live objects.
 class RestoreStatus {
  public:
@@ -55,7 +64,8 @@ class RestoreStatus {
   const std::vector<std::string>& unmatched_object_paths() const { return unmatched_objects_; }
 
  private:
-  friend Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& root);
+  friend Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& root,
+                                                  const RestoreOptions& options);
   std::string checkpoint_;
   int restored_tensors_ = 0;
   int matched_objects_ = 0;
@@ -63,10 +73,11 @@ class RestoreStatus {
   std::vector<std::string> unmatched_objects_;
 };
 
-// Restores every attribute of every matched object. All matched tensors are read and checked
-// (crc, dtype, shape) before any object is updated, so a corrupt or mismatched checkpoint
-// leaves the objects untouched.
-Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& root);
+// Restores every attribute of every matched object. Presence, dtype, shape and data-file ranges
+// of all matched tensors are checked before anything is read, so a mismatched or truncated
+// checkpoint leaves the objects untouched; crc failures are handled per `options`.
+Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& root,
+                                         const RestoreOptions& options = {});
 
 // The parsed graph of a checkpoint, for tools (e.g. mapping keys back to object paths).
 Result<std::string> ReadSerializedObjectGraph(const BundleReader& reader);

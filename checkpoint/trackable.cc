@@ -36,6 +36,10 @@ Status VariableTrackable::RestoreTensor(std::string_view name, const Tensor& val
   return Status::OK();
 }
 
+Tensor VariableTrackable::RestoreTarget(std::string_view name) {
+  return name == kVariableValue && value_.dtype() != DType::kString ? value_ : Tensor();
+}
+
 void TrackableObject::Track(std::string name, Trackable* child) {
   for (TrackableChild& c : children_) {
     if (c.name == name) {

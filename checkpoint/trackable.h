@@ -50,6 +50,11 @@ class Trackable {
   // The default fails with Unimplemented.
   virtual Status RestoreTensor(std::string_view name, const Tensor& value);
 
+  // Optional: a CPU tensor to read the saved value of attribute `name` straight into (it must
+  // match the saved dtype and shape to be used); RestoreTensor then receives that same tensor.
+  // The default (an uninitialized Tensor) makes restore read into a fresh tensor.
+  virtual Tensor RestoreTarget(std::string_view name) { return Tensor(); }
+
   // Optimizers: the slot names they keep and the slot for (variable, name), or nullptr.
   virtual std::vector<std::string> SlotNames() const { return {}; }
   virtual Trackable* GetSlot(const Trackable* variable, std::string_view slot_name) const {
@@ -62,8 +67,8 @@ class Trackable {
   }
 };
 
-// A variable: one tensor saved as VARIABLE_VALUE. Restore replaces the value with the saved
-// tensor after checking dtype and shape.
+// A variable: one tensor saved as VARIABLE_VALUE. Restore writes the saved value into the
+// variable's buffer (or adopts a fresh tensor) after checking dtype and shape.
 class VariableTrackable : public Trackable {
  public:
   VariableTrackable(std::string full_name, Tensor value)
@@ -75,6 +80,8 @@ class VariableTrackable : public Trackable {
 
   std::vector<SaveableTensor> SaveableTensors() const override;
   Status RestoreTensor(std::string_view name, const Tensor& value) override;
+  // Restores in place, like tf.Variable.assign: every tensor sharing the buffer sees the value.
+  Tensor RestoreTarget(std::string_view name) override;
 
  private:
   std::string full_name_;

@@ -209,6 +209,34 @@ TEST(CorruptionTest, CorruptObjectGraphLeavesObjectsUntouched) {
   bad[17] ^= 0x10;
   Overwrite(data, bad);
 
+  // Atomic restore: all-or-nothing. v was intact but is not restored either.
+  Checkpoint live;
+  VariableTrackable v2("v", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
+  VariableTrackable w2("w", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
+  live.Track("v", &v2);
+  live.Track("w", &w2);
+  auto st = live.Restore(dir / "c", {.atomic = true});
+  EXPECT_EQ(st.status().code(), StatusCode::kDataLoss) << st.status();
+  EXPECT_TRUE(Mentions(st.status(), "w/.ATTRIBUTES/VARIABLE_VALUE")) << st.status();
+  EXPECT_TRUE(v2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
+  EXPECT_TRUE(w2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
+  // The default (in-place) restore reports the same error.
+  auto st2 = live.Restore(dir / "c");
+  EXPECT_EQ(st2.status().code(), StatusCode::kDataLoss) << st2.status();
+}
+
+TEST(CorruptionTest, TruncatedDataFailsRestoreBeforeTouchingObjects) {
+  ScratchDir dir;
+  Checkpoint saved;
+  VariableTrackable v("v", Iota<float>({4}, 1.0f));
+  VariableTrackable w("w", Iota<float>({4}, 10.0f));
+  saved.Track("v", &v);
+  saved.Track("w", &w);
+  ASSERT_TRUE(saved.Write(dir / "c").ok());
+  const std::string data = DataFilename(dir / "c", 0, 1);
+  auto bytes = ReadFileToString(data);
+  ASSERT_TRUE(bytes.ok());
+  Overwrite(data, bytes->substr(0, 20));  // v intact, w and the graph cut off
   Checkpoint live;
   VariableTrackable v2("v", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
   VariableTrackable w2("w", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
@@ -216,9 +244,7 @@ TEST(CorruptionTest, CorruptObjectGraphLeavesObjectsUntouched) {
   live.Track("w", &w2);
   auto st = live.Restore(dir / "c");
   EXPECT_EQ(st.status().code(), StatusCode::kDataLoss) << st.status();
-  // All-or-nothing: v was intact, but is not restored either.
   EXPECT_TRUE(v2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
-  EXPECT_TRUE(w2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
 }
 
 }  // namespace

@@ -127,6 +127,28 @@ TEST(ObjectGraphTest, RestoresByStructureIncludingLazySlots) {
   EXPECT_EQ(root2.save_count(), 1);
 }
 
+TEST(ObjectGraphTest, RestoresVariablesInPlace) {
+  ScratchDir dir;
+  VariableTrackable v("v", Iota<float>({64}, 3.0f));
+  Checkpoint saved;
+  saved.Track("v", &v);
+  ASSERT_TRUE(saved.Write(dir / "c").ok());
+  Tensor buffer = *Tensor::Zeros(DType::kFloat32, TensorShape{64});
+  VariableTrackable live_v("v", buffer);
+  Checkpoint live;
+  live.Track("v", &live_v);
+  ASSERT_TRUE(live.Restore(dir / "c").ok());
+  // Like tf.Variable.assign: the variable's own buffer now holds the saved value.
+  EXPECT_TRUE(live_v.value().SharesBufferWith(buffer));
+  EXPECT_TRUE(buffer.BitEqual(Iota<float>({64}, 3.0f)));
+  // An atomic restore reads into fresh memory and then adopts it.
+  VariableTrackable fresh_v("v", *Tensor::Zeros(DType::kFloat32, TensorShape{64}));
+  Checkpoint fresh;
+  fresh.Track("v", &fresh_v);
+  ASSERT_TRUE(fresh.Restore(dir / "c", {.atomic = true}).ok());
+  EXPECT_TRUE(fresh_v.value().BitEqual(Iota<float>({64}, 3.0f)));
+}
+
 TEST(ObjectGraphTest, ReportsUnmatchedObjectsBothWays) {
   ScratchDir dir;
   VariableTrackable a("a", Iota<float>({2}));
