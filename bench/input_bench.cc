@@ -8,9 +8,11 @@
 //   TFRecordRead/c        records only (framing, crc32c, inflate)
 //   RawRead               the shard files through the buffered reader (MB/s of file bytes)
 // Counters: items_per_second = elements (images) per second; bytes_per_second = image bytes
-// (784 per element) delivered, or file bytes for RawRead.
+// (784 per element) delivered, or file bytes for RawRead; cpu_us_per_item = CPU time of all the
+// process's threads per element (comparable on a loaded machine, unlike wall-clock rates).
 // TFRecord shards are written once to $TROUPE_BENCH_DIR (default /tmp/troupe_input_bench).
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -28,6 +30,20 @@ namespace {
 
 constexpr int kShards = 4;
 constexpr int64_t kImageBytes = 28 * 28;
+
+// CPU seconds used by the whole process (all threads): robust on a shared, loaded machine
+// where wall-clock rates depend on what else runs.
+double ProcessCpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+void SetCpuPerItem(benchmark::State& state, double cpu_start, int64_t items) {
+  if (items > 0) {
+    state.counters["cpu_us_per_item"] = 1e6 * (ProcessCpuSeconds() - cpu_start) / items;
+  }
+}
 
 std::string BenchDir() {
   const char* d = std::getenv("TROUPE_BENCH_DIR");
@@ -107,6 +123,7 @@ MapFunctionPtr ParseFn() {
 
 void RunEpoch(benchmark::State& state, const Dataset& ds) {
   int64_t elements = 0;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
     auto it = ds.MakeIterator();
     if (!it.ok()) {
@@ -124,12 +141,14 @@ void RunEpoch(benchmark::State& state, const Dataset& ds) {
       benchmark::DoNotOptimize((**e)[0].raw_data());
     }
   }
+  SetCpuPerItem(state, cpu0, elements);
   state.SetItemsProcessed(elements);
   state.SetBytesProcessed(elements * kImageBytes);
 }
 
 void BM_IdxLoad(benchmark::State& state) {
   int64_t n = 0;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
     auto d = LoadFashionMnist("train");
     if (!d.ok()) {
@@ -138,6 +157,7 @@ void BM_IdxLoad(benchmark::State& state) {
     }
     n += d->labels.dim(0);
   }
+  SetCpuPerItem(state, cpu0, n);
   state.SetItemsProcessed(n);
   state.SetBytesProcessed(n * kImageBytes);
 }
@@ -190,6 +210,7 @@ void BM_TFRecordRead(benchmark::State& state) {
   const Compression c = state.range(0) ? Compression::kGzip : Compression::kNone;
   auto files = Shards(c);
   int64_t records = 0;
+  const double cpu0 = ProcessCpuSeconds();
   for (auto _ : state) {
     for (const auto& f : files) {
       TFRecordReaderOptions o;
@@ -199,6 +220,7 @@ void BM_TFRecordRead(benchmark::State& state) {
       while ((*r)->ReadRecord(&rec).ok()) ++records;
     }
   }
+  SetCpuPerItem(state, cpu0, records);
   state.SetItemsProcessed(records);
   state.SetBytesProcessed(records * kImageBytes);
 }

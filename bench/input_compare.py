@@ -42,7 +42,8 @@ def troupe_results(build, min_time, bench_dir):
         if parts[0] in ("BM_IdxPipeline", "BM_TFRecordPipeline"):
             p = parts.pop()
             name = "/".join(parts) + ("" if p == "1" else "+parallel")
-        res[name] = (b.get("items_per_second", 0.0), b.get("bytes_per_second", 0.0) / 1e6)
+        res[name] = (b.get("items_per_second", 0.0), b.get("bytes_per_second", 0.0) / 1e6,
+                     b.get("cpu_us_per_item", float("nan")))
     return res
 
 
@@ -52,13 +53,21 @@ def shard_files(bench_dir, gz):
 
 
 def best_of(fn, repeats):
+    """(elements/s of the fastest run, CPU microseconds per element of the whole process)."""
     fn()  # warm-up (graph building, page cache)
-    best = float("inf")
+    best, cpu, total = float("inf"), 0.0, 0
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         n = fn()
         best = min(best, time.perf_counter() - t)
-    return n / best
+        cpu += time.process_time() - c
+        total += n
+    return n / best, 1e6 * cpu / total
+
+
+def row(rate_cpu):
+    eps, cpu = rate_cpu
+    return (eps, eps * IMAGE_BYTES / 1e6, cpu)
 
 
 def tf_results(bench_dir, repeats):
@@ -74,8 +83,7 @@ def tf_results(bench_dir, repeats):
 
     images, labels = load()
     res = {}
-    eps = best_of(lambda: len(load()[1]), repeats)
-    res["BM_IdxLoad"] = (eps, eps * IMAGE_BYTES / 1e6)
+    res["BM_IdxLoad"] = row(best_of(lambda: len(load()[1]), repeats))
 
     def scale(image, label):
         return tf.cast(image, tf.float32) / 255.0, tf.cast(label, tf.int32)
@@ -101,21 +109,18 @@ def tf_results(bench_dir, repeats):
     for parallel in (False, True):
         suffix = "" if not parallel else "+parallel"
         ds = finish(tf.data.Dataset.from_tensor_slices((images, labels)), parallel)
-        eps = best_of(epoch(ds), repeats)
-        res["BM_IdxPipeline" + suffix] = (eps, eps * IMAGE_BYTES / 1e6)
+        res["BM_IdxPipeline" + suffix] = row(best_of(epoch(ds), repeats))
         for gz in (0, 1):
             calls = tf.data.AUTOTUNE if parallel else None
             ds = tf.data.TFRecordDataset(shard_files(bench_dir, gz), compression_type="GZIP" if gz else "")
             ds = finish(ds.map(parse, num_parallel_calls=calls), parallel)
-            eps = best_of(epoch(ds), repeats)
-            res["BM_TFRecordPipeline/%d%s" % (gz, suffix)] = (eps, eps * IMAGE_BYTES / 1e6)
+            res["BM_TFRecordPipeline/%d%s" % (gz, suffix)] = row(best_of(epoch(ds), repeats))
     for gz in (0, 1):
         ds = tf.data.TFRecordDataset(shard_files(bench_dir, gz), compression_type="GZIP" if gz else "").batch(1024)
 
         def count():
             return sum(int(b.shape[0]) for b in ds)
-        eps = best_of(count, repeats)
-        res["BM_TFRecordRead/%d" % gz] = (eps, eps * IMAGE_BYTES / 1e6)
+        res["BM_TFRecordRead/%d" % gz] = row(best_of(count, repeats))
     return res
 
 
@@ -155,13 +160,17 @@ def main():
         ("tfrecord read", "BM_TFRecordRead/0", "BM_TFRecordRead/0"),
         ("tfrecord-gz read", "BM_TFRecordRead/1", "BM_TFRecordRead/1"),
     ]
-    print("\n%-34s %14s %10s %14s %10s %8s" % ("pipeline (1 epoch, 60000 images)", "troupe el/s", "MB/s",
-                                              "tf.data el/s", "MB/s", "ratio"))
+    print("\nwall-clock rates (el/s, MB/s of image bytes) and CPU time of all threads per element")
+    print("%-34s %11s %8s %8s | %11s %8s %8s | %7s %7s" % (
+        "pipeline (1 epoch, 60000 images)", "troupe el/s", "MB/s", "cpu us", "tf el/s", "MB/s", "cpu us",
+        "rate x", "cpu x"))
     for label, tk, fk in rows:
         t, f = tr.get(tk), tf_res.get(fk)
         if not t or not f:
             continue
-        print("%-34s %14.0f %10.1f %14.0f %10.1f %7.2fx" % (label, t[0], t[1], f[0], f[1], t[0] / f[0]))
+        print("%-34s %11.0f %8.1f %8.2f | %11.0f %8.1f %8.2f | %6.2fx %6.2fx" % (
+            label, t[0], t[1], t[2], f[0], f[1], f[2], t[0] / f[0], f[2] / t[2]))
+    print("rate x = troupe el/s / tf el/s;  cpu x = tf CPU per element / troupe CPU per element")
     files = shard_files(args.bench_dir, 0)
     cached, direct = dd_rate(files, False), dd_rate(files, True)
     raw = tr.get("BM_RawRead")
