@@ -130,6 +130,142 @@ inline void LogSinCos4(__m128i k, __m128i j, __m128* log_out, __m128* sin_out, _
   *cos_out = _mm256_cvtpd_ps(c);
 }
 
+// AVX-512 twins of Log4/SinCos4/LogSinCos4: the same IEEE operations per lane, 8 lanes.
+#define TROUPE_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw")))
+
+TROUPE_AVX512 inline __m512d Log8(__m512d x) {
+  const __m512i bits = _mm512_castpd_si512(x);
+  const __m512i exp_field = _mm512_srli_epi64(bits, 52);
+  __m512d e = _mm512_sub_pd(
+      _mm512_castsi512_pd(_mm512_or_si512(exp_field, _mm512_set1_epi64(0x4330000000000000LL))),
+      _mm512_set1_pd(4503599627370496.0 + 1023.0));
+  __m512d m = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffLL)),
+                      _mm512_set1_epi64(0x3ff0000000000000LL)));
+  const __mmask8 big = _mm512_cmp_pd_mask(m, _mm512_set1_pd(1.4142135623730951), _CMP_GT_OQ);
+  m = _mm512_mask_mul_pd(m, big, m, _mm512_set1_pd(0.5));
+  e = _mm512_mask_add_pd(e, big, e, _mm512_set1_pd(1.0));
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512d f = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one));
+  const __m512d s = _mm512_mul_pd(f, f);
+  __m512d p = _mm512_set1_pd(1.0 / 15.0);
+  for (double c : {1.0 / 13, 1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0}) {
+    p = _mm512_fmadd_pd(p, s, _mm512_set1_pd(c));
+  }
+  const __m512d log_m = _mm512_mul_pd(_mm512_add_pd(f, f), p);
+  return _mm512_fmadd_pd(e, _mm512_set1_pd(6.93147180369123816490e-01),
+                         _mm512_fmadd_pd(e, _mm512_set1_pd(1.90821492927058770002e-10), log_m));
+}
+
+TROUPE_AVX512 inline void SinCos8(__m512d x, __m512d* sin_out, __m512d* cos_out) {
+  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(0.63661977236758134308)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512d r =
+      _mm512_sub_pd(_mm512_sub_pd(x, _mm512_mul_pd(n, _mm512_set1_pd(1.57079632673412561417e+00))),
+                    _mm512_mul_pd(n, _mm512_set1_pd(6.07710050650619224932e-11)));
+  const __m512d neg_r2 = _mm512_sub_pd(_mm512_setzero_pd(), _mm512_mul_pd(r, r));
+  static constexpr auto inv_fact = [] {
+    std::array<double, 21> f{};
+    f[0] = 1.0;
+    for (int k = 1; k <= 20; ++k) f[k] = f[k - 1] / k;
+    return f;
+  }();
+  __m512d sp = _mm512_set1_pd(inv_fact[15]);
+  for (int k = 13; k >= 1; k -= 2) sp = _mm512_fmadd_pd(sp, neg_r2, _mm512_set1_pd(inv_fact[k]));
+  __m512d cp = _mm512_set1_pd(inv_fact[16]);
+  for (int k = 14; k >= 0; k -= 2) cp = _mm512_fmadd_pd(cp, neg_r2, _mm512_set1_pd(inv_fact[k]));
+  const __m512d s = _mm512_mul_pd(r, sp);
+  const __m512d c = cp;
+  const __m512i q = _mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(n));
+  const __mmask8 swap = _mm512_test_epi64_mask(q, _mm512_set1_epi64(1));
+  const __mmask8 neg_sin = _mm512_test_epi64_mask(q, _mm512_set1_epi64(2));
+  const __mmask8 neg_cos =
+      _mm512_test_epi64_mask(_mm512_add_epi64(q, _mm512_set1_epi64(1)), _mm512_set1_epi64(2));
+  const __m512d sign = _mm512_set1_pd(-0.0);
+  const __m512d sv = _mm512_mask_blend_pd(swap, s, c);
+  const __m512d cv = _mm512_mask_blend_pd(swap, c, s);
+  *sin_out = _mm512_mask_xor_pd(sv, neg_sin, sv, sign);
+  *cos_out = _mm512_mask_xor_pd(cv, neg_cos, cv, sign);
+}
+
+TROUPE_AVX512 inline void LogSinCos8(__m256i k, __m256i j, __m256* log_out, __m256* sin_out,
+                                     __m256* cos_out) {
+  __m512d u = _mm512_mul_pd(_mm512_cvtepi32_pd(k), _mm512_set1_pd(0x1p-23));
+  const __mmask8 zero = _mm256_cmpeq_epi32_mask(k, _mm256_setzero_si256());
+  u = _mm512_mask_blend_pd(zero, u, _mm512_set1_pd(static_cast<double>(1.0e-7f)));
+  *log_out = _mm512_cvtpd_ps(Log8(u));
+  const __m512d prod = _mm512_mul_pd(_mm512_set1_pd(2.0 * M_PI),
+                                     _mm512_mul_pd(_mm512_cvtepi32_pd(j), _mm512_set1_pd(0x1p-23)));
+  const __m512d v = _mm512_cvtps_pd(_mm512_cvtpd_ps(prod));
+  __m512d s, c;
+  SinCos8(v, &s, &c);
+  *sin_out = _mm512_cvtpd_ps(s);
+  *cos_out = _mm512_cvtpd_ps(c);
+}
+
+bool HasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+  return has;
+}
+
+// 8 pairs: words w[0..15] -> out[0..15], patching exception lanes with the scalar calls.
+TROUPE_AVX512 void Pairs8(const uint32_t* w, const uint64_t* log_bits, const uint64_t* trig_bits,
+                          float* out) {
+  const __m512i words = _mm512_permutexvar_epi32(
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
+      _mm512_loadu_si512(w));
+  const __m256i mask = _mm256_set1_epi32(0x7fffff);
+  const __m256i k = _mm256_and_si256(_mm512_castsi512_si256(words), mask);
+  const __m256i j = _mm256_and_si256(_mm512_extracti64x4_epi64(words, 1), mask);
+  __m256 lv, sv, cv;
+  LogSinCos8(k, j, &lv, &sv, &cv);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i log_hit = _mm256_and_si256(
+      _mm256_i32gather_epi32(reinterpret_cast<const int*>(log_bits), _mm256_srli_epi32(k, 5), 4),
+      _mm256_sllv_epi32(one, _mm256_and_si256(k, _mm256_set1_epi32(31))));
+  const __m256i trig_hit = _mm256_and_si256(
+      _mm256_i32gather_epi32(reinterpret_cast<const int*>(trig_bits), _mm256_srli_epi32(j, 5), 4),
+      _mm256_sllv_epi32(one, _mm256_and_si256(j, _mm256_set1_epi32(31))));
+  const __m256i any = _mm256_or_si256(log_hit, trig_hit);
+  if (!_mm256_testz_si256(any, any)) {
+    alignas(32) uint32_t ks[8], js[8], lh[8], th[8];
+    alignas(32) float l[8], s[8], c[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(ks), k);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(js), j);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lh), log_hit);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(th), trig_hit);
+    _mm256_store_ps(l, lv);
+    _mm256_store_ps(s, sv);
+    _mm256_store_ps(c, cv);
+    for (int t = 0; t < 8; ++t) {
+      if (lh[t] != 0) l[t] = std::log(LogArg(ks[t]));
+      if (th[t] != 0) ::sincosf(TrigArg(js[t]), &s[t], &c[t]);
+    }
+    lv = _mm256_load_ps(l);
+    sv = _mm256_load_ps(s);
+    cv = _mm256_load_ps(c);
+  }
+  const __m256 u2 = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), lv));
+  const __m256 o0 = _mm256_mul_ps(sv, u2);
+  const __m256 o1 = _mm256_mul_ps(cv, u2);
+  const __m256 lo = _mm256_unpacklo_ps(o0, o1);  // pairs 0,1 | 4,5
+  const __m256 hi = _mm256_unpackhi_ps(o0, o1);  // pairs 2,3 | 6,7
+  _mm256_storeu_ps(out, _mm256_permute2f128_ps(lo, hi, 0x20));
+  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+// The AVX-512 path's values for 8 consecutive arguments (for the exception bitmaps).
+TROUPE_AVX512 void Values8(uint32_t base, float* l, float* s, float* c) {
+  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(base)),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 lv, sv, cv;
+  LogSinCos8(idx, idx, &lv, &sv, &cv);
+  _mm256_storeu_ps(l, lv);
+  _mm256_storeu_ps(s, sv);
+  _mm256_storeu_ps(c, cv);
+}
+
 #endif  // __AVX2__
 
 }  // namespace
@@ -159,17 +295,24 @@ void FastBoxMuller::Build(ThreadPool* pool) {
   auto body = [this](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
       uint64_t log_bits = 0, trig_bits = 0;
-      for (int b = 0; b < 64; b += 4) {
+      for (int b = 0; b < 64; b += 8) {
         const uint32_t base = static_cast<uint32_t>(w * 64 + b);
-        const __m128i idx =
-            _mm_add_epi32(_mm_set1_epi32(static_cast<int>(base)), _mm_setr_epi32(0, 1, 2, 3));
-        __m128 lv, sv, cv;
-        LogSinCos4(idx, idx, &lv, &sv, &cv);
-        alignas(16) float l[4], s[4], c[4];
-        _mm_store_ps(l, lv);
-        _mm_store_ps(s, sv);
-        _mm_store_ps(c, cv);
-        for (int i = 0; i < 4; ++i) {
+        // The values the fast path will compute for these arguments (same code path).
+        alignas(32) float l[8], s[8], c[8];
+        if (HasAvx512()) {
+          Values8(base, l, s, c);
+        } else {
+          for (int h = 0; h < 8; h += 4) {
+            const __m128i idx = _mm_add_epi32(_mm_set1_epi32(static_cast<int>(base + h)),
+                                              _mm_setr_epi32(0, 1, 2, 3));
+            __m128 lv, sv, cv;
+            LogSinCos4(idx, idx, &lv, &sv, &cv);
+            _mm_store_ps(l + h, lv);
+            _mm_store_ps(s + h, sv);
+            _mm_store_ps(c + h, cv);
+          }
+        }
+        for (int i = 0; i < 8; ++i) {
           const float want_log = std::log(LogArg(base + i));
           float want_sin, want_cos;
           ::sincosf(TrigArg(base + i), &want_sin, &want_cos);
@@ -198,6 +341,11 @@ void FastBoxMuller::Build(ThreadPool* pool) {
 void FastBoxMuller::Pairs(const uint32_t* w, int64_t n_pairs, float* out) const {
   int64_t i = 0;
 #if defined(__AVX2__)
+  if (HasAvx512()) {
+    for (; i + 8 <= n_pairs; i += 8) {
+      Pairs8(w + 2 * i, log_exception_bits_.data(), trig_exception_bits_.data(), out + 2 * i);
+    }
+  }
   const __m256i deinterleave = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
   const __m128i mask = _mm_set1_epi32(0x7fffff);
   for (; i + 4 <= n_pairs; i += 4) {

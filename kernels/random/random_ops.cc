@@ -2,7 +2,10 @@
 // path, plus the TF-named ops for the registry.
 #include "kernels/random/random_ops.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "core/dtype_traits.h"
@@ -116,6 +119,26 @@ Status ValidateRandomSpec(const RandomSpec& spec) {
   return Status::OK();
 }
 
+namespace {
+
+// Large outputs are usually fresh allocations that have never been touched: ask for
+// transparent huge pages before the first write, so filling 400 MB takes ~200 page faults
+// instead of ~100 000 (purely a hint; the values are unaffected).
+void AdviseHugePages(void* out, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 4 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(out) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(out) + bytes) & ~(kHuge - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)out;
+  (void)bytes;
+#endif
+}
+
+}  // namespace
+
 Status FillRandom(const RandomSpec& spec, const TensorShape& shape, void* out, ThreadPool* pool) {
   TROUPE_RETURN_IF_ERROR(ValidateRandomSpec(spec));
   if (!shape.IsFullyDefined()) {
@@ -124,6 +147,7 @@ Status FillRandom(const RandomSpec& spec, const TensorShape& shape, void* out, T
   }
   const int64_t n = shape.num_elements();
   if (n == 0) return Status::OK();
+  AdviseHugePages(out, static_cast<size_t>(n) * DTypeSize(spec.dtype));
   const RngAlgorithm alg = ResolveAlgorithm(spec.alg);
   const KeyCounter& kc = spec.key_counter;
   if (alg == RngAlgorithm::kPhilox) {

@@ -239,15 +239,22 @@ TEST(FastBoxMullerTest, EqualsScalarBoxMullerOnEveryArgument) {
     w[2 * i] = static_cast<uint32_t>(i) | 0x12800000u;  // high bits must be ignored
     w[2 * i + 1] = static_cast<uint32_t>((i * 2654435761u) & 0x7fffff) | 0xff800000u;
   }
-  std::vector<float> got(2 * pairs);
-  fast->Pairs(w.data(), pairs, got.data());
-  int64_t bad = 0;
+  std::vector<float> want(2 * pairs);
   for (int64_t i = 0; i < pairs; ++i) {
-    float a, b;
-    tf_bits::BoxMullerFloat(w[2 * i], w[2 * i + 1], &a, &b);
-    bad += std::memcmp(&a, &got[2 * i], 4) != 0 || std::memcmp(&b, &got[2 * i + 1], 4) != 0;
+    tf_bits::BoxMullerFloat(w[2 * i], w[2 * i + 1], &want[2 * i], &want[2 * i + 1]);
   }
-  EXPECT_EQ(bad, 0);
+  // Calls of 13 pairs run 8 through the AVX-512 path (when the CPU has it), 4 through AVX2 and
+  // 1 scalar; three different offsets put every argument through each path.
+  for (int64_t offset : {0, 4, 8}) {
+    std::vector<float> got(2 * pairs);
+    fast->Pairs(w.data(), offset, got.data());
+    for (int64_t i = offset; i < pairs; i += 13) {
+      const int64_t m = std::min<int64_t>(13, pairs - i);
+      fast->Pairs(w.data() + 2 * i, m, got.data() + 2 * i);
+    }
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+        << "offset " << offset;
+  }
   // glibc rounds its own double approximation; only a few percent of arguments differ from the
   // correctly rounded value and need the scalar call.
   EXPECT_LT(fast->log_exceptions(), pairs / 20);
