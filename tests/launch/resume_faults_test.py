@@ -98,8 +98,9 @@ try:
                             os.path.join(faulty, "checkpoints")], capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
         mean = sum(restarts) / len(restarts) if restarts else float("nan")
-        print("%d process(es): %d kills, bit-equal; kill -> next checkpoint past the resume "
-              "point: mean %.2f s over %d restarts" % (procs, kills, mean, len(restarts)))
+        print("%d process(es): %d kills, bit-equal; kill -> first checkpoint after the resume "
+              "point, supervisor backoff (0.2 s doubling to 30 s) included: mean %.2f s over %d "
+              "restarts" % (procs, kills, mean, len(restarts)))
 finally:
     shutil.rmtree(work, ignore_errors=True)
 print("ok")
