@@ -6,7 +6,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
 [ $# -gt 0 ] && shift
 if [ ! -x "$build/bench/checkpoint_bench" ]; then
-  echo "checkpoint_compare.sh: $build/bench/checkpoint_bench not built (ninja -C $build checkpoint_bench)" >&2
+  echo "checkpoint_compare.sh: $build/bench/checkpoint_bench is not built" \
+       "(ninja -C $build checkpoint_bench)" >&2
   exit 2
 fi
 TROUPE_BINARY_DIR=$build exec "${TROUPE_PYTHON:-python3}" "$here/checkpoint_compare.py" "$@"

@@ -3,7 +3,8 @@
 // tensor, dims empty for a scalar) plus raw little-endian element bytes per file; string
 // elements are stored as u64 length + bytes.
 //
-//   ckpt_tool write PREFIX MANIFEST [--shards N]    bundle with exactly these keys
+//   ckpt_tool write PREFIX MANIFEST [--shards N] [--snappy-index] [--block-size B]
+//                                                   bundle with exactly these keys
 //   ckpt_tool dump PREFIX OUTDIR                    every tensor -> OUTDIR/manifest.tsv + files
 //   ckpt_tool keras-write PREFIX MANIFEST           object graph laid out like Keras 3
 //   ckpt_tool keras-read PREFIX MANIFEST OUTDIR     restore a Keras checkpoint by object graph
@@ -138,9 +139,20 @@ int Fail(const Status& s) {
 }
 
 int Write(int argc, char** argv) {
-  if (argc < 4) return Fail(InvalidArgumentError("write PREFIX MANIFEST [--shards N]"));
+  if (argc < 4) return Fail(InvalidArgumentError("write PREFIX MANIFEST [flags]"));
   BundleWriterOptions options;
-  if (argc >= 6 && std::string(argv[4]) == "--shards") options.num_shards = std::atoi(argv[5]);
+  for (int i = 4; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--shards" && i + 1 < argc) {
+      options.num_shards = std::atoi(argv[++i]);
+    } else if (flag == "--block-size" && i + 1 < argc) {
+      options.index.block_size = static_cast<size_t>(std::atoll(argv[++i]));
+    } else if (flag == "--snappy-index") {
+      options.index.snappy = true;
+    } else {
+      return Fail(InvalidArgumentError("unknown write flag " + flag));
+    }
+  }
   auto lines = ReadManifest(argv[3]);
   if (!lines.ok()) return Fail(lines.status());
   auto writer = BundleWriter::Create(argv[2], options);

@@ -25,6 +25,14 @@ namespace troupe::ckpt {
 namespace {
 
 std::string Tool() {
+  // ckpt_tool is built next to this test binary.
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    return dir.substr(0, dir.rfind('/')) + "/ckpt_tool";
+  }
   const char* bin = std::getenv("TROUPE_BINARY_DIR");
   return std::string(bin ? bin : ".") + "/tests/checkpoint/ckpt_tool";
 }

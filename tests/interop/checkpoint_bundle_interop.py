@@ -76,7 +76,8 @@ def troupe_writes_tf_reads(c, work):
     dtypes = reader.get_variable_to_dtype_map()
     for k in keys:
         want = tensors[k]
-        c.expect(tuple(listed.get(k, ())) == want.shape, f"{k}: shape {listed.get(k)} vs {want.shape}")
+        c.expect(tuple(listed.get(k, ())) == want.shape,
+                 f"{k}: shape {listed.get(k)} vs {want.shape}")
         want_dtype = tf.string if want.dtype == object else tf.as_dtype(want.dtype)
         c.expect(dtypes.get(k) == want_dtype, f"{k}: dtype {dtypes.get(k)} vs {want_dtype}")
         got = tf_value(reader, k)
@@ -85,6 +86,24 @@ def troupe_writes_tf_reads(c, work):
     restored = tf.raw_ops.RestoreV2(prefix=prefix, tensor_names=["dtypes/float64"],
                                     shape_and_slices=[""], dtypes=[tf.float64])
     c.expect(same_bits(restored[0].numpy(), tensors["dtypes/float64"]), "RestoreV2 float64")
+
+
+def index_variants(c, work):
+    """A multi-block index (6000 tensors, TF's 256 KiB block size) and a snappy-compressed one:
+    TF reads both."""
+    tensors = {f"model/layer{i:05d}/sublayer_with_a_long_name/weights":
+               np.array([i, -i], dtype=np.int32) for i in range(6000)}
+    manifest = write_manifest(work, tensors, tf)
+    for flags in ([], ["--snappy-index"], ["--block-size", "4096", "--snappy-index"]):
+        prefix = os.path.join(work, "variants" + "".join(flags).replace("-", "_"), "m")
+        run(tool(), "write", prefix, manifest, *flags)
+        reader = tf.train.load_checkpoint(prefix)
+        shapes = reader.get_variable_to_shape_map()
+        c.expect(len(shapes) == len(tensors), f"{flags}: TF lists {len(shapes)} tensors")
+        for k in list(tensors)[::250] + [list(tensors)[-1]]:
+            c.expect(same_bits(reader.get_tensor(k), tensors[k]), f"{flags}: {k}")
+    size = os.path.getsize(os.path.join(work, "variants", "m.index"))
+    c.expect(size > 262144, f"index of {size} bytes spans several 256 KiB blocks")
 
 
 def tf_writes_troupe_reads(c, work):
@@ -133,6 +152,7 @@ def main():
     try:
         troupe_writes_tf_reads(c, work)
         if not LARGE:
+            index_variants(c, work)
             tf_writes_troupe_reads(c, work)
     finally:
         cleanup(work)

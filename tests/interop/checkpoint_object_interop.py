@@ -171,6 +171,35 @@ def slots_both_ways(c, work):
              "slot v restored by TF")
 
 
+def managers_both_ways(c, work):
+    """The `checkpoint` state file: TF's CheckpointManager reads Troupe's, Troupe reads TF's."""
+    ours = os.path.join(work, "troupe_manager")
+    run(tool(), "crash-writer", ours, "5", "0.01")  # CheckpointManager, max_to_keep=3
+    state = tf.train.get_checkpoint_state(ours)
+    want = [os.path.join(ours, f"ckpt-{i}") for i in (3, 4, 5)]
+    c.expect(state.model_checkpoint_path == want[-1],
+             f"TF reads latest {state.model_checkpoint_path}")
+    c.expect(list(state.all_model_checkpoint_paths) == want, "TF reads the kept list")
+    c.expect(len(state.all_model_checkpoint_timestamps) == 3, "timestamps present")
+    c.expect(tf.train.latest_checkpoint(ours) == want[-1], "tf.train.latest_checkpoint")
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(), ours, max_to_keep=3)
+    c.expect(manager.checkpoints == want, f"TF CheckpointManager adopts {manager.checkpoints}")
+    step = tf.train.load_checkpoint(ours).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE")
+    c.expect(int(step) == 5, "TF reads the latest values")
+
+    theirs = os.path.join(work, "tf_manager")
+    v = tf.Variable(0, dtype=tf.int64)
+    ck = tf.train.Checkpoint(v=v)
+    m = tf.train.CheckpointManager(ck, theirs, max_to_keep=2)
+    for i in range(1, 5):
+        v.assign(i * 10)
+        m.save()
+    out = os.path.join(work, "dump_manager")
+    run(tool(), "dump", theirs, out)  # resolves the directory through TF's state file
+    got = read_manifest(out, tf)
+    c.expect(int(got["v/.ATTRIBUTES/VARIABLE_VALUE"][1]) == 40, "Troupe follows TF's state file")
+
+
 def main():
     c = Checker()
     work = scratch()
@@ -178,6 +207,7 @@ def main():
         keys = tf_writes_troupe_reads(c, work)
         troupe_writes_tf_reads(c, work, keys)
         slots_both_ways(c, work)
+        managers_both_ways(c, work)
     finally:
         cleanup(work)
     c.finish("checkpoint_object_interop")
