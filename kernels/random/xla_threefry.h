@@ -41,7 +41,4 @@ template <typename T>
 void ThreeFryUniformFullInt(uint64_t key, uint64_t counter, const std::vector<int64_t>& dims,
                             T* out, ThreadPool* pool);
 
-// XLA CPU's float32 log (exposed for tests; valid for positive finite inputs).
-float XlaLogF32(float x);
-
 }  // namespace troupe::random::xla

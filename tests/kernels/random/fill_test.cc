@@ -15,6 +15,7 @@
 #include "kernels/random/random_ops.h"
 #include "kernels/random/tf_bits.h"
 #include "kernels/random/threefry.h"
+#include "kernels/random/xla_cpu_math.h"
 #include "kernels/random/xla_threefry.h"
 
 namespace troupe::random {
