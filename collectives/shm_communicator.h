@@ -1,8 +1,11 @@
 // ShmCommunicator: collectives among the processes of one host through a POSIX shared-memory
 // segment, as NCCL does inside a node. Each reduction segment has an owner process that folds
 // every replica's piece in global-replica-id order straight from the shared slots (and its own
-// buffers) and publishes the result; everyone copies it out. One barrier per piece. A peer that
-// dies is noticed by pid within ~20 ms and named; a stuck one is named at the timeout.
+// buffers) and publishes the result; everyone copies it out. One barrier per piece. Tensors
+// from AllocateTensor() (options.shm_heap_bytes > 0) live in the segment itself: allreduces on
+// them skip staging entirely — each owner folds its segment from every process's tensor into
+// every process's tensor (memory traffic of one memcpy). A peer that dies is noticed by pid
+// within ~20 ms and named; a stuck one is named at the timeout.
 #pragma once
 
 #include <atomic>
