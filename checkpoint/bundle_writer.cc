@@ -9,9 +9,9 @@
 namespace troupe::ckpt {
 namespace {
 
-// Tensor bytes go to the kernel in pieces this size, each crc'd just before it is written
-// while it is still in cache.
-// Large writes cost the kernel less CPU per byte than many 1 MiB ones (page-cache folios).
+// Tensor bytes go to the kernel in pieces this size: large writes cost the kernel less CPU per
+// byte than many 1 MiB ones (measured here; larger page-cache folios). Below
+// kParallelCrcMin the crc of each piece is computed just before it is written.
 constexpr size_t kChunk = 16 << 20;
 constexpr size_t kParallelCrcMin = 16 << 20;
 // With sync on, writeback starts every this many bytes so the disk works while we copy.
