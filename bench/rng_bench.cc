@@ -18,9 +18,8 @@ constexpr int64_t kCount = 100'000'000;
 
 void SetCounters(benchmark::State& state, int64_t bytes_written) {
   state.SetBytesProcessed(state.iterations() * bytes_written);
-  state.counters["values_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * kCount),
-                         benchmark::Counter::kIsRate);
+  state.counters["values_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kCount), benchmark::Counter::kIsRate);
 }
 
 // Generator.normal/uniform as a user calls them: a fresh output tensor every call.

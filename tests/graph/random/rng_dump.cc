@@ -117,7 +117,7 @@ int Main() {
     auto alg = [](const std::string& s) { return *RngAlgorithmFromName(s); };
     try {
       if (cmd == "gen") {
-        Result<Generator> g = w[3] == "seed"   ? Generator::FromSeed(*SeedInt::Parse(w[4]), alg(w[2]))
+        Result<Generator> g = w[3] == "seed" ? Generator::FromSeed(*SeedInt::Parse(w[4]), alg(w[2]))
                               : w[3] == "list" ? Generator::FromSeedList(Ints(w[4]), alg(w[2]))
                                                : Generator::FromState(Ints(w[4]), alg(w[2]));
         if (!g.ok()) {
