@@ -12,7 +12,8 @@ namespace {
 int RunSupervise(int argc, char** argv) {
   FlagParser parser("troupe supervise");
   parser.AddFlag("max-restarts", "N", "restarts allowed after failures", "3");
-  parser.AddFlag("backoff", "SECONDS", "first backoff; doubles per restart up to 30 s", "1");
+  parser.AddFlag("backoff", "SECONDS", "first backoff; doubles per restart", "1");
+  parser.AddFlag("max-backoff", "SECONDS", "cap of the doubling backoff", "30");
   Status s = parser.Parse(argc, argv);
   if (parser.help_requested()) {
     std::printf("%s", parser.Usage("troupe supervise [flags] -- COMMAND [ARGS...]").c_str());
