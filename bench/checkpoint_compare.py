@@ -10,7 +10,10 @@
 
 Caches cannot be dropped here (no root on the host page cache), so every read — dd's, TF's and
 Troupe's — comes from the page cache right after the file was written; writes go to the disk
-(fdatasync). Rounds alternate the three tools; the table shows the median and best round.
+(fdatasync). Each writer deletes its previous 1 GB output just before its timed write, so all
+three start with the same just-freed page-cache memory (on this VM, first-touch memory costs
+about 1 s/GB, which otherwise lands on whoever allocates second). Rounds alternate the three
+tools; the table shows the median and best round.
 Usage: checkpoint_compare.py [--rounds N] [--dir DIR] [--mb MB] (build dir from
 TROUPE_BINARY_DIR or ./build).
 """
@@ -62,6 +65,7 @@ def tf_round(tf, np, directory, mb):
     for f in os.listdir(directory):
         if f.startswith("tf_ckpt"):
             os.remove(os.path.join(directory, f))
+    time.sleep(0.5)  # like the other writers: the old output is gone just before the write
     t0 = time.perf_counter()
     path = ckpt.write(prefix)
     t1 = time.perf_counter()

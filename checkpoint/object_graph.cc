@@ -1,8 +1,11 @@
 #include "checkpoint/object_graph.h"
 
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "checkpoint/proto/trackable_object_graph.pb.h"
@@ -11,6 +14,9 @@ namespace troupe::ckpt {
 namespace {
 
 using tfproto::TrackableObjectGraph;
+
+// Tensors read concurrently during a restore (each large one also checksums on a helper).
+constexpr size_t kMaxReadThreads = 4;
 
 std::string JoinKey(std::string_view a, std::string_view b) {
   std::string s(a);
@@ -358,34 +364,43 @@ Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& 
     }
   }
 
-  // Phase 2: read (checking every crc) and hand the values over.
-  auto read = [&](const Pending& p) -> Result<Tensor> {
-    if (!options.atomic) {
-      Tensor target = p.object->RestoreTarget(p.name);
-      if (target.initialized() && target.device().is_cpu() && target.dtype() == p.entry->dtype &&
-          target.shape() == p.entry->shape) {
-        TROUPE_RETURN_IF_ERROR(reader.ReadInto(p.entry->key, target));
-        return target;
+  // Phase 2: read every value (checking every crc), several tensors at a time; objects are
+  // asked for their restore targets on this thread, and receive the values on it, in order.
+  std::vector<Tensor> targets(pending.size());
+  if (!options.atomic) {
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Tensor t = pending[i].object->RestoreTarget(pending[i].name);
+      if (t.initialized() && t.device().is_cpu() && t.dtype() == pending[i].entry->dtype &&
+          t.shape() == pending[i].entry->shape) {
+        targets[i] = std::move(t);
       }
     }
-    return reader.Read(p.entry->key);
-  };
-  std::vector<Tensor> values;
-  if (options.atomic) {
-    for (const Pending& p : pending) {
-      TROUPE_ASSIGN_OR_RETURN(Tensor v, read(p));
-      values.push_back(std::move(v));
-    }
   }
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const Pending& p = pending[i];
-    Tensor value;
-    if (options.atomic) {
-      value = std::move(values[i]);
+  std::vector<Result<Tensor>> values(pending.size(), Result<Tensor>(Tensor()));
+  auto read_one = [&](size_t i) {
+    const std::string& key = pending[i].entry->key;
+    if (targets[i].initialized()) {
+      Status s = reader.ReadInto(key, targets[i]);
+      values[i] = s.ok() ? Result<Tensor>(targets[i]) : Result<Tensor>(s);
     } else {
-      TROUPE_ASSIGN_OR_RETURN(value, read(p));
+      values[i] = reader.Read(key);
     }
-    Status s = p.object->RestoreTensor(p.name, value);
+  };
+  // Each large read already keeps two cores busy (pread + crc helper).
+  const size_t workers = std::min<size_t>(
+      pending.size(),
+      std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, kMaxReadThreads));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < pending.size(); i = next++) read_one(i);
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  for (auto& v : values) TROUPE_RETURN_IF_ERROR(v.status());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Status s = pending[i].object->RestoreTensor(pending[i].name, *values[i]);
     if (!s.ok()) return s.WithContext("restoring from " + reader.prefix());
     ++status.restored_tensors_;
   }

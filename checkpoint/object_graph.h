@@ -39,8 +39,8 @@ Result<ObjectGraphSnapshot> SerializeObjectGraph(const Trackable& root);
 
 struct RestoreOptions {
   // false (default): values are read straight into the buffers objects offer through
-  // Trackable::RestoreTarget (no extra copy, no fresh memory); if a crc check fails midway,
-  // the restore returns DataLoss and earlier objects already hold restored values.
+  // Trackable::RestoreTarget (no extra copy, no fresh memory); if a crc check fails, the
+  // restore returns DataLoss and objects whose own values were intact already hold them.
   // true: every value is read and checked into fresh tensors before any object changes, so a
   // failed restore leaves all objects untouched (costs a second buffer per tensor).
   bool atomic = false;
