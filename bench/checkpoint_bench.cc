@@ -5,9 +5,10 @@
 // the file the save just wrote, so it comes from the page cache (as dd's read does in
 // bench/checkpoint_compare.sh). Bytes/s counters give GB/s.
 //
-// `checkpoint_bench --oneshot DIR` skips Google Benchmark: it times one save and one restore
-// of the same model under DIR and prints {"save_s": .., "restore_s": .., "cpu_*": ..} for
-// bench/checkpoint_compare.py, leaving DIR/oneshot.data-00000-of-00001 behind for dd to copy.
+// `checkpoint_bench --oneshot DIR` skips Google Benchmark: it times one save, one restore and
+// one O_DIRECT save of the same model under DIR and prints {"save_s": .., "restore_s": ..,
+// "save_direct_s": .., "cpu_*": ..} for bench/checkpoint_compare.py, leaving
+// DIR/oneshot.data-00000-of-00001 behind for dd to copy. BM_Save/1 is the O_DIRECT save.
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
@@ -80,6 +81,10 @@ void BM_Crc32c(benchmark::State& state) {
 BENCHMARK(BM_Crc32c)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 void BM_Save(benchmark::State& state) {
+  const bool direct = state.range(0) == 1;
+  SaveOptions options;
+  options.direct_io = direct;
+  state.SetLabel(direct ? "O_DIRECT" : "buffered");
   Model model(true);
   const std::string dir = BenchDir();
   (void)CreateDirectories(dir);
@@ -88,13 +93,13 @@ void BM_Save(benchmark::State& state) {
     state.PauseTiming();
     RemoveCheckpoint(prefix);
     state.ResumeTiming();
-    Status s = model.root.Write(prefix);
+    Status s = model.root.Write(prefix, options);
     if (!s.ok()) state.SkipWithError(s.ToString().c_str());
   }
   state.SetBytesProcessed(state.iterations() * TotalBytes());
   RemoveCheckpoint(prefix);
 }
-BENCHMARK(BM_Save)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Save)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 void BM_Restore(benchmark::State& state) {
   const std::string dir = BenchDir();
@@ -151,10 +156,24 @@ int OneShot(const std::string& dir) {
     std::fprintf(stderr, "restore failed\n");
     return 1;
   }
+  // The same save with O_DIRECT shard files.
+  const std::string direct = dir + "/oneshot_direct";
+  RemoveCheckpoint(direct);
+  SaveOptions direct_options;
+  direct_options.direct_io = true;
+  double c4 = CpuSeconds(), t4 = WallSeconds();
+  s = model.root.Write(direct, direct_options);
+  double t5 = WallSeconds(), c5 = CpuSeconds();
+  if (!s.ok()) {
+    std::fprintf(stderr, "direct save failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  RemoveCheckpoint(direct);
   std::printf(
       "{\"bytes\": %lld, \"save_s\": %.4f, \"restore_s\": %.4f, \"cpu_save_s\": %.4f, "
-      "\"cpu_restore_s\": %.4f, \"data_file\": \"%s\"}\n",
-      static_cast<long long>(TotalBytes()), t1 - t0, t3 - t2, c1 - c0, c3 - c2,
+      "\"cpu_restore_s\": %.4f, \"save_direct_s\": %.4f, \"cpu_save_direct_s\": %.4f, "
+      "\"data_file\": \"%s\"}\n",
+      static_cast<long long>(TotalBytes()), t1 - t0, t3 - t2, c1 - c0, c3 - c2, t5 - t4, c5 - c4,
       DataFilename(prefix, 0, 1).c_str());
   return 0;
 }

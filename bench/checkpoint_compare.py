@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Side by side: save and restore of 1 GB of float32 variables (16 x 64 MB).
 
-  Troupe  bench/checkpoint_bench --oneshot: Checkpoint.Write (fdatasync + dir fsync) and
-          Checkpoint.Restore into live variables (crc-checked).
+  Troupe  bench/checkpoint_bench --oneshot: Checkpoint.Write (fdatasync + dir fsync),
+          Checkpoint.Restore into live variables (crc-checked), and Checkpoint.Write with
+          O_DIRECT shard files (SaveOptions.direct_io).
   TF      tf.train.Checkpoint(**variables).write(prefix) and .read(prefix) into the same
           tf.Variables. TF does not fsync, so "TF+fsync" adds an fsync of its files.
   dd      dd if=<Troupe's data file> of=<dir>/dd.bin bs=64M conv=fdatasync (same bytes, synced),
@@ -94,12 +95,14 @@ def main():
     import numpy as np
     import tensorflow as tf
 
-    results = {k: [] for k in ["troupe_save", "troupe_restore", "troupe_cpu_save",
+    results = {k: [] for k in ["troupe_save", "troupe_save_direct", "troupe_restore",
+                               "troupe_cpu_save",
                                "troupe_cpu_restore", "tf_save", "tf_save_fsync", "tf_restore",
                                "dd_write", "dd_read"]}
     for r in range(args.rounds):
         t = run_troupe(binary, args.dir, args.mb)
         results["troupe_save"].append(t["save_s"])
+        results["troupe_save_direct"].append(t["save_direct_s"])
         results["troupe_restore"].append(t["restore_s"])
         results["troupe_cpu_save"].append(t["cpu_save_s"])
         results["troupe_cpu_restore"].append(t["cpu_restore_s"])
@@ -122,7 +125,8 @@ def main():
     print(f"\n{args.mb} MB of float32 in 16 variables, {args.rounds} rounds, dir {args.dir}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'':24}{'median s':>10}{'GB/s':>8}{'best s':>10}{'GB/s':>8}")
-    rows = [("Troupe save (fsync)", "troupe_save"), ("TF save (no fsync)", "tf_save"),
+    rows = [("Troupe save (fsync)", "troupe_save"),
+            ("Troupe save O_DIRECT", "troupe_save_direct"), ("TF save (no fsync)", "tf_save"),
             ("TF save + fsync", "tf_save_fsync"), ("dd write (fdatasync)", "dd_write"),
             ("Troupe restore", "troupe_restore"), ("TF restore", "tf_restore"),
             ("dd read (page cache)", "dd_read")]
@@ -132,6 +136,8 @@ def main():
           f"{med['troupe_cpu_restore']:.2f} (median)")
     print("\nratios (speed relative to the reference; > 1 means Troupe is faster), median [best]:")
     for label, ours, ref in [("save    vs dd write", "troupe_save", "dd_write"),
+                             ("direct  vs dd write", "troupe_save_direct", "dd_write"),
+                             ("direct  vs TF+fsync", "troupe_save_direct", "tf_save_fsync"),
                              ("save    vs TF+fsync", "troupe_save", "tf_save_fsync"),
                              ("save    vs TF (no fsync)", "troupe_save", "tf_save"),
                              ("restore vs dd read", "troupe_restore", "dd_read"),

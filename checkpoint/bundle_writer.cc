@@ -51,7 +51,7 @@ Result<std::unique_ptr<BundleWriter>> BundleWriter::Create(std::string prefix,
     Shard& s = w->shards_[static_cast<size_t>(i)];
     s.final_path = DataFilename(w->prefix_, i, w->options_.num_shards);
     s.temp_path = s.final_path + TempSuffix();
-    TROUPE_ASSIGN_OR_RETURN(s.file, WritableFile::Create(s.temp_path));
+    TROUPE_ASSIGN_OR_RETURN(s.file, WritableFile::Create(s.temp_path, w->options_.direct_io));
     if (w->options_.sync) s.file->StartWritebackEvery(kWritebackEvery);
   }
   return w;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 
 namespace troupe::ckpt {
 namespace {
@@ -40,16 +41,111 @@ Status IoError(std::string_view what, const std::string& path, int err) {
 
 }  // namespace
 
+// O_DIRECT staging: buffers and offsets aligned to the largest common logical block size.
+constexpr size_t kDirectAlign = 4096;
+constexpr size_t kDirectBuffer = 8 << 20;
+
+struct WritableFile::Direct {
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> buffers[2];
+  int current = 0;
+  size_t fill = 0;       // bytes in buffers[current]
+  uint64_t offset = 0;   // file offset of buffers[current]
+  std::thread inflight;  // writes the other buffer
+  Status inflight_status;
+  bool finished = false;  // tail written; the file is complete
+
+  Status Wait() {
+    if (inflight.joinable()) inflight.join();
+    return inflight_status;
+  }
+};
+
 WritableFile::WritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
 
 WritableFile::~WritableFile() {
+  if (direct_) (void)direct_->Wait();
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<std::unique_ptr<WritableFile>> WritableFile::Create(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+Result<std::unique_ptr<WritableFile>> WritableFile::Create(const std::string& path,
+                                                           bool direct_io) {
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int fd = -1;
+  bool direct = false;
+  if (direct_io) {
+    fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
+    direct = fd >= 0;
+    if (fd < 0 && errno != EINVAL) return IoError("cannot create", path, errno);
+  }
+  if (fd < 0) fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) return IoError("cannot create", path, errno);
-  return std::unique_ptr<WritableFile>(new WritableFile(path, fd));
+  std::unique_ptr<WritableFile> f(new WritableFile(path, fd));
+  if (direct) {
+    f->direct_ = std::make_unique<Direct>();
+    for (auto& b : f->direct_->buffers) {
+      b.reset(static_cast<char*>(std::aligned_alloc(kDirectAlign, kDirectBuffer)));
+      if (!b) return ResourceExhaustedError("no memory for direct-I/O buffers of " + path);
+    }
+  }
+  return f;
+}
+
+// Hands the current staging buffer (len bytes, a multiple of kDirectAlign) to a helper thread.
+Status WritableFile::SubmitDirect(size_t len) {
+  Direct& d = *direct_;
+  TROUPE_RETURN_IF_ERROR(d.Wait());
+  char* buf = d.buffers[d.current].get();
+  const uint64_t offset = d.offset;
+  d.inflight = std::thread([this, buf, len, offset] {
+    size_t done = 0;
+    while (done < len) {
+      ssize_t w = ::pwrite(fd_, buf + done, len - done, static_cast<off_t>(offset + done));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        direct_->inflight_status = IoError("cannot write", path_, errno);
+        return;
+      }
+      done += static_cast<size_t>(w);
+    }
+  });
+  d.offset += len;
+  d.current ^= 1;
+  d.fill = 0;
+  return Status::OK();
+}
+
+Status WritableFile::AppendDirect(const char* p, size_t n) {
+  Direct& d = *direct_;
+  if (d.finished) return FailedPreconditionError("append to synced direct-I/O file " + path_);
+  while (n > 0) {
+    size_t take = std::min(n, kDirectBuffer - d.fill);
+    std::memcpy(d.buffers[d.current].get() + d.fill, p, take);
+    d.fill += take;
+    p += take;
+    n -= take;
+    if (d.fill == kDirectBuffer) TROUPE_RETURN_IF_ERROR(SubmitDirect(kDirectBuffer));
+  }
+  return Status::OK();
+}
+
+Status WritableFile::FinishDirect() {
+  Direct& d = *direct_;
+  if (d.finished) return Status::OK();
+  d.finished = true;
+  if (d.fill > 0) {
+    // The tail goes out padded to a whole block; the file is trimmed back to its size.
+    size_t padded = (d.fill + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+    std::memset(d.buffers[d.current].get() + d.fill, 0, padded - d.fill);
+    TROUPE_RETURN_IF_ERROR(SubmitDirect(padded));
+  }
+  TROUPE_RETURN_IF_ERROR(d.Wait());
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+    return IoError("cannot set the size of", path_, errno);
+  }
+  return Status::OK();
 }
 
 Status WritableFile::WriteRaw(const char* p, size_t n) {
@@ -76,6 +172,11 @@ Status WritableFile::WriteRaw(const char* p, size_t n) {
 Status WritableFile::Append(const void* data, size_t n) {
   if (fd_ < 0) return FailedPreconditionError("append to closed file " + path_);
   const char* p = static_cast<const char*>(data);
+  if (direct_) {
+    Status s = AppendDirect(p, n);
+    if (s.ok()) size_ += n;
+    return s;
+  }
   size_ += n;
   if (buffered_ + n <= kBufferSize) {
     if (buffer_.empty()) buffer_.resize(kBufferSize);
@@ -92,6 +193,7 @@ Status WritableFile::Append(const void* data, size_t n) {
 }
 
 Status WritableFile::Flush() {
+  if (direct_) return Status::OK();  // only whole blocks can be written before the end
   if (buffered_ == 0) return Status::OK();
   size_t n = buffered_;
   buffered_ = 0;
@@ -99,14 +201,14 @@ Status WritableFile::Flush() {
 }
 
 Status WritableFile::Sync() {
-  TROUPE_RETURN_IF_ERROR(Flush());
+  TROUPE_RETURN_IF_ERROR(direct_ ? FinishDirect() : Flush());
   if (::fdatasync(fd_) != 0) return IoError("cannot sync", path_, errno);
   return Status::OK();
 }
 
 Status WritableFile::Close() {
   if (fd_ < 0) return Status::OK();
-  Status s = Flush();
+  Status s = direct_ ? FinishDirect() : Flush();
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0 && s.ok()) s = IoError("cannot close", path_, errno);

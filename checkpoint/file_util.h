@@ -16,9 +16,15 @@ namespace troupe::ckpt {
 
 // A file opened for writing (created or truncated). Small appends collect in a buffer; appends
 // at least as large as the buffer go to the kernel directly from the caller's memory.
+//
+// With direct_io the file bypasses the page cache (O_DIRECT): appends are copied into two
+// aligned 8 MiB staging buffers, one written by a helper thread while the other fills, and
+// Sync()/Close() write the padded tail and trim the file to its size; no appends after that.
+// File systems without O_DIRECT (tmpfs) silently get the buffered path.
 class WritableFile {
  public:
-  static Result<std::unique_ptr<WritableFile>> Create(const std::string& path);
+  static Result<std::unique_ptr<WritableFile>> Create(const std::string& path,
+                                                      bool direct_io = false);
   ~WritableFile();  // closes without syncing if Close() was not called
   WritableFile(const WritableFile&) = delete;
   WritableFile& operator=(const WritableFile&) = delete;
@@ -33,10 +39,15 @@ class WritableFile {
   Status Close();
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  bool direct_io() const { return direct_ != nullptr; }
 
  private:
+  struct Direct;
   WritableFile(std::string path, int fd);
   Status WriteRaw(const char* p, size_t n);
+  Status AppendDirect(const char* p, size_t n);
+  Status SubmitDirect(size_t len);
+  Status FinishDirect();
   std::string path_;
   int fd_;
   uint64_t size_ = 0;
@@ -45,6 +56,7 @@ class WritableFile {
   uint64_t writeback_every_ = 0;
   std::vector<char> buffer_;
   size_t buffered_ = 0;
+  std::unique_ptr<Direct> direct_;
 };
 
 // A file opened for positional reads.

@@ -11,6 +11,7 @@ Status WriteObjectGraphCheckpoint(const Trackable& root, const std::string& pref
   BundleWriterOptions wo;
   wo.num_shards = options.num_shards;
   wo.sync = options.sync;
+  wo.direct_io = options.direct_io;
   TROUPE_ASSIGN_OR_RETURN(auto writer, BundleWriter::Create(prefix, wo));
   for (const auto& [key, value] : snap.tensors) {
     TROUPE_RETURN_IF_ERROR(writer->Add(key, value));

@@ -16,7 +16,8 @@ namespace troupe::ckpt {
 
 struct SaveOptions {
   int num_shards = 1;
-  bool sync = true;  // fsync files and directory before returning
+  bool sync = true;        // fsync files and directory before returning
+  bool direct_io = false;  // O_DIRECT shard files (BundleWriterOptions::direct_io)
 };
 
 // Writes the object graph reachable from `root` as a bundle at `prefix`.

@@ -77,6 +77,43 @@ TEST(BundleTest, RoundTripsEveryDTypeAcrossShards) {
   }
 }
 
+TEST(BundleTest, DirectIoWritesTheSameFiles) {
+  // Sizes around the 8 MiB staging buffers and the 4 KiB blocks, plus strings.
+  std::vector<std::pair<std::string, Tensor>> tensors = {
+      {"a", Iota<float>({3})},
+      {"b", Iota<float>({2 << 20})},  // exactly one staging buffer
+      {"c", Iota<uint8_t>({4097})},
+      {"d", Iota<float>({5 << 20, 1}, 7.0f)},
+      {"e", Tensor::Scalar<std::string>("tail")}};
+  ScratchDir dir;
+  for (bool direct : {false, true}) {
+    const std::string prefix = dir / (direct ? "direct" : "buffered");
+    auto w = BundleWriter::Create(prefix, {.num_shards = 2, .direct_io = direct});
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (auto& [k, t] : tensors) ASSERT_TRUE((*w)->Add(k, t).ok()) << k;
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  for (int shard = 0; shard < 2; ++shard) {
+    auto a = ReadFileToString(DataFilename(dir / "buffered", shard, 2));
+    auto b = ReadFileToString(DataFilename(dir / "direct", shard, 2));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->size(), b->size());
+    EXPECT_TRUE(*a == *b) << "shard " << shard << " differs";
+  }
+  auto r = BundleReader::Open(dir / "direct");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)->VerifyAll().ok());
+  for (auto& [k, t] : tensors) EXPECT_TRUE((*r)->Read(k)->BitEqual(t)) << k;
+
+  auto f = WritableFile::Create(dir / "raw", true);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Append("abc").ok());
+  ASSERT_TRUE((*f)->Sync().ok());
+  if ((*f)->direct_io()) EXPECT_FALSE((*f)->Append("more").ok());
+  ASSERT_TRUE((*f)->Close().ok());
+  EXPECT_EQ(*ReadFileToString(dir / "raw"), "abc");
+}
+
 TEST(BundleTest, EntriesAreSortedAndHeaderMatchesTensorFlow) {
   ScratchDir dir;
   auto w = BundleWriter::Create(dir / "m");
