@@ -88,8 +88,8 @@ __global__ void FoldKernel(const T* slots, long long stride, const int* order, i
 }
 
 template <typename T>
-void Launch(ReduceOp op, const void* slots, int64_t stride, const int* order, int n,
-            int64_t count, void* out, int64_t divisor, cudaStream_t stream) {
+void Launch(ReduceOp op, const void* slots, int64_t stride, const int* order, int n, int64_t count,
+            void* out, int64_t divisor, cudaStream_t stream) {
   const int threads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((count + threads - 1) / threads, 4096));
   const T* s = static_cast<const T*>(slots);
@@ -112,9 +112,8 @@ void Launch(ReduceOp op, const void* slots, int64_t stride, const int* order, in
 
 }  // namespace
 
-void LaunchFold(DType dtype, ReduceOp op, const void* slots, int64_t slot_stride,
-                const int* order, int n, int64_t count, void* out, int64_t mean_divisor,
-                void* stream) {
+void LaunchFold(DType dtype, ReduceOp op, const void* slots, int64_t slot_stride, const int* order,
+                int n, int64_t count, void* out, int64_t mean_divisor, void* stream) {
   if (count <= 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   switch (dtype) {
@@ -125,8 +124,7 @@ void LaunchFold(DType dtype, ReduceOp op, const void* slots, int64_t slot_stride
     case DType::kHalf:
       return Launch<__half>(op, slots, slot_stride, order, n, count, out, mean_divisor, s);
     case DType::kBFloat16:
-      return Launch<__nv_bfloat16>(op, slots, slot_stride, order, n, count, out, mean_divisor,
-                                   s);
+      return Launch<__nv_bfloat16>(op, slots, slot_stride, order, n, count, out, mean_divisor, s);
     case DType::kInt32:
       return Launch<int32_t>(op, slots, slot_stride, order, n, count, out, mean_divisor, s);
     case DType::kInt64:
