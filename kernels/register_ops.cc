@@ -1,5 +1,10 @@
 #include "kernels/register_ops.h"
 
+#include "troupe/build_info.h"
+#if TROUPE_HAVE_CUDA
+#include "kernels/cuda/gpu_kernels.h"
+#endif
+
 namespace troupe {
 
 void RegisterBuiltinOps(OpRegistry& registry) {
@@ -19,6 +24,9 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterBiasOps(registry);
   RegisterReductionOps(registry);
   RegisterBroadcastGradOps(registry);
+#if TROUPE_HAVE_CUDA
+  RegisterGpuKernels(registry);
+#endif
 }
 
 }  // namespace troupe
