@@ -1,9 +1,286 @@
-// GPU kernels: to be filled by their owner (registration is empty until then).
+// GPU Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (float32/float64; NHWC input, HWIO
+// filter, strides, SAME/VALID) with cuDNN's legacy convolution API and deterministic algorithms
+// (see dense_conv_plan.h for the choice).
+//
+// Layout: cuDNN runs on NHWC tensors directly; TF's HWIO filter is transposed into cuDNN's
+// KRSC ([out, h, w, in]) in scratch, and the filter gradient is transposed back. When cuDNN has
+// no deterministic NHWC algorithm for a problem (e.g. float64), the same convolution runs in
+// NCHW with explicit transposes.
+// Padding: TF's SAME puts the odd pad row/column at the bottom/right, cuDNN pads symmetrically.
+// Then the input gets one explicit zero row/column at the bottom/right (scratch copy) and cuDNN
+// pads pt/pl on both sides; the input gradient is computed for the padded input and cropped.
+#include <string>
+
+#include "core/cuda_util.h"
+#include "kernels/conv_util.h"
+#include "kernels/cuda/dense_conv_plan.h"
+#include "kernels/cuda/dense_layout.h"
+#include "kernels/cuda/dense_util.h"
 #include "kernels/cuda/gpu_kernels.h"
-#include "kernels/op_registry.h"
+#include "kernels/cuda/handles.h"
 
 namespace troupe {
+namespace {
 
-void RegisterGpuConvKernels(OpRegistry&) {}
+using gpu::DeviceScratch;
+using gpu_dense::ConvGeo;
+using gpu_dense::ConvKind;
+using gpu_dense::ConvLayout;
+using gpu_dense::ConvPlan;
+using gpu_dense::Where;
+
+// Geometry from the NHWC input shape and the HWIO filter shape (both already validated by the
+// op's shape function), with TF's output sizes and pads.
+Result<ConvGeo> MakeGeo(std::string_view op, const AttrMap& attrs, const TensorShape& in,
+                        const TensorShape& filter) {
+  TROUPE_ASSIGN_OR_RETURN(kernels::Window2D win, kernels::ParseWindow(op, attrs, false));
+  ConvGeo g{};
+  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3);
+  g.kh = filter.dim(0), g.kw = filter.dim(1), g.f = filter.dim(3);
+  g.sh = win.sh, g.sw = win.sw;
+  TROUPE_ASSIGN_OR_RETURN(kernels::OutSize oh,
+                          kernels::WindowOutput(op, "height", g.h, g.kh, g.sh, win.padding));
+  TROUPE_ASSIGN_OR_RETURN(kernels::OutSize ow,
+                          kernels::WindowOutput(op, "width", g.w, g.kw, g.sw, win.padding));
+  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
+  if (win.padding == kernels::Padding::kSame) {
+    // Total pads as TF computes them; the bottom/right get total - before >= before.
+    const int64_t th = std::max<int64_t>(0, (g.oh - 1) * g.sh + g.kh - g.h);
+    const int64_t tw = std::max<int64_t>(0, (g.ow - 1) * g.sw + g.kw - g.w);
+    g.eh = th - 2 * g.pt;
+    g.ew = tw - 2 * g.pl;
+  }
+  return g;
+}
+
+// Device pointers of one convolution call, in TF layouts. For kForward: x, filter -> y; for
+// kBackwardData: filter, y (dy) -> x (dx); for kBackwardFilter: x, y (dy) -> filter (dw).
+template <typename T>
+struct ConvIo {
+  T* x;
+  T* filter;
+  T* y;
+};
+
+template <typename T>
+cudnnStatus_t CallCudnn(cudnnHandle_t h, ConvKind kind, const ConvPlan& p, int algo, void* ws,
+                        size_t ws_bytes, const T* x, const T* w, const T* y, T* out) {
+  const T one = 1, zero = 0;
+  switch (kind) {
+    case ConvKind::kForward:
+      return cudnnConvolutionForward(h, &one, p.x, x, p.w, w, p.conv,
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, ws_bytes,
+                                     &zero, p.y, out);
+    case ConvKind::kBackwardData:
+      return cudnnConvolutionBackwardData(h, &one, p.w, w, p.y, y, p.conv,
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                          ws_bytes, &zero, p.x, out);
+    case ConvKind::kBackwardFilter:
+      return cudnnConvolutionBackwardFilter(h, &one, p.x, x, p.y, y, p.conv,
+                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                            ws_bytes, &zero, p.w, out);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+// Runs one convolution in `layout`. Returns false (nothing written) when every algorithm of the
+// plan turned out NOT_SUPPORTED.
+template <typename T>
+Result<bool> RunInLayout(cudnnHandle_t h, int device, std::string_view op, ConvKind kind,
+                         ConvLayout layout, ConvPlan& plan, const ConvGeo& g, ConvIo<T> io) {
+  const cudaStream_t stream = gpu::CudaStream(device);
+  const bool nchw = layout == ConvLayout::kNCHW;
+  const bool padded = g.eh > 0 || g.ew > 0;
+  const int64_t x_elems = g.n * g.hp() * g.wp() * g.c, y_elems = g.n * g.oh * g.ow * g.f;
+  const int64_t w_elems = g.kh * g.kw * g.c * g.f;
+  auto scratch = [&](int64_t elems) {
+    return DeviceScratch::Allocate(device, static_cast<size_t>(elems) * sizeof(T), op);
+  };
+  // TF HWIO <-> cuDNN KRSC (NHWC) / KCRS (NCHW).
+  const std::array<int, 4> to_cudnn_w = nchw ? std::array{3, 2, 0, 1} : std::array{3, 0, 1, 2};
+  const std::array<int, 4> from_cudnn_w = nchw ? std::array{2, 3, 1, 0} : std::array{1, 2, 3, 0};
+  const std::array<int64_t, 4> cudnn_w_dims =
+      nchw ? std::array{g.f, g.c, g.kh, g.kw} : std::array{g.f, g.kh, g.kw, g.c};
+
+  // Filter in cuDNN layout (an input for forward/backward data, the output for backward filter).
+  TROUPE_ASSIGN_OR_RETURN(DeviceScratch w_c, scratch(w_elems));
+  if (kind != ConvKind::kBackwardFilter) {
+    TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(device, op, io.filter, {g.kh, g.kw, g.c, g.f},
+                                                   to_cudnn_w, w_c.as<T>(), stream));
+  }
+  // x: padded NHWC (input of forward/backward filter; output of backward data), then in layout.
+  DeviceScratch x_pad, x_c;
+  T* x_nhwc = io.x;  // padded NHWC view of x
+  if (padded) {
+    TROUPE_ASSIGN_OR_RETURN(x_pad, scratch(x_elems));
+    x_nhwc = x_pad.as<T>();
+    if (kind != ConvKind::kBackwardData) {
+      TROUPE_RETURN_IF_ERROR(gpu_dense::CopyWindowNHWC<T>(device, op, io.x, g.n, g.h, g.w, g.c,
+                                                          x_nhwc, g.hp(), g.wp(), stream));
+    }
+  }
+  T* x_cudnn = x_nhwc;
+  if (nchw) {
+    TROUPE_ASSIGN_OR_RETURN(x_c, scratch(x_elems));
+    x_cudnn = x_c.as<T>();
+    if (kind != ConvKind::kBackwardData) {
+      TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(device, op, x_nhwc, {g.n, g.hp(), g.wp(), g.c},
+                                                     {0, 3, 1, 2}, x_cudnn, stream));
+    }
+  }
+  // y (output of forward, dy of the backward passes) in layout.
+  DeviceScratch y_c;
+  T* y_cudnn = io.y;
+  if (nchw) {
+    TROUPE_ASSIGN_OR_RETURN(y_c, scratch(y_elems));
+    y_cudnn = y_c.as<T>();
+    if (kind != ConvKind::kForward) {
+      TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(device, op, io.y, {g.n, g.oh, g.ow, g.f},
+                                                     {0, 3, 1, 2}, y_cudnn, stream));
+    }
+  }
+
+  T* out = kind == ConvKind::kForward        ? y_cudnn
+           : kind == ConvKind::kBackwardData ? x_cudnn
+                                             : w_c.as<T>();
+  bool done = false;
+  while (!plan.algos.empty() && !done) {
+    const gpu_dense::ConvAlgo algo = plan.algos.front();
+    TROUPE_ASSIGN_OR_RETURN(DeviceScratch ws, DeviceScratch::Allocate(device, algo.workspace, op));
+    const cudnnStatus_t s = CallCudnn<T>(h, kind, plan, algo.algo, ws.get(), algo.workspace,
+                                         x_cudnn, w_c.as<T>(), y_cudnn, out);
+    if (s == CUDNN_STATUS_SUCCESS) {
+      done = true;
+    } else if (s == CUDNN_STATUS_NOT_SUPPORTED) {
+      plan.algos.erase(plan.algos.begin());
+    } else {
+      return InternalError(Where(device, op) + "cudnnConvolution (" + gpu_dense::KindName(kind) +
+                           ", algo " + std::to_string(algo.algo) + ", " +
+                           gpu_dense::LayoutName(layout) + ") on " + gpu_dense::GeoString(g) +
+                           ": " + cudnnGetErrorString(s));
+    }
+  }
+  if (!done) {
+    plan.why_unusable = std::string(gpu_dense::LayoutName(layout)) + " " +
+                        gpu_dense::KindName(kind) + ": every algorithm returned NOT_SUPPORTED";
+    return false;
+  }
+
+  // Back to TF layouts.
+  switch (kind) {
+    case ConvKind::kForward:
+      if (nchw) {
+        TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(device, op, y_cudnn, {g.n, g.f, g.oh, g.ow},
+                                                       {0, 2, 3, 1}, io.y, stream));
+      }
+      break;
+    case ConvKind::kBackwardData:
+      if (nchw) {
+        TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(
+            device, op, x_cudnn, {g.n, g.c, g.hp(), g.wp()}, {0, 2, 3, 1}, x_nhwc, stream));
+      }
+      if (padded) {
+        TROUPE_RETURN_IF_ERROR(gpu_dense::CopyWindowNHWC<T>(device, op, x_nhwc, g.n, g.hp(), g.wp(),
+                                                            g.c, io.x, g.h, g.w, stream));
+      }
+      break;
+    case ConvKind::kBackwardFilter:
+      TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(device, op, w_c.as<T>(), cudnn_w_dims,
+                                                     from_cudnn_w, io.filter, stream));
+      break;
+  }
+  return true;
+}
+
+template <typename T>
+Status RunConv(int device, std::string_view op, ConvKind kind, DType dtype, const ConvGeo& g,
+               ConvIo<T> io) {
+  gpu::ScopedDevice scoped(device);
+  TROUPE_RETURN_IF_ERROR(scoped.status());
+  TROUPE_ASSIGN_OR_RETURN(auto lease, gpu::AcquireCudnn(device, op));
+  std::string why;
+  for (ConvLayout layout : {ConvLayout::kNHWC, ConvLayout::kNCHW}) {
+    TROUPE_ASSIGN_OR_RETURN(
+        ConvPlan * plan, gpu_dense::GetConvPlan(lease.get(), device, op, kind, dtype, layout, g));
+    if (!plan->algos.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(bool done,
+                              RunInLayout<T>(lease.get(), device, op, kind, layout, *plan, g, io));
+      if (done) return gpu::LaunchStatus(device, op);
+    }
+    why += (why.empty() ? "" : "; ") + plan->why_unusable;
+  }
+  return UnimplementedError(Where(device, op) + "cuDNN has no deterministic algorithm for " +
+                            gpu_dense::GeoString(g) + " (" + std::string(DTypeName(dtype)) +
+                            "): " + why);
+}
+
+template <typename Fn>
+Status DispatchConv(DType dtype, Fn&& fn) {
+  Status s = Status::OK();
+  if (!kernels::DispatchFloat(dtype, [&](auto tag) { s = fn(tag); })) {
+    return InvalidArgumentError("unsupported dtype " + std::string(DTypeName(dtype)));
+  }
+  return s;
+}
+
+Status GpuConv2D(KernelContext& ctx) {
+  const int device = ctx.device().index;
+  const std::string op(ctx.op_name());
+  TROUPE_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, gpu_dense::InferOutputs(ctx));
+  TROUPE_ASSIGN_OR_RETURN(ConvGeo g,
+                          MakeGeo(op, ctx.attrs(), ctx.input(0).shape(), ctx.input(1).shape()));
+  TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+  if (y.num_elements() == 0) return Status::OK();
+  return DispatchConv(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return RunConv<T>(device, op, ConvKind::kForward, y.dtype(), g,
+                      {ctx.input(0).data<T>(), ctx.input(1).data<T>(), y.data<T>()});
+  });
+}
+
+Status GpuConv2DBackpropInput(KernelContext& ctx) {
+  const int device = ctx.device().index;
+  const std::string op(ctx.op_name());
+  TROUPE_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, gpu_dense::InferOutputs(ctx));
+  TROUPE_ASSIGN_OR_RETURN(ConvGeo g, MakeGeo(op, ctx.attrs(), out[0].shape, ctx.input(0).shape()));
+  TROUPE_ASSIGN_OR_RETURN(Tensor dx, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+  if (dx.num_elements() == 0) return Status::OK();
+  return DispatchConv(dx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return RunConv<T>(device, op, ConvKind::kBackwardData, dx.dtype(), g,
+                      {dx.data<T>(), ctx.input(0).data<T>(), ctx.input(1).data<T>()});
+  });
+}
+
+Status GpuConv2DBackpropFilter(KernelContext& ctx) {
+  const int device = ctx.device().index;
+  const std::string op(ctx.op_name());
+  TROUPE_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, gpu_dense::InferOutputs(ctx));
+  TROUPE_ASSIGN_OR_RETURN(ConvGeo g, MakeGeo(op, ctx.attrs(), ctx.input(0).shape(), out[0].shape));
+  TROUPE_ASSIGN_OR_RETURN(Tensor dw, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+  if (dw.num_elements() == 0) return Status::OK();
+  if (g.n * g.oh * g.ow == 0) {
+    // Nothing to sum over: the gradient is zero.
+    gpu::ScopedDevice scoped(device);
+    TROUPE_RETURN_IF_ERROR(scoped.status());
+    TROUPE_CUDA_RETURN_IF_ERROR(
+        device, op + ": zero fill",
+        cudaMemsetAsync(dw.raw_data(), 0, dw.byte_size(), gpu::CudaStream(device)));
+    return Status::OK();
+  }
+  return DispatchConv(dw.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return RunConv<T>(device, op, ConvKind::kBackwardFilter, dw.dtype(), g,
+                      {ctx.input(0).data<T>(), dw.data<T>(), ctx.input(1).data<T>()});
+  });
+}
+
+}  // namespace
+
+void RegisterGpuConvKernels(OpRegistry& registry) {
+  gpu_dense::RegisterOrDie(registry, "Conv2D", GpuConv2D);
+  gpu_dense::RegisterOrDie(registry, "Conv2DBackpropInput", GpuConv2DBackpropInput);
+  gpu_dense::RegisterOrDie(registry, "Conv2DBackpropFilter", GpuConv2DBackpropFilter);
+}
 
 }  // namespace troupe
