@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/gpu.h"
+
 namespace troupe {
 namespace {
 
@@ -25,6 +27,10 @@ class AlignedCpuAllocator final : public Allocator {
 Allocator* CpuAllocator() {
   static AlignedCpuAllocator* allocator = new AlignedCpuAllocator();
   return allocator;
+}
+
+Allocator* AllocatorFor(Device device) {
+  return device.is_cpu() ? CpuAllocator() : gpu::DeviceAllocator(device.index);
 }
 
 Result<Device> Device::Parse(std::string_view text) {

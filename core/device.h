@@ -39,5 +39,8 @@ inline constexpr size_t kTensorAlignment = 64;
 
 // Process-wide CPU allocator (aligned_alloc with 64-byte alignment).
 Allocator* CpuAllocator();
+// The allocator of `device`: CpuAllocator() for the CPU, the GPU's caching allocator
+// (gpu::DeviceAllocator) for a GPU, null when that GPU is not usable (gpu::CheckDevice says why).
+Allocator* AllocatorFor(Device device);
 
 }  // namespace troupe

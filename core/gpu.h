@@ -29,6 +29,12 @@ struct DeviceInfo {
 
 // True when this binary was compiled with CUDA.
 bool Built();
+// The CUDA runtime version compiled in ("13.0"); empty without CUDA.
+std::string CudaVersion();
+// Why DeviceCount() is 0 in a CUDA build ("no CUDA-capable device is detected", "CUDA driver
+// version is insufficient for CUDA runtime version"); empty when a GPU is visible or without
+// CUDA.
+std::string NoDeviceReason();
 // Number of visible CUDA devices; 0 without a driver, a GPU or CUDA support.
 int DeviceCount();
 // Every visible device (an error names the driver problem, e.g. "CUDA driver too old").
@@ -45,6 +51,11 @@ struct AllocatorStats {
   int64_t cuda_mallocs = 0, allocations = 0;
 };
 AllocatorStats DeviceAllocatorStats(int index);
+// "gpu:0: out of memory allocating 1.0 PiB (1125899906842624 bytes) (in use X, cached Y,
+// total Z, free F)" for a failed request of `bytes` on GPU `index`.
+std::string DescribeOutOfMemory(int index, size_t bytes);
+// Waits for the device's stream and returns every cached, unused block to CUDA.
+Status EmptyCache(int index);
 
 // The device's compute stream as an opaque handle (a cudaStream_t).
 void* Stream(int index);
@@ -58,5 +69,14 @@ Status CheckLastError(int index, std::string_view op);
 // Host->device copies stage through pinned buffers; device->host copies synchronize.
 Result<Tensor> CopyTo(const Tensor& tensor, Device device);
 inline Result<Tensor> ToHost(const Tensor& tensor) { return CopyTo(tensor, Device::Cpu()); }
+// A new buffer on the tensor's own device with the same contents (device-to-device copy
+// queued on the stream for a GPU tensor; Tensor::DeepCopy for a host tensor).
+Result<Tensor> DeepCopy(const Tensor& tensor);
+
+// Raw copies between host memory and memory of GPU `index`, queued on the device's stream.
+// MemcpyToDevice returns once `host_src` may be reused (it is staged through pinned memory);
+// MemcpyToHost returns once `host_dst` holds the data.
+Status MemcpyToDevice(int index, void* device_dst, const void* host_src, size_t bytes);
+Status MemcpyToHost(int index, void* host_dst, const void* device_src, size_t bytes);
 
 }  // namespace troupe::gpu

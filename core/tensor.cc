@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "core/dtype_traits.h"
+#include "core/gpu.h"
+#include "core/logging.h"
 
 namespace troupe {
 
@@ -28,11 +30,19 @@ TROUPE_DTYPE_OF_VALUE(uint64_t)
 #undef TROUPE_DTYPE_OF_VALUE
 
 Result<std::shared_ptr<TensorBuffer>> TensorBuffer::Allocate(Allocator* allocator, size_t bytes) {
+  if (allocator == nullptr) {
+    return FailedPreconditionError("no allocator for " + std::to_string(bytes) +
+                                   " bytes (the device is not usable; see gpu::CheckDevice)");
+  }
   std::shared_ptr<TensorBuffer> buf(new TensorBuffer());
   buf->data_ = allocator->Allocate(bytes);
   if (buf->data_ == nullptr) {
+    const Device device = allocator->device();
+    if (!device.is_cpu()) {
+      return ResourceExhaustedError(gpu::DescribeOutOfMemory(device.index, bytes));
+    }
     return ResourceExhaustedError("out of memory allocating " + std::to_string(bytes) +
-                                  " bytes on " + allocator->device().ToString());
+                                  " bytes on " + device.ToString());
   }
   buf->size_ = bytes;
   buf->device_ = allocator->device();
@@ -69,6 +79,11 @@ Result<Tensor> Tensor::Allocate(DType dtype, const TensorShape& shape, Allocator
   t.dtype_ = dtype;
   t.shape_ = std::move(checked);
   t.num_elements_ = t.shape_.num_elements();
+  if (allocator == nullptr) {
+    return FailedPreconditionError("cannot allocate " + std::string(DTypeName(dtype)) +
+                                   t.shape_.ToString() +
+                                   ": no allocator (the device is not usable)");
+  }
   if (dtype == DType::kString && !allocator->device().is_cpu()) {
     return InvalidArgumentError("string tensors live on the CPU only");
   }
@@ -147,6 +162,12 @@ Result<Tensor> Tensor::Reshape(const TensorShape& shape) const {
 
 Tensor Tensor::DeepCopy() const {
   if (!initialized()) return Tensor();
+  if (!device().is_cpu()) {
+    // Device memory is copied on the device's stream; the host never touches it.
+    Result<Tensor> copy = gpu::DeepCopy(*this);
+    TROUPE_CHECK(copy.ok()) << "DeepCopy of " << DebugString(0) << ": " << copy.status();
+    return *std::move(copy);
+  }
   Tensor t = *Allocate(dtype_, shape_);
   if (dtype_ == DType::kString) {
     auto src = flat<std::string>();
@@ -160,6 +181,13 @@ Tensor Tensor::DeepCopy() const {
 
 bool Tensor::BitEqual(const Tensor& other) const {
   if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (!device().is_cpu() || !other.device().is_cpu()) {
+    // Compare host copies: device pointers must not be dereferenced here.
+    Result<Tensor> a = gpu::ToHost(*this);
+    Result<Tensor> b = gpu::ToHost(other);
+    TROUPE_CHECK(a.ok() && b.ok()) << "BitEqual: " << (a.ok() ? b.status() : a.status());
+    return a->BitEqual(*b);
+  }
   if (dtype_ == DType::kString) {
     auto a = flat<std::string>();
     auto b = other.flat<std::string>();
@@ -174,7 +202,13 @@ bool Tensor::BitEqual(const Tensor& other) const {
 std::string Tensor::DebugString(int max_elements) const {
   if (!initialized()) return "Tensor<uninitialized>";
   std::ostringstream os;
-  os << "Tensor<" << DTypeName(dtype_) << ", " << shape_.ToString() << ">: [";
+  os << "Tensor<" << DTypeName(dtype_) << ", " << shape_.ToString() << ">";
+  if (!device().is_cpu()) {
+    // The values live in device memory; printing them would need a synchronizing copy.
+    os << " on " << device().ToString();
+    return os.str();
+  }
+  os << ": [";
   int64_t n = std::min<int64_t>(num_elements_, max_elements);
   for (int64_t i = 0; i < n; ++i) {
     if (i) os << ", ";

@@ -1,5 +1,6 @@
 #include "kernels/op_registry.h"
 
+#include "core/gpu.h"
 #include "kernels/register_ops.h"
 
 namespace troupe {
@@ -15,9 +16,21 @@ KernelContext::KernelContext(std::string_view op_name, std::span<const Tensor> i
       allocate_(std::move(allocate)) {}
 
 Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const TensorShape& shape) {
-  Result<Tensor> t = allocate_ ? allocate_(index, dtype, shape) : Tensor::Allocate(dtype, shape);
-  if (!t.ok())
-    return t.status().WithContext(std::string(op_name_) + " output " + std::to_string(index));
+  auto where = [&] { return std::string(op_name_) + " output " + std::to_string(index); };
+  Allocator* allocator = nullptr;
+  if (!allocate_) {
+    allocator = AllocatorFor(device_);
+    if (allocator == nullptr) {
+      Status why = gpu::CheckDevice(device_);
+      return FailedPreconditionError(why.ok() ? device_.ToString() + " has no allocator"
+                                              : why.message())
+          .WithContext(where());
+    }
+  }
+  // On a GPU an out-of-memory message names the device, the request and the memory in use.
+  Result<Tensor> t =
+      allocate_ ? allocate_(index, dtype, shape) : Tensor::Allocate(dtype, shape, allocator);
+  if (!t.ok()) return t.status().WithContext(where());
   SetOutput(index, *t);
   return t;
 }
