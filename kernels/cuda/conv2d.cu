@@ -151,7 +151,8 @@ Result<bool> RunInLayout(cudnnHandle_t h, int device, std::string_view op, ConvK
                                          x_cudnn, w_c.as<T>(), y_cudnn, out);
     if (s == CUDNN_STATUS_SUCCESS) {
       done = true;
-    } else if (s == CUDNN_STATUS_NOT_SUPPORTED) {
+    } else if (CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED) {
+      // cuDNN 9 reports sub-codes (NOT_SUPPORTED_LAYOUT, ..._SHAPE): try the next algorithm.
       plan.algos.erase(plan.algos.begin());
     } else {
       return InternalError(Where(device, op) + "cudnnConvolution (" + gpu_dense::KindName(kind) +

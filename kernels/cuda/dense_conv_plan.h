@@ -4,10 +4,11 @@
 //
 // Algorithms (all deterministic, FP32 through CUDNN_FMA_MATH, so never TF32):
 //   forward:         IMPLICIT_PRECOMP_GEMM, IMPLICIT_GEMM, GEMM (every forward algo is
-//                    deterministic; FFT ones are skipped for accuracy)
+//                    deterministic)
 //   backward data:   ALGO_1 (ALGO_0 accumulates with atomics and is not deterministic)
 //   backward filter: ALGO_1 (ALGO_0 and ALGO_3 are not deterministic)
-// then whatever cuDNN's heuristics (…_v7) report as CUDNN_DETERMINISTIC, FFT excluded. An
+// then whatever cuDNN's heuristics (…_v7) report as CUDNN_DETERMINISTIC, except FFT and
+// Winograd (they round differently from a direct sum: not within 1e-5 of the CPU). An
 // algorithm whose workspace query fails is left out; one that fails with NOT_SUPPORTED when run
 // is dropped from the plan. A layout with no algorithm left is unusable (the caller then tries
 // NCHW with explicit transposes).
