@@ -14,6 +14,10 @@
 #include "kernels/random/philox_fill.h"
 #include "kernels/random/stateless.h"
 #include "kernels/random/xla_threefry.h"
+#include "troupe/build_info.h"
+#if TROUPE_HAVE_CUDA
+#include "kernels/cuda/random_gpu.h"
+#endif
 
 namespace troupe::random {
 namespace {
@@ -408,6 +412,9 @@ void RegisterRandomOps(OpRegistry& r) {
         ctr.data<uint64_t>()[1] = kc.counter[1];
         return Status::OK();
       });
+#if TROUPE_HAVE_CUDA
+  RegisterGpuRandomKernels(r);  // kGpu kernels of the V2 ops (kernels/cuda/random_gpu.h)
+#endif
 }
 
 }  // namespace troupe::random
