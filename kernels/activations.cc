@@ -20,7 +20,9 @@ void RegisterActivationOps(OpRegistry& r) {
   RegisterBinary(r, "ReluGrad", TypeSet::kReal, "gradients", "features", false, 1,
                  [](const auto& g, const auto& f) {
                    using T = typename std::decay_t<decltype(g)>::Scalar;
-                   return (f > T(0)).select(g, T(0));
+                   // TF's formula (so a NaN/inf gradient at f <= 0 gives NaN, as in TF);
+                   // Eigen 3.4's select() has no vector path, this multiply has.
+                   return g * (f > T(0)).template cast<T>();
                  });
   RegisterBinary(r, "TanhGrad", TypeSet::kFloat, "y", "dy", false, 2,
                  [](const auto& y, const auto& dy) {

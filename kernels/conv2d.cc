@@ -10,10 +10,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/conv2d_direct.h"
 #include "kernels/conv_util.h"
+#include "kernels/gemm.h"
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
 
@@ -145,6 +147,14 @@ inline void ZeroRun(T* dst, int64_t n) {
   Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dst, n).setZero();
 }
 
+// Per-thread patch buffer, reused across calls (no zero fill: every use overwrites it).
+template <typename T>
+T* Scratch(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 // Patch rows [r0, r1) (global output-pixel indices) of `x` into col (row-major, K per row).
 template <typename T>
 void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
@@ -214,14 +224,11 @@ template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
-  Eigen::Map<const RowMat<T>> W(filter, K, g.f);
   const int64_t block = RowBlock(g);
   auto run = [&](int64_t r0, int64_t r1) {
-    std::vector<T> col(static_cast<size_t>((r1 - r0) * K));
-    Im2Col(g, x, r0, r1, col.data());
-    Eigen::Map<const RowMat<T>> P(col.data(), r1 - r0, K);
-    Eigen::Map<RowMat<T>> Y(y + r0 * g.f, r1 - r0, g.f);
-    Y.noalias() = P * W;
+    T* col = Scratch<T>(static_cast<size_t>((r1 - r0) * K));
+    Im2Col(g, x, r0, r1, col);
+    Gemm(false, false, r1 - r0, g.f, K, col, K, filter, g.f, y + r0 * g.f, g.f);
   };
   ParallelForBlocks(pool, rows, block, run);
 }
@@ -231,19 +238,16 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
                              T* dx) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropInputDirectC1(pool, g, filter, dy, dx);
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
-  Eigen::Map<const RowMat<T>> W(filter, K, g.f);
   const int64_t block = RowBlock(g);
   auto images = [&](int64_t n0, int64_t n1) {
-    std::vector<T> col(static_cast<size_t>(std::min(block, per_image) * K));
+    T* col = Scratch<T>(static_cast<size_t>(std::min(block, per_image) * K));
     for (int64_t n = n0; n < n1; ++n) {
       T* img = dx + n * image;
       std::fill(img, img + image, T(0));
       for (int64_t r0 = n * per_image; r0 < (n + 1) * per_image; r0 += block) {
         const int64_t r1 = std::min(r0 + block, (n + 1) * per_image);
-        Eigen::Map<RowMat<T>> P(col.data(), r1 - r0, K);
-        Eigen::Map<const RowMat<T>> DY(dy + r0 * g.f, r1 - r0, g.f);
-        P.noalias() = DY * W.transpose();
-        Col2ImAdd(g, col.data(), r0, r1, img);
+        Gemm(false, true, r1 - r0, K, g.f, dy + r0 * g.f, g.f, filter, g.f, col, K);
+        Col2ImAdd(g, col, r0, r1, img);
       }
     }
   };
@@ -260,26 +264,24 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
     DW.setZero();
     return;
   }
-  std::vector<T> partial(static_cast<size_t>(nb > 1 ? nb * K * g.f : 0));
+  std::unique_ptr<T[]> partial(nb > 1 ? new T[static_cast<size_t>(nb * K * g.f)] : nullptr);
   auto run = [&](int64_t b0, int64_t b1) {
-    std::vector<T> col(static_cast<size_t>(block * K));
+    T* col = Scratch<T>(static_cast<size_t>(block * K));
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
-      Im2Col(g, x, r0, r1, col.data());
-      Eigen::Map<const RowMat<T>> P(col.data(), r1 - r0, K);
-      Eigen::Map<const RowMat<T>> DY(dy + r0 * g.f, r1 - r0, g.f);
-      Eigen::Map<RowMat<T>> out(nb > 1 ? partial.data() + b * K * g.f : dw, K, g.f);
-      out.noalias() = P.transpose() * DY;
+      Im2Col(g, x, r0, r1, col);
+      Gemm(true, false, K, g.f, r1 - r0, col, K, dy + r0 * g.f, g.f,
+           nb > 1 ? partial.get() + b * K * g.f : dw, g.f);
     }
   };
   ParallelForBlocks(pool, nb, 1, run);
   if (nb == 1) return;
   // Fixed-order sum of the block partials.
   Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(dw, K * g.f);
-  acc = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.data(), K * g.f);
+  acc = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.get(), K * g.f);
   for (int64_t b = 1; b < nb; ++b) {
     acc +=
-        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.data() + b * K * g.f, K * g.f);
+        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.get() + b * K * g.f, K * g.f);
   }
 }
 

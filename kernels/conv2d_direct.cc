@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
+#include "kernels/simd.h"
 
 namespace troupe {
 namespace kernels {
@@ -23,9 +24,6 @@ Span ValidColumns(const ConvGeo& g, int64_t kw) {
   return {std::max<int64_t>(0, g.pl - kw), std::min(g.ow, g.w + g.pl - kw)};
 }
 
-// Output rows (n, oh) per block: a constant, so the split depends on the shape only.
-constexpr int64_t kRowsPerBlock = 16;
-
 // dy row [ow][f] -> [f][ow].
 template <typename T>
 void TransposeRow(const ConvGeo& g, const T* dy_row, T* out) {
@@ -34,69 +32,179 @@ void TransposeRow(const ConvGeo& g, const T* dy_row, T* out) {
   }
 }
 
-// Few output channels: each output pixel's channels live in one fixed-size Eigen array of
-// kLanes >= f (one or two SIMD registers), accumulated over the window in (kh, kw) order.
-template <typename T, int kLanes>
-void DirectC1Lanes(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
-  using Lane = Eigen::Array<T, kLanes, 1>;
-  const int64_t taps = g.kh * g.kw;
-  std::vector<Lane, Eigen::aligned_allocator<Lane>> w(static_cast<size_t>(taps), Lane::Zero());
-  for (int64_t k = 0; k < taps; ++k) {
-    for (int64_t f = 0; f < g.f; ++f) w[static_cast<size_t>(k)](f) = filter[k * g.f + f];
+// Forward and filter gradient work on one image at a time in "expanded" rows: the output row
+// [ow][f] is a contiguous run of J = ow * f values, and the input row is padded and each value
+// repeated f times (xe[ih][p * f + c] = x[ih][p - pl]), so that tap (kh, kw) pairs output
+// element j with xe[ih][kw * f + j] for every j: one long vector FMA per tap, whatever f is.
+// Runs are padded to Jp (a multiple of the widest vector) so vector loops need no scalar tail.
+template <typename T>
+struct Expanded {
+  int64_t J, Jp, XR;  // output run, padded run, expanded input row stride
+  explicit Expanded(const ConvGeo& g)
+      : J(g.ow * g.f),
+        Jp(simd::RoundUp(g.ow * g.f, simd::kLanes<T, 64>)),
+        XR((g.kw - 1) * g.f + simd::RoundUp(g.ow * g.f, simd::kLanes<T, 64>)) {}
+};
+
+template <typename T>
+void ExpandImage(const ConvGeo& g, const Expanded<T>& e, const T* img, T* xe) {
+  const int64_t cols = g.ow + g.kw - 1;  // padded input columns any window reaches (sw == 1)
+  std::fill(xe, xe + g.h * e.XR, T(0));
+  for (int64_t ih = 0; ih < g.h; ++ih) {
+    T* row = xe + ih * e.XR;
+    const T* src = img + ih * g.w;
+    const int64_t iw1 = std::min(g.w, cols - g.pl);
+    for (int64_t iw = std::max<int64_t>(0, -g.pl); iw < iw1; ++iw) {
+      T* d = row + (iw + g.pl) * g.f;
+      for (int64_t f = 0; f < g.f; ++f) d[f] = src[iw];
+    }
   }
-  ParallelForBlocks(pool, g.n * g.oh, kRowsPerBlock, [&](int64_t r0, int64_t r1) {
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t n = row / g.oh, oh = row % g.oh;
-      const int64_t kh0 = std::max<int64_t>(0, g.pt - oh * g.sh);
-      const int64_t kh1 = std::min(g.kh, g.h + g.pt - oh * g.sh);
-      const int64_t ih0 = oh * g.sh - g.pt;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
-        const int64_t iw0 = ow * g.sw - g.pl;
-        const int64_t kw0 = std::max<int64_t>(0, -iw0), kw1 = std::min(g.kw, g.w - iw0);
-        Lane acc = Lane::Zero();
-        for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const T* xr = x + (n * g.h + ih0 + kh) * g.w;
-          const Lane* wr = w.data() + kh * g.kw;
-          for (int64_t kw = kw0; kw < kw1; ++kw) acc += xr[iw0 + kw] * wr[kw];
+}
+
+// Valid kernel rows [kh0, kh1) of output row oh.
+struct KRange {
+  int64_t kh0, kh1;
+};
+KRange KernelRows(const ConvGeo& g, int64_t oh) {
+  return {std::max<int64_t>(0, g.pt - oh * g.sh), std::min(g.kh, g.h + g.pt - oh * g.sh)};
+}
+
+// kNv vectors of output row oh starting at j: sum over taps in (kh, kw) order.
+template <typename T, int kBytes, int kNv>
+TROUPE_ALWAYS_INLINE void ForwardChunk(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                       const T* wrep, int64_t oh, int64_t j, T* out) {
+  using V = simd::Vec<T, kBytes>;
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  const KRange k = KernelRows(g, oh);
+  V acc[kNv] = {};
+  for (int64_t kh = k.kh0; kh < k.kh1; ++kh) {
+    const T* xr = xe + (oh * g.sh - g.pt + kh) * e.XR + j;
+    const T* wr = wrep + kh * g.kw * e.Jp + j;
+    for (int64_t kw = 0; kw < g.kw; ++kw) {
+      const T* a = xr + kw * g.f;
+      const T* w = wr + kw * e.Jp;
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) acc[v] += simd::Load<V>(a + v * kL) * simd::Load<V>(w + v * kL);
+    }
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < kNv; ++v) simd::Store(out + v * kL, acc[v]);
+}
+
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void ForwardImage(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                       const T* wrep, T* y) {
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  for (int64_t oh = 0; oh < g.oh; ++oh) {
+    T* out = y + oh * e.J;
+    int64_t j = 0;
+    for (; j + 4 * kL <= e.J; j += 4 * kL)
+      ForwardChunk<T, kBytes, 4>(g, e, xe, wrep, oh, j, out + j);
+    for (; j + kL <= e.J; j += kL) ForwardChunk<T, kBytes, 1>(g, e, xe, wrep, oh, j, out + j);
+    if (j < e.J) {
+      T tail[kL];
+      ForwardChunk<T, kBytes, 1>(g, e, xe, wrep, oh, j, tail);
+      std::copy(tail, tail + (e.J - j), out + j);
+    }
+  }
+}
+
+// Filter gradient of one image, per tap and output element j: sum over output rows oh
+// (ascending) of xe * dy, written to acc[tap][j] (dyp: dy rows padded to Jp with zeros).
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void FilterImage(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                      const T* dyp, T* acc) {
+  using V = simd::Vec<T, kBytes>;
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  constexpr int kNv = 4;
+  for (int64_t kh = 0; kh < g.kh; ++kh) {
+    // Output rows whose input row oh * sh - pt + kh is inside the image.
+    int64_t oh0 = 0, oh1 = g.oh;
+    while (oh0 < oh1 && oh0 * g.sh - g.pt + kh < 0) ++oh0;
+    while (oh1 > oh0 && (oh1 - 1) * g.sh - g.pt + kh >= g.h) --oh1;
+    for (int64_t kw = 0; kw < g.kw; ++kw) {
+      T* out = acc + (kh * g.kw + kw) * e.Jp;
+      const T* xk = xe + kw * g.f;
+      int64_t j = 0;
+      for (; j + kNv * kL <= e.Jp; j += kNv * kL) {
+        V s[kNv] = {};
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          const T* a = xk + (oh * g.sh - g.pt + kh) * e.XR + j;
+          const T* d = dyp + oh * e.Jp + j;
+#pragma GCC unroll 4
+          for (int v = 0; v < kNv; ++v)
+            s[v] += simd::Load<V>(a + v * kL) * simd::Load<V>(d + v * kL);
         }
-        T* out = y + (row * g.ow + ow) * g.f;
-        for (int64_t f = 0; f < g.f; ++f) out[f] = acc(f);
+#pragma GCC unroll 4
+        for (int v = 0; v < kNv; ++v) simd::Store(out + j + v * kL, s[v]);
+      }
+      for (; j < e.Jp; j += kL) {
+        V s = {};
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          s += simd::Load<V>(xk + (oh * g.sh - g.pt + kh) * e.XR + j) *
+               simd::Load<V>(dyp + oh * e.Jp + j);
+        }
+        simd::Store(out + j, s);
       }
     }
-  });
+  }
+}
+
+template <typename T>
+void ForwardImage32(const ConvGeo& g, const Expanded<T>& e, const T* xe, const T* wrep, T* y) {
+  ForwardImage<T, 32>(g, e, xe, wrep, y);
+}
+template <typename T>
+void FilterImage32(const ConvGeo& g, const Expanded<T>& e, const T* xe, const T* dyp, T* acc) {
+  FilterImage<T, 32>(g, e, xe, dyp, acc);
+}
+#if TROUPE_HAVE_AVX512_DISPATCH
+template <typename T>
+TROUPE_TARGET_AVX512 void ForwardImage64(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                         const T* wrep, T* y) {
+  ForwardImage<T, 64>(g, e, xe, wrep, y);
+}
+template <typename T>
+TROUPE_TARGET_AVX512 void FilterImage64(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                        const T* dyp, T* acc) {
+  FilterImage<T, 64>(g, e, xe, dyp, acc);
+}
+#endif
+
+// Per-thread scratch, reused across calls (kernels run many times with the same shapes).
+template <typename T>
+T* Scratch(int slot, size_t n) {
+  thread_local std::vector<T> buf[2];
+  if (buf[slot].size() < n) buf[slot].resize(n);
+  return buf[slot].data();
 }
 
 }  // namespace
 
 template <typename T>
 void Conv2DDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
-  if (g.f <= 8) return DirectC1Lanes<T, 8>(pool, g, x, filter, y);
-  if (g.f <= 16) return DirectC1Lanes<T, 16>(pool, g, x, filter, y);
-  ParallelForBlocks(pool, g.n * g.oh, kRowsPerBlock, [&](int64_t r0, int64_t r1) {
-    std::vector<T> acc(static_cast<size_t>(g.f * g.ow));
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t n = row / g.oh, oh = row % g.oh;
-      std::fill(acc.begin(), acc.end(), T(0));
-      for (int64_t kh = 0; kh < g.kh; ++kh) {
-        const int64_t ih = oh * g.sh - g.pt + kh;
-        if (ih < 0 || ih >= g.h) continue;
-        const T* xr = x + (n * g.h + ih) * g.w;
-        for (int64_t kw = 0; kw < g.kw; ++kw) {
-          const Span s = ValidColumns(g, kw);
-          if (s.hi <= s.lo) continue;
-          ConstVec<T> in(xr + s.lo + kw - g.pl, s.hi - s.lo);
-          const T* w = filter + (kh * g.kw + kw) * g.f;
-          for (int64_t f = 0; f < g.f; ++f) {
-            Vec<T>(acc.data() + f * g.ow + s.lo, s.hi - s.lo) += w[f] * in;
-          }
-        }
+  const Expanded<T> e(g);
+  // Filter taps repeated along the output run: wrep[tap][j] = filter[tap][j % f].
+  std::vector<T> wrep(static_cast<size_t>(g.kh * g.kw * e.Jp));
+  for (int64_t k = 0; k < g.kh * g.kw; ++k) {
+    for (int64_t j = 0; j < e.Jp; ++j) wrep[k * e.Jp + j] = filter[k * g.f + j % g.f];
+  }
+  const bool wide = simd::CpuHasAvx512();
+  ParallelForBlocks(pool, g.n, 1, [&](int64_t n0, int64_t n1) {
+    T* xe = Scratch<T>(0, static_cast<size_t>(g.h * e.XR));
+    for (int64_t n = n0; n < n1; ++n) {
+      ExpandImage(g, e, x + n * g.h * g.w, xe);
+      T* yn = y + n * g.oh * e.J;
+#if TROUPE_HAVE_AVX512_DISPATCH
+      if (wide) {
+        ForwardImage64<T>(g, e, xe, wrep.data(), yn);
+        continue;
       }
-      T* out = y + row * g.ow * g.f;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
-        for (int64_t f = 0; f < g.f; ++f) out[ow * g.f + f] = acc[f * g.ow + ow];
-      }
+#endif
+      ForwardImage32<T>(g, e, xe, wrep.data(), yn);
     }
   });
+  (void)wide;
 }
 
 template <typename T>
@@ -132,38 +240,47 @@ void Conv2DBackpropInputDirectC1(ThreadPool* pool, const ConvGeo& g, const T* fi
 template <typename T>
 void Conv2DBackpropFilterDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy,
                                   T* dw) {
-  const int64_t rows = g.n * g.oh, K = g.kh * g.kw * g.f;
-  const int64_t nb = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  std::vector<T> partial(static_cast<size_t>(std::max<int64_t>(nb, 1) * K), T(0));
-  ParallelForBlocks(pool, nb, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<T> dyt(static_cast<size_t>(g.f * g.ow));
-    for (int64_t b = b0; b < b1; ++b) {
-      T* acc = partial.data() + b * K;
-
-      for (int64_t row = b * kRowsPerBlock; row < std::min(rows, (b + 1) * kRowsPerBlock); ++row) {
-        const int64_t n = row / g.oh, oh = row % g.oh;
-        TransposeRow(g, dy + row * g.ow * g.f, dyt.data());
-        for (int64_t kh = 0; kh < g.kh; ++kh) {
-          const int64_t ih = oh * g.sh - g.pt + kh;
-          if (ih < 0 || ih >= g.h) continue;
-          const T* xr = x + (n * g.h + ih) * g.w;
-          for (int64_t kw = 0; kw < g.kw; ++kw) {
-            const Span s = ValidColumns(g, kw);
-            if (s.hi <= s.lo) continue;
-            ConstVec<T> in(xr + s.lo + kw - g.pl, s.hi - s.lo);
-            T* a = acc + (kh * g.kw + kw) * g.f;
-            for (int64_t f = 0; f < g.f; ++f) {
-              a[f] += (in * ConstVec<T>(dyt.data() + f * g.ow + s.lo, s.hi - s.lo)).sum();
-            }
-          }
+  const Expanded<T> e(g);
+  const int64_t taps = g.kh * g.kw, K = taps * g.f;
+  // One partial per image, summed in image order: the same bits for any thread count.
+  std::vector<T> partial(static_cast<size_t>(std::max<int64_t>(g.n, 1) * K), T(0));
+  const bool wide = simd::CpuHasAvx512();
+  ParallelForBlocks(pool, g.n, 1, [&](int64_t n0, int64_t n1) {
+    T* xe = Scratch<T>(0, static_cast<size_t>(g.h * e.XR));
+    T* scratch = Scratch<T>(1, static_cast<size_t>((g.oh + taps) * e.Jp));
+    T* dyp = scratch;                // [oh][Jp]
+    T* acc = scratch + g.oh * e.Jp;  // [tap][Jp]
+    for (int64_t n = n0; n < n1; ++n) {
+      ExpandImage(g, e, x + n * g.h * g.w, xe);
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        const T* src = dy + (n * g.oh + oh) * e.J;
+        std::copy(src, src + e.J, dyp + oh * e.Jp);
+        std::fill(dyp + oh * e.Jp + e.J, dyp + (oh + 1) * e.Jp, T(0));
+      }
+#if TROUPE_HAVE_AVX512_DISPATCH
+      if (wide) {
+        FilterImage64<T>(g, e, xe, dyp, acc);
+      } else {
+        FilterImage32<T>(g, e, xe, dyp, acc);
+      }
+#else
+      FilterImage32<T>(g, e, xe, dyp, acc);
+#endif
+      T* p = partial.data() + n * K;
+      for (int64_t k = 0; k < taps; ++k) {
+        const T* a = acc + k * e.Jp;
+        for (int64_t f = 0; f < g.f; ++f) {
+          T s = a[f];
+          for (int64_t ow = 1; ow < g.ow; ++ow) s += a[ow * g.f + f];
+          p[k * g.f + f] = s;
         }
       }
     }
   });
-  // Fixed-order sum of the block partials.
+  (void)wide;
   Vec<T> out(dw, K);
   out = ConstVec<T>(partial.data(), K);
-  for (int64_t b = 1; b < nb; ++b) out += ConstVec<T>(partial.data() + b * K, K);
+  for (int64_t n = 1; n < g.n; ++n) out += ConstVec<T>(partial.data() + n * K, K);
 }
 
 template void Conv2DDirectC1<float>(ThreadPool*, const ConvGeo&, const float*, const float*,

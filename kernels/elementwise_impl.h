@@ -4,6 +4,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ void UnaryLoop(ThreadPool* pool, const Tin* in, Tout* out, int64_t n, int64_t co
 template <typename Tin, typename Tout, typename F>
 void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const Tin* a, const Tin* b, Tout* out,
                 int64_t cost, const F& f) {
+  constexpr int64_t kShortRun = 256;
   if (plan.num_elements == 0) return;
   const size_t k = plan.dims.size();
   const int64_t inner = plan.dims[k - 1];
@@ -56,6 +58,31 @@ void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const Tin* a, const
     return;
   }
   const int64_t outer = plan.num_elements / inner;
+  if (k == 2 && inner < kShortRun && sa == 1 && sb == 1 &&
+      ((plan.a_strides[0] == inner && plan.b_strides[0] == 0) ||
+       (plan.a_strides[0] == 0 && plan.b_strides[0] == inner))) {
+    // A short row (e.g. a bias of a few channels) added to every row of a contiguous
+    // operand: repeat the row to ~kShortRun elements so each Eigen call covers many rows.
+    const bool a_rows = plan.a_strides[0] == inner;
+    const Tin* row = a_rows ? b : a;
+    const Tin* full = a_rows ? a : b;
+    const int64_t reps = (kShortRun + inner - 1) / inner;
+    std::vector<Tin> rep(static_cast<size_t>(reps * inner));
+    for (int64_t i = 0; i < reps * inner; ++i) rep[static_cast<size_t>(i)] = row[i % inner];
+    ParallelFor(pool, outer, cost * inner, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; o += reps) {
+        const int64_t len = std::min(reps, end - o) * inner;
+        ArrayMap<Tout> out_run(out + o * inner, len);
+        ConstArrayMap<Tin> x(full + o * inner, len), r(rep.data(), len);
+        if (a_rows) {
+          out_run = f(x, r);
+        } else {
+          out_run = f(r, x);
+        }
+      }
+    });
+    return;
+  }
   ParallelFor(pool, outer, cost * inner, [&](int64_t begin, int64_t end) {
     // Odometer over the outer coalesced dims, started at `begin`.
     std::vector<int64_t> idx(k - 1);

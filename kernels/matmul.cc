@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "kernels/gemm.h"
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
 
@@ -53,12 +54,10 @@ void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, boo
     C.setZero();
     return;
   }
+  const int64_t lda = A.cols(), ldb = B.cols();
   auto rows = [&](int64_t begin, int64_t end) {
-    auto out = C.middleRows(begin, end - begin);
-    if (!ta && !tb) out.noalias() = A.middleRows(begin, end - begin) * B;
-    if (!ta && tb) out.noalias() = A.middleRows(begin, end - begin) * B.transpose();
-    if (ta && !tb) out.noalias() = A.transpose().middleRows(begin, end - begin) * B;
-    if (ta && tb) out.noalias() = A.transpose().middleRows(begin, end - begin) * B.transpose();
+    const T* a_rows = A.data() + (ta ? begin : begin * lda);
+    kernels::Gemm(ta, tb, end - begin, n, k, a_rows, lda, B.data(), ldb, C.data() + begin * n, n);
   };
   // Each block re-packs b, so blocks are kept large: at least 64 rows and ~8 MFLOP.
   const int64_t flops_per_row = 2 * k * n;

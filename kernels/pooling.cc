@@ -104,22 +104,42 @@ void MaxPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
   });
 }
 
+// Per output row: the window's input rows summed into one [w][c] run (contiguous, so it
+// vectorises whatever c is), then each output pixel sums its window columns of that run.
 template <typename T>
 void AvgPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
+  const int64_t run = g.w * g.c;
   ParallelFor(pool, g.n * g.oh, g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    std::vector<T> rowsum(static_cast<size_t>(run));
     for (int64_t row = b; row < e; ++row) {
       const int64_t n = row / g.oh, oh = row % g.oh;
+      const Bounds hb = WindowAt(g, oh, 0);
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(rowsum.data(), run);
+      if (hb.h1 > hb.h0) {
+        acc =
+            Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x + (n * g.h + hb.h0) * run, run);
+      } else {
+        acc.setZero();
+      }
+      for (int64_t h = hb.h0 + 1; h < hb.h1; ++h) {
+        acc += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x + (n * g.h + h) * run, run);
+      }
+      T* out_row = y + row * g.ow * g.c;
       for (int64_t ow = 0; ow < g.ow; ++ow) {
-        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out(y + ((row * g.ow) + ow) * g.c, g.c);
-        out.setZero();
         const Bounds w = WindowAt(g, oh, ow);
-        for (int64_t h = w.h0; h < w.h1; ++h) {
-          for (int64_t ww = w.w0; ww < w.w1; ++ww) {
-            out += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(
-                x + ((n * g.h + h) * g.w + ww) * g.c, g.c);
-          }
+        const T count = static_cast<T>((w.h1 - w.h0) * (w.w1 - w.w0));
+        T* out = out_row + ow * g.c;
+        if (w.w1 <= w.w0) {
+          std::fill(out, out + g.c, T(0) / count);
+          continue;
         }
-        out /= static_cast<T>((w.h1 - w.h0) * (w.w1 - w.w0));
+        const T* first = rowsum.data() + w.w0 * g.c;
+        for (int64_t c = 0; c < g.c; ++c) out[c] = first[c];
+        for (int64_t ww = w.w0 + 1; ww < w.w1; ++ww) {
+          const T* src = rowsum.data() + ww * g.c;
+          for (int64_t c = 0; c < g.c; ++c) out[c] += src[c];
+        }
+        for (int64_t c = 0; c < g.c; ++c) out[c] /= count;
       }
     }
   });
@@ -157,25 +177,33 @@ void MaxPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* x, const T* dy
   });
 }
 
+// Per output row: each pixel's scaled gradient spread over its window columns of one [w][c]
+// run, then that run added to every input row of the window.
 template <typename T>
 void AvgPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* dy, T* dx) {
-  const int64_t image = g.h * g.w * g.c;
+  const int64_t run = g.w * g.c, image = g.h * run;
   ParallelFor(pool, g.n, g.oh * g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    std::vector<T> spread(static_cast<size_t>(run));
     for (int64_t n = b; n < e; ++n) {
       T* dimg = dx + n * image;
       std::fill(dimg, dimg + image, T(0));
       for (int64_t oh = 0; oh < g.oh; ++oh) {
+        const Bounds hb = WindowAt(g, oh, 0);
+        if (hb.h1 <= hb.h0) continue;
+        std::fill(spread.begin(), spread.end(), T(0));
+        const T* grad_row = dy + (n * g.oh + oh) * g.ow * g.c;
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           const Bounds w = WindowAt(g, oh, ow);
           const T scale = T(1) / static_cast<T>((w.h1 - w.h0) * (w.w1 - w.w0));
-          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> grad(
-              dy + ((n * g.oh + oh) * g.ow + ow) * g.c, g.c);
-          for (int64_t h = w.h0; h < w.h1; ++h) {
-            for (int64_t ww = w.w0; ww < w.w1; ++ww) {
-              Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dimg + (h * g.w + ww) * g.c, g.c) +=
-                  grad * scale;
-            }
+          const T* grad = grad_row + ow * g.c;
+          for (int64_t ww = w.w0; ww < w.w1; ++ww) {
+            T* d = spread.data() + ww * g.c;
+            for (int64_t c = 0; c < g.c; ++c) d[c] += grad[c] * scale;
           }
+        }
+        const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> add(spread.data(), run);
+        for (int64_t h = hb.h0; h < hb.h1; ++h) {
+          Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dimg + h * run, run) += add;
         }
       }
     }

@@ -97,6 +97,32 @@ struct MinOp {
   static T Combine1(T a, T b) { return std::min(a, b); }
 };
 
+// Rows shorter than this are reduced kShortRow / B rows at a time (ReduceShortRows).
+constexpr int64_t kShortRow = 64;
+
+// out[b] = reduce over the `rows` contiguous rows of length B (< kShortRow) at x. Rows are
+// taken m = ceil(kShortRow / B) at a time as one run of m * B values, so every Eigen call is
+// long; out[b] combines the m interleaved partials in order. The grouping depends on B only.
+template <typename T, typename Op>
+void ReduceShortRows(const T* x, int64_t rows, int64_t B, T* out) {
+  const int64_t m = std::min(rows, (kShortRow + B - 1) / B);
+  const int64_t width = m * B;
+  T wide[kShortRow * 2];
+  Map<T> acc(wide, width);
+  acc = ConstMap<T>(x, width);
+  int64_t r = m;
+  for (; r + m <= rows; r += m) acc = Op::Combine(acc, ConstMap<T>(x + r * B, width));
+  if (r < rows) {
+    Map<T> head(wide, (rows - r) * B);
+    head = Op::Combine(head, ConstMap<T>(x + r * B, (rows - r) * B));
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    T v = wide[b];
+    for (int64_t i = 1; i < m; ++i) v = Op::Combine1(v, wide[i * B + b]);
+    out[b] = v;
+  }
+}
+
 // x viewed as [A, R, B]; out[a, b] = reduce over r.
 template <typename T, typename Op>
 void ReduceARB(ThreadPool* pool, const T* x, int64_t A, int64_t R, int64_t B, T* out) {
@@ -140,6 +166,10 @@ void ReduceARB(ThreadPool* pool, const T* x, int64_t A, int64_t R, int64_t B, T*
       const int64_t col = j * cb, len = std::min(cb, B - col);
       const int64_t r0 = c * rows_per_chunk, r1 = std::min(R, r0 + rows_per_chunk);
       T* dst = (nc == 1 ? out + a * B : partial.data() + (a * nc + c) * B) + col;
+      if (len == B && B < kShortRow) {
+        ReduceShortRows<T, Op>(x + (a * R + r0) * B, r1 - r0, B, dst);
+        continue;
+      }
       Map<T> acc(dst, len);
       acc = ConstMap<T>(x + (a * R + r0) * B + col, len);
       for (int64_t r = r0 + 1; r < r1; ++r) {
