@@ -1,5 +1,6 @@
 #include "actors/model_replicas.h"
 
+#include "core/gpu.h"
 #include "examples/lenet/lenet.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
@@ -28,7 +29,8 @@ std::vector<Value> BatchMetrics(const Value& labels, const Value& logits, Value*
   return {Sum(per_example), correct};
 }
 
-Result<double> ScalarOf(const Tensor& t) {
+Result<double> ScalarOf(const Tensor& metric) {
+  TROUPE_ASSIGN_OR_RETURN(Tensor t, gpu::ToHost(metric));
   if (t.num_elements() != 1 || t.dtype() != DType::kFloat32) {
     return InternalError("expected a float32 scalar metric, got " + t.DebugString());
   }
@@ -38,11 +40,13 @@ Result<double> ScalarOf(const Tensor& t) {
 }  // namespace
 
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
-                                                             int num_local_replicas) {
+                                                             const std::vector<Device>& devices) {
+  const int num_local_replicas = static_cast<int>(devices.size());
   if (config.model != "lenet5") {
     return InvalidArgumentError("model.name: unknown model '" + config.model + "'");
   }
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
+  m->devices_ = devices;
   m->impl_ = std::make_unique<Impl>();
   examples::LeNetOptions options;
   // Initial weights come from stateless seeds derived from the job seed: every rank builds the
@@ -76,14 +80,16 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
           out.insert(out.end(), grads->begin(), grads->end());
           return out;
         },
-        FunctionOptions{{"images", "labels"}, std::nullopt, true, Device::Cpu()}));
+        FunctionOptions{
+            {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
         [model](const Args& args) -> Outputs {
           Value logits = (*model)(args[0].value(), /*training=*/false);
           return BatchMetrics(args[1].value(), logits, nullptr);
         },
-        FunctionOptions{{"images", "labels"}, std::nullopt, true, Device::Cpu()}));
+        FunctionOptions{
+            {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
   }
   nn::Optimizer* optimizer = m->optimizer_.get();
   m->apply_ =
@@ -97,7 +103,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   return m;
 }
 
-Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels) {
+Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels,
+                                       bool grads_on_device) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                           steps_[static_cast<size_t>(r)]->Run({images, labels}));
   if (out.size() != 2 + trainable_.size()) {
@@ -107,6 +114,11 @@ Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor
   TROUPE_ASSIGN_OR_RETURN(s.loss_sum, ScalarOf(out[0]));
   TROUPE_ASSIGN_OR_RETURN(s.correct, ScalarOf(out[1]));
   s.grads.assign(out.begin() + 2, out.end());
+  if (!grads_on_device) {
+    for (Tensor& g : s.grads) {
+      TROUPE_ASSIGN_OR_RETURN(g, gpu::ToHost(g));
+    }
+  }
   return s;
 }
 

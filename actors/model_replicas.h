@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/train_config.h"
+#include "core/device.h"
 #include "core/result.h"
 #include "core/tensor.h"
 #include "graph/function.h"
@@ -25,8 +26,10 @@ struct StepOutput {
 
 class ModelReplicas {
  public:
+  // Replica r runs its step and evaluation on devices[r] (one entry per local replica; the
+  // variables and the optimizer stay on the host, like TF's central storage).
   static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
-                                                       int num_local_replicas);
+                                                       const std::vector<Device>& devices);
   ~ModelReplicas();
 
   nn::Module& model();
@@ -34,7 +37,9 @@ class ModelReplicas {
   const std::vector<Variable>& trainable() const { return trainable_; }
 
   // Replica `r`'s forward and backward pass on images float32 [b,28,28,1], labels int32 [b].
-  Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels);
+  // Gradients come back on the host unless `grads_on_device` (then on the replica's device).
+  Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels,
+                          bool grads_on_device = false);
   // One optimizer update with the (allreduced) gradients.
   Status Apply(const std::vector<Tensor>& grads);
   // Loss sum and correct count of a batch (no gradients).
@@ -46,6 +51,7 @@ class ModelReplicas {
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
+  std::vector<Device> devices_;
   std::vector<std::unique_ptr<Function>> steps_;
   std::vector<std::unique_ptr<Function>> evals_;
   std::unique_ptr<Function> apply_;

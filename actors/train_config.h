@@ -26,6 +26,9 @@ struct TrainConfig {
   int64_t global_batch_size = 64;
   int64_t replicas_per_process = 1;
   std::string device = "cpu";  // cpu | gpu
+  // With device = "gpu": how many replicas share one GPU. Replica r of local rank L runs on
+  // gpu:((L * replicas_per_process + r) / replicas_per_gpu).
+  int64_t replicas_per_gpu = 1;
   int64_t log_every = 100;
   // [optimizer]
   std::string optimizer = "adam";  // adam | sgd
@@ -40,6 +43,9 @@ struct TrainConfig {
   double keep_checkpoint_every_n_hours = 0.0;  // 0: off
   // [collectives]
   bool deterministic = true;
+  // auto: in-process / shared memory / MPI (gradients reduced on the host). nccl: gradients
+  // stay on the GPU and NCCL reduces them (device = "gpu", one replica per process).
+  std::string collectives_backend = "auto";
   double bucket_mib = 25.0;
   double collective_timeout_s = 30.0;
   // [control]

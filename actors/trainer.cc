@@ -16,6 +16,10 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "collectives/gradient_bucketer.h"
 #include "collectives/in_process_communicator.h"
+#if TROUPE_COLLECTIVES_WITH_NCCL
+#include "collectives/nccl_communicator.h"
+#endif
+#include "core/gpu.h"
 #include "core/logging.h"
 #include "core/thread_pool.h"
 #include "graph/random/generator.h"
@@ -87,6 +91,33 @@ CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
   return o;
 }
 
+// The NCCL communicator of this process's one GPU replica: the unique id comes from rank 0
+// over MPI, or is made here for a single process.
+Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(const ProcessGroup& group,
+                                                             const TrainConfig& config,
+                                                             Device device, bool over_mpi) {
+#if TROUPE_COLLECTIVES_WITH_NCCL
+#if TROUPE_HAVE_MPI
+  if (over_mpi) {
+    TROUPE_ASSIGN_OR_RETURN(auto comm,
+                            NcclCommunicator::CreateWithMpi(group, CollectiveOptionsFor(config),
+                                                            MPI_COMM_WORLD, device.index));
+    return std::unique_ptr<Communicator>(std::move(comm));
+  }
+#endif
+  if (over_mpi) return FailedPreconditionError("collectives.backend = \"nccl\" needs MPI here");
+  TROUPE_ASSIGN_OR_RETURN(NcclId id, NcclCommunicator::NewUniqueId());
+  TROUPE_ASSIGN_OR_RETURN(
+      auto comm, NcclCommunicator::Create(group, CollectiveOptionsFor(config), id, device.index));
+  return std::unique_ptr<Communicator>(std::move(comm));
+#else
+  (void)group, (void)config, (void)device, (void)over_mpi;
+  return FailedPreconditionError(
+      "collectives.backend = \"nccl\": this troupe was built without NCCL; use backend = "
+      "\"auto\"");
+#endif
+}
+
 // Restores the newest checkpoint that reads back cleanly; a damaged one is reported and
 // skipped (nothing is deleted). Returns the restored path, or empty when there is none.
 Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager) {
@@ -109,10 +140,43 @@ Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManage
   return std::string();
 }
 
+// Where each local replica runs: the CPU, or gpu:((L * R + r) / replicas_per_gpu).
+Result<std::vector<Device>> ReplicaDevices(const TrainConfig& config, int local_rank) {
+  const int R = static_cast<int>(config.replicas_per_process);
+  if (config.device != "gpu") return std::vector<Device>(static_cast<size_t>(R), Device::Cpu());
+  if (!gpu::Built()) {
+    return FailedPreconditionError(
+        "train.device = \"gpu\": this troupe was built without CUDA (no nvcc/cuDNN under "
+        "/usr/local/cuda when it was configured); rebuild on a CUDA machine or use device = "
+        "\"cpu\"");
+  }
+  const int visible = gpu::DeviceCount();
+  std::vector<Device> devices;
+  for (int r = 0; r < R; ++r) {
+    const int64_t index = (static_cast<int64_t>(local_rank) * R + r) / config.replicas_per_gpu;
+    if (index >= visible) {
+      const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+      return FailedPreconditionError(
+          "train.device = \"gpu\": local rank " + std::to_string(local_rank) + "'s replica " +
+          std::to_string(r) + " needs gpu:" + std::to_string(index) + ", but " +
+          std::to_string(visible) + " GPU(s) are visible" +
+          (cvd ? std::string(" (CUDA_VISIBLE_DEVICES=") + cvd + ")" : std::string()) +
+          "; start fewer processes or replicas per host, or share GPUs with "
+          "train.replicas_per_gpu");
+    }
+    devices.push_back(Device::Gpu(static_cast<int>(index)));
+    TROUPE_RETURN_IF_ERROR(gpu::CheckDevice(devices.back()));
+  }
+  return devices;
+}
+
 }  // namespace
 
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch) {
   const int R = static_cast<int>(config.replicas_per_process);
+  // GPUs are checked first: a job that cannot place its replicas touches nothing.
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Device> replica_devices,
+                          ReplicaDevices(config, launch.local_rank));
   Cluster cluster;
   cluster.job_token = launch.job_token;
 
@@ -179,7 +243,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
     port = hp.second;
   }
   std::string devices;
-  for (int r = 0; r < R; ++r) devices += (r ? ",cpu:0" : "cpu:0");
+  for (const Device& d : replica_devices) devices += (devices.empty() ? "" : ",") + d.ToString();
   TROUPE_ASSIGN_OR_RETURN(Assignment assignment, plane->Join(host, port, R, devices));
   TROUPE_LOG(INFO) << "rank " << launch.rank << ": replicas [" << assignment.first_replica << ", "
                    << assignment.first_replica + assignment.num_replicas << ") of "
@@ -187,18 +251,29 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   const int N = assignment.total_replicas;
 
   // --- topology and collectives ------------------------------------------------------------
+  const bool nccl = config.collectives_backend == "nccl";
   if (launch.world_size > 1) {
 #if TROUPE_HAVE_MPI
     TROUPE_ASSIGN_OR_RETURN(cluster.group, ProcessGroupFromMpi(MPI_COMM_WORLD, R));
-    TROUPE_ASSIGN_OR_RETURN(cluster.comm,
-                            CreateCommunicator("auto", cluster.group, CollectiveOptionsFor(config),
-                                               MPI_COMM_WORLD, cluster.job_token));
+    if (nccl) {
+      TROUPE_ASSIGN_OR_RETURN(
+          cluster.comm, CreateNcclCommunicator(cluster.group, config, replica_devices[0], true));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(
+          cluster.comm, CreateCommunicator("auto", cluster.group, CollectiveOptionsFor(config),
+                                           MPI_COMM_WORLD, cluster.job_token));
+    }
 #endif
   } else {
     cluster.group = ProcessGroup::SingleProcess(R);
-    TROUPE_ASSIGN_OR_RETURN(
-        auto comm, InProcessCommunicator::Create(cluster.group, CollectiveOptionsFor(config)));
-    cluster.comm = std::move(comm);
+    if (nccl) {
+      TROUPE_ASSIGN_OR_RETURN(
+          cluster.comm, CreateNcclCommunicator(cluster.group, config, replica_devices[0], false));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(
+          auto comm, InProcessCommunicator::Create(cluster.group, CollectiveOptionsFor(config)));
+      cluster.comm = std::move(comm);
+    }
   }
   if (cluster.group.local_replica_ids().front() != assignment.first_replica ||
       cluster.group.num_replicas() != N) {
@@ -206,7 +281,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   }
 
   // --- model, optimizer, state, resume ---------------------------------------------------
-  TROUPE_ASSIGN_OR_RETURN(auto replicas, ModelReplicas::Create(config, R));
+  TROUPE_ASSIGN_OR_RETURN(auto replicas, ModelReplicas::Create(config, replica_devices));
   JobShape shape{N, config.global_batch_size, config.model};
   TROUPE_ASSIGN_OR_RETURN(auto state, TrainState::Create(replicas->model(), replicas->optimizer(),
                                                          job_generator.state(), shape));
@@ -362,7 +437,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
         const int64_t g = first + r;
         Result<Batch> batch = ConvertRows(*raw, g * per_replica, (g + 1) * per_replica);
         Result<StepOutput> out =
-            batch.ok() ? replicas->Step(static_cast<int>(r), batch->images, batch->labels)
+            batch.ok() ? replicas->Step(static_cast<int>(r), batch->images, batch->labels, nccl)
                        : Result<StepOutput>(batch.status());
         if (!out.ok()) {
           errors[static_cast<size_t>(r)] = out.status();
@@ -371,6 +446,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
         local[static_cast<size_t>(r)] = {out->loss_sum, out->correct,
                                          static_cast<double>(per_replica), 0};
         grads[static_cast<size_t>(r)] = std::move(out->grads);
+        if (nccl) continue;  // one replica per process: reduced below, on the GPU
         // Last layer first, as the backward pass produces them: buckets launch early.
         for (size_t i = params.size(); i-- > 0;) {
           Status s = bucketer->MarkReady(static_cast<int>(r), params[i].name,
@@ -381,7 +457,21 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
     });
     for (const Status& s : errors)
       TROUPE_RETURN_IF_ERROR(s.WithContext("step " + std::to_string(step)));
-    TROUPE_RETURN_IF_ERROR(bucketer->Finish().WithContext("gradient allreduce"));
+    if (nccl) {
+      // NCCL runs on its own stream: the step's kernels must be done with the gradients.
+      TROUPE_RETURN_IF_ERROR(gpu::Synchronize(replica_devices[0].index));
+      // One collective per gradient: a Communicator call takes one tensor per local replica.
+      std::vector<WorkPtr> pending;
+      for (Tensor& g : grads[0]) pending.push_back(cluster.comm->AllReduce({g}, ReduceOp::kMean));
+      for (WorkPtr& w : pending) {
+        TROUPE_RETURN_IF_ERROR(w->Wait().WithContext("gradient allreduce (nccl)"));
+      }
+      for (Tensor& g : grads[0]) {
+        TROUPE_ASSIGN_OR_RETURN(g, gpu::ToHost(g));
+      }
+    } else {
+      TROUPE_RETURN_IF_ERROR(bucketer->Finish().WithContext("gradient allreduce"));
+    }
     TROUPE_RETURN_IF_ERROR(replicas->Apply(grads[0]));
     // One flag in the metrics sum makes every rank stop at the same step on SIGTERM.
     bool stop_here = (launch.stop_signal && launch.stop_signal->load()) || plane->stop_requested();
@@ -443,7 +533,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
 
 Result<std::pair<double, double>> EvaluateCheckpoint(const TrainConfig& config,
                                                      const std::string& path) {
-  TROUPE_ASSIGN_OR_RETURN(auto replicas, ModelReplicas::Create(config, 1));
+  TROUPE_ASSIGN_OR_RETURN(auto replicas, ModelReplicas::Create(config, {Device::Cpu()}));
   TROUPE_ASSIGN_OR_RETURN(random::Generator gen, random::Generator::FromSeed(config.seed));
   TROUPE_ASSIGN_OR_RETURN(auto state, TrainState::Create(replicas->model(), replicas->optimizer(),
                                                          gen.state(), JobShape{}));

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/gpu.h"
 #include "graph/graph_op.h"
 
 namespace troupe {
@@ -90,7 +91,8 @@ Status Executor::Build() {
     step.node = i;
     step.op = node.op;
     step.attrs = &node.attrs;
-    if (node.kind == NodeKind::kKernel && internal::FastElementwiseEnabled()) {
+    // The fast path runs on host pointers.
+    if (node.kind == NodeKind::kKernel && device_.is_cpu() && internal::FastElementwiseEnabled()) {
       step.fast = internal::MatchFastElementwise(g, node, &step.a_inc, &step.b_inc);
       step.out_spec = &node.outputs[0];
       step.num_elements = node.outputs[0].shape.num_elements();
@@ -110,6 +112,8 @@ Status Executor::Build() {
     max_inputs_ = std::max(max_inputs_, static_cast<int>(step.in_slots.size()));
     steps_.push_back(std::move(step));
   }
+
+  TROUPE_RETURN_IF_ERROR(PlaceConstants());
 
   // A fast step's output stays in its slot from run to run (the step checks that nobody else
   // holds it before writing it again), so such slots are never released or cleared.
@@ -160,6 +164,33 @@ Status Executor::Build() {
   return Status::OK();
 }
 
+Status Executor::PlaceConstants() {
+  if (device_.is_cpu()) {
+    allocator_ = CpuAllocator();
+    return Status::OK();
+  }
+  TROUPE_RETURN_IF_ERROR(gpu::CheckDevice(device_).WithContext("graph '" + graph_->name() + "'"));
+  allocator_ = gpu::DeviceAllocator(device_.index);
+  if (allocator_ == nullptr) {
+    return FailedPreconditionError("graph '" + graph_->name() + "': " + device_.ToString() +
+                                   " has no usable allocator");
+  }
+  // Constants read only by kernels move to the device once; graph ops (variable updates,
+  // control flow) read theirs on the host.
+  std::vector<char> host_read(static_cast<size_t>(num_slots_), 0);
+  for (const Step& st : steps_) {
+    if (st.kind == NodeKind::kKernel) continue;
+    for (int slot : st.in_slots) host_read[static_cast<size_t>(slot)] = 1;
+  }
+  for (auto& [slot, t] : const_slots_) {
+    if (host_read[static_cast<size_t>(slot)] || t.dtype() == DType::kString) continue;
+    TROUPE_ASSIGN_OR_RETURN(t, gpu::CopyTo(t, device_));
+  }
+  // Feeds read only by kernels are copied once per run rather than once per reader.
+  for (int slot : input_slots_) inputs_to_device_.push_back(!host_read[static_cast<size_t>(slot)]);
+  return Status::OK();
+}
+
 std::unique_ptr<Executor::RunState> Executor::AcquireState() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -204,7 +235,8 @@ Status Executor::RunFastStep(RunState& rs, size_t index) {
   if (out.buffer() != nullptr && out.buffer().use_count() == 1) {
     ++rs.reuses;
   } else {
-    TROUPE_ASSIGN_OR_RETURN(out, Tensor::Allocate(step.out_spec->dtype, step.out_spec->shape));
+    TROUPE_ASSIGN_OR_RETURN(
+        out, Tensor::Allocate(step.out_spec->dtype, step.out_spec->shape, allocator_));
     ++rs.allocations;
   }
   step.fast(a.raw_data(), step.a_inc, b ? b->raw_data() : nullptr, step.b_inc, out.raw_data(),
@@ -222,13 +254,28 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   for (size_t i = 0; i < n_in; ++i) {
     rs.in_scratch[i] = rs.values[static_cast<size_t>(step.in[i])];
   }
+  if (!device_.is_cpu() && step.kind == NodeKind::kKernel) {
+    // Feeds and graph-op results (variable reads) live on the host: the kernel gets a copy.
+    for (size_t i = 0; i < n_in; ++i) {
+      Tensor& t = rs.in_scratch[i];
+      if (t.initialized() && t.device() != device_ && t.dtype() != DType::kString) {
+        Result<Tensor> moved = gpu::CopyTo(t, device_);
+        if (!moved.ok()) {
+          const Node& node = graph_->node(step.node);
+          return moved.status().WithContext("graph '" + graph_->name() + "' node '" + node.name +
+                                            "' (" + node.op + "): input " + std::to_string(i));
+        }
+        t = *std::move(moved);
+      }
+    }
+  }
   std::span<const Tensor> inputs(rs.in_scratch.data(), n_in);
   Status status;
   if (step.kind == NodeKind::kKernel) {
     std::vector<Tensor>& cache = rs.cache[index];
     KernelContext ctx(
         step.op, inputs, *step.attrs, device_, pool_,
-        [&rs, &cache](int i, DType dtype, const TensorShape& shape) -> Result<Tensor> {
+        [this, &rs, &cache](int i, DType dtype, const TensorShape& shape) -> Result<Tensor> {
           if (static_cast<size_t>(i) >= cache.size()) cache.resize(static_cast<size_t>(i) + 1);
           Tensor& cached = cache[static_cast<size_t>(i)];
           if (cached.initialized() && cached.buffer().use_count() == 1) {
@@ -247,7 +294,7 @@ Status Executor::RunStep(RunState& rs, size_t index) {
               }
             }
           }
-          TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
+          TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape, allocator_));
           ++rs.allocations;
           cached = t;
           return t;
@@ -299,7 +346,19 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs) {
   runs_.fetch_add(1, std::memory_order_relaxed);
   std::unique_ptr<RunState> rs = AcquireState();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    rs->values[static_cast<size_t>(input_slots_[i])] = inputs[i];
+    Tensor& value = rs->values[static_cast<size_t>(input_slots_[i])];
+    value = inputs[i];
+    if (!inputs_to_device_.empty() && inputs_to_device_[i] && value.initialized() &&
+        value.device() != device_ && value.dtype() != DType::kString) {
+      Result<Tensor> moved = gpu::CopyTo(value, device_);
+      if (!moved.ok()) {
+        for (size_t j = 0; j <= i; ++j) Release(*rs, input_slots_[j]);
+        ReleaseState(std::move(rs));
+        return moved.status().WithContext("graph '" + graph_->name() + "': input " +
+                                          std::to_string(i));
+      }
+      value = *std::move(moved);
+    }
   }
   Status status;
   for (size_t s = 0; s < steps_.size() && status.ok(); ++s) status = RunStep(*rs, s);

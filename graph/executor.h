@@ -70,6 +70,8 @@ class Executor {
 
   Executor(std::shared_ptr<const FuncGraph> graph, Device device, ThreadPool* pool);
   Status Build();
+  // Picks the device's allocator and moves kernel-only constants to the device.
+  Status PlaceConstants();
   std::unique_ptr<RunState> AcquireState();
   void ReleaseState(std::unique_ptr<RunState> state);
   Status RunStep(RunState& rs, size_t index);
@@ -78,6 +80,8 @@ class Executor {
 
   std::shared_ptr<const FuncGraph> graph_;
   Device device_;
+  Allocator* allocator_ = nullptr;      // the device's: outputs of kernel steps
+  std::vector<char> inputs_to_device_;  // per feed: copy to the GPU at Run (empty on the CPU)
   ThreadPool* pool_;
   std::vector<Step> steps_;
   int num_slots_ = 0;

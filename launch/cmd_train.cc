@@ -100,6 +100,7 @@ int RunTrain(int argc, char** argv) {
   actors::ProcessLaunch launch;
   launch.rank = env->rank;
   launch.world_size = env->world_size;
+  launch.local_rank = env->local_rank;
   launch.under_mpi = env->under_mpi;
   launch.coordinator = env->coordinator;
   if (const char* token = std::getenv("TROUPE_JOB_TOKEN")) launch.job_token = token;

@@ -90,6 +90,7 @@ const std::map<std::string, Setter>& Schema() {
       {"train.global_batch_size", Int(&TrainConfig::global_batch_size, 1)},
       {"train.replicas_per_process", Int(&TrainConfig::replicas_per_process, 1)},
       {"train.device", String(&TrainConfig::device, {"cpu", "gpu"})},
+      {"train.replicas_per_gpu", Int(&TrainConfig::replicas_per_gpu, 1)},
       {"train.log_every", Int(&TrainConfig::log_every, 1)},
       {"optimizer.name", String(&TrainConfig::optimizer, {"adam", "sgd"})},
       {"optimizer.learning_rate", Float(&TrainConfig::learning_rate, 0, true)},
@@ -101,6 +102,7 @@ const std::map<std::string, Setter>& Schema() {
       {"checkpoint.max_to_keep", Int(&TrainConfig::max_to_keep, 1)},
       {"checkpoint.keep_every_n_hours", Float(&TrainConfig::keep_checkpoint_every_n_hours, 0)},
       {"collectives.deterministic", Bool(&TrainConfig::deterministic)},
+      {"collectives.backend", String(&TrainConfig::collectives_backend, {"auto", "nccl"})},
       {"collectives.bucket_mib", Float(&TrainConfig::bucket_mib, 0, true)},
       {"collectives.timeout_s", Float(&TrainConfig::collective_timeout_s, 0, true)},
       {"control.heartbeat_interval_s", Float(&TrainConfig::heartbeat_interval_s, 0, true)},
@@ -186,6 +188,17 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
   }
   if (config.optimizer == "sgd" && (config.momentum < 0 || config.momentum >= 1)) {
     return InvalidArgumentError(origin + ": optimizer.momentum must be in [0, 1)");
+  }
+  if (config.collectives_backend == "nccl" && config.device != "gpu") {
+    return InvalidArgumentError(origin +
+                                ": collectives.backend = \"nccl\" needs train.device = \"gpu\"");
+  }
+  if (config.collectives_backend == "nccl" && config.replicas_per_process != 1) {
+    return InvalidArgumentError(
+        origin +
+        ": collectives.backend = \"nccl\" runs one replica per process (NCCL refuses "
+        "two ranks on one GPU); set train.replicas_per_process = 1 and start one "
+        "process per GPU");
   }
   if (config.global_batch_size % config.replicas_per_process != 0) {
     return InvalidArgumentError(origin + ": train.global_batch_size (" +

@@ -119,11 +119,12 @@ struct GreaterEqualF {
 };
 
 // ---- gradient helpers, (y or gradients, dy or features) ----------------------------------
-// ReluGrad(gradients, features): (features > 0).select(gradients, 0)
+// ReluGrad(gradients, features) = gradients * (features > 0), TF's formula and the CPU's
+// (a negative gradient at f <= 0 gives -0, a NaN gradient gives NaN).
 struct ReluGradF {
   template <typename T>
   __device__ T operator()(T g, T f) const {
-    return f > T(0) ? g : T(0);
+    return g * (f > T(0) ? T(1) : T(0));
   }
 };
 // Same expression order as the CPU's Eigen; either compiler may fuse `1 - y*y` into an FMA, so
