@@ -3,11 +3,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/thread_pool.h"
 #include "graph/graph_op.h"
 #include "graph/nn/optimizers.h"
 
 namespace troupe::nn::internal {
 namespace {
+
+constexpr int64_t kUpdateGrain = 1 << 16;  // elements per task: below this one thread
 
 // The variable's buffer for writing: in place when unique, else a private copy (readers
 // holding the old value keep it).
@@ -57,10 +60,12 @@ class SgdUpdateOp final : public GraphOp {
     }
     std::lock_guard<std::mutex> lock_m(m_->mu);
     float* m = WritableLocked(*m_).data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      m[i] = m[i] * mu - g[i] * lr;
-      w[i] = nesterov_ ? w[i] + (m[i] * mu - g[i] * lr) : w[i] + m[i];
-    }
+    ThreadPool::Default()->ParallelFor(n, kUpdateGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        m[i] = m[i] * mu - g[i] * lr;
+        w[i] = nesterov_ ? w[i] + (m[i] * mu - g[i] * lr) : w[i] + m[i];
+      }
+    });
     return Status::OK();
   }
 
@@ -109,11 +114,15 @@ class AdamUpdateOp final : public GraphOp {
     float* w = WritableLocked(*var_).data<float>();
     float* m = WritableLocked(*m_).data<float>();
     float* v = WritableLocked(*v_).data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
-      v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
-      w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
-    }
+    // Elementwise, so splitting it changes no bits; large variables (a conv net's dense
+    // kernel) use every core.
+    ThreadPool::Default()->ParallelFor(n, kUpdateGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
+        v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
+        w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
+      }
+    });
     return Status::OK();
   }
 
