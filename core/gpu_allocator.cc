@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include "core/gpu_internal.h"
@@ -64,7 +65,18 @@ void* CachingAllocator::Allocate(size_t bytes) {
     stats_.cached -= block;
   } else {
     DeviceGuard guard(index_);
-    cudaError_t err = cudaMalloc(&ptr, size);
+    // TROUPE_GPU_MEMORY_LIMIT_MB caps what this process takes from the device (several jobs
+    // sharing a GPU; also how tests reach the out-of-memory path).
+    static const size_t limit = [] {
+      const char* mb = std::getenv("TROUPE_GPU_MEMORY_LIMIT_MB");
+      return mb != nullptr && std::atoll(mb) > 0 ? static_cast<size_t>(std::atoll(mb)) << 20
+                                                 : std::numeric_limits<size_t>::max();
+    }();
+    auto malloc_within_limit = [&](void** out) {
+      if (stats_.in_use + stats_.cached + size > limit) return cudaErrorMemoryAllocation;
+      return cudaMalloc(out, size);
+    };
+    cudaError_t err = malloc_within_limit(&ptr);
     if (err != cudaSuccess) {
       // Clear the (non-sticky) failure so CheckLastError does not blame the next kernel, give
       // every cached block back once the stream is done with it, and try once more.
@@ -72,7 +84,7 @@ void* CachingAllocator::Allocate(size_t bytes) {
       cudaStreamSynchronize(stream_);
       FreeCachedLocked();
       ptr = nullptr;
-      err = cudaMalloc(&ptr, size);
+      err = malloc_within_limit(&ptr);
     }
     if (err != cudaSuccess) {
       cudaGetLastError();

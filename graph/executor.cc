@@ -1,5 +1,6 @@
 #include "graph/executor.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/gpu.h"
@@ -170,6 +171,8 @@ Status Executor::PlaceConstants() {
     return Status::OK();
   }
   TROUPE_RETURN_IF_ERROR(gpu::CheckDevice(device_).WithContext("graph '" + graph_->name() + "'"));
+  const char* sync = std::getenv("TROUPE_GPU_SYNC");
+  sync_each_op_ = sync != nullptr && std::string_view(sync) == "1";
   allocator_ = gpu::DeviceAllocator(device_.index);
   if (allocator_ == nullptr) {
     return FailedPreconditionError("graph '" + graph_->name() + "': " + device_.ToString() +
@@ -300,6 +303,10 @@ Status Executor::RunStep(RunState& rs, size_t index) {
           return t;
         });
     status = (*step.kernel)(ctx);
+    if (status.ok() && sync_each_op_) {
+      status = gpu::Synchronize(device_.index);
+      if (status.ok()) status = gpu::CheckLastError(device_.index, step.op);
+    }
     if (status.ok()) {
       std::vector<Tensor>& outs = ctx.outputs();
       if (static_cast<int>(outs.size()) < step.num_outputs) {
@@ -362,6 +369,11 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs) {
   }
   Status status;
   for (size_t s = 0; s < steps_.size() && status.ok(); ++s) status = RunStep(*rs, s);
+  if (status.ok() && !device_.is_cpu()) {
+    // Kernels run asynchronously: a fault inside one surfaces here (or, with
+    // TROUPE_GPU_SYNC=1, at the op itself; see RunStep).
+    status = gpu::CheckLastError(device_.index, "graph '" + graph_->name() + "'");
+  }
   std::vector<Tensor> outputs;
   if (status.ok()) {
     outputs.reserve(output_slots_.size());

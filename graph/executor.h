@@ -81,6 +81,7 @@ class Executor {
   std::shared_ptr<const FuncGraph> graph_;
   Device device_;
   Allocator* allocator_ = nullptr;      // the device's: outputs of kernel steps
+  bool sync_each_op_ = false;           // TROUPE_GPU_SYNC=1: wait for and check every GPU kernel
   std::vector<char> inputs_to_device_;  // per feed: copy to the GPU at Run (empty on the CPU)
   ThreadPool* pool_;
   std::vector<Step> steps_;

@@ -2,15 +2,17 @@
   - two GPU runs give bit-identical checkpoints, and a run stopped halfway and resumed matches;
   - the NCCL backend (one replica, one rank) gives the same bits as the host reduction;
   - two replicas sharing one GPU (replicas_per_gpu = 2) train;
-  - one epoch on the GPU reaches the CPU's test accuracy (within 1 point).
+  - one epoch on the GPU reaches the CPU's test accuracy (within 1 point);
+  - running out of GPU memory is a clear error that leaves the checkpoints as they were.
 Exits 77 (reported as skipped) where no GPU is visible."""
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from train_common import ckpt_diff, tmpdir, train  # noqa: E402
+from train_common import BIN, CONFIG, ckpt_diff, settings, tmpdir, train  # noqa: E402
 
 STEPS = int(os.environ.get("TROUPE_GPU_STEPS", "200"))
 GPU = ["train.device=gpu", "checkpoint.every_steps=0"]
@@ -47,6 +49,19 @@ try:
         r = ckpt_diff(os.path.join(a, "checkpoints"), os.path.join(n, "checkpoints"))
         assert r.returncode == 0, "NCCL backend differs from host reduction:\n" + r.stdout + r.stderr
         print("NCCL backend == host reduction")
+
+    # Out of GPU memory (capped at 1 MiB) while resuming: a clear error naming the device and
+    # the op, exit 1, and the checkpoints stay exactly as they were.
+    ckpts = os.path.join(a, "checkpoints")
+    before = {f: open(os.path.join(ckpts, f), "rb").read() for f in sorted(os.listdir(ckpts))}
+    env = dict(os.environ, TROUPE_GPU_MEMORY_LIMIT_MB="1")
+    cmd = [BIN, "train", CONFIG] + settings(a, STEPS + 10, 1, GPU)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert "out of memory" in p.stderr and "gpu:0" in p.stderr, p.stderr
+    after = {f: open(os.path.join(ckpts, f), "rb").read() for f in sorted(os.listdir(ckpts))}
+    assert before == after, "checkpoints changed after the out-of-memory failure"
+    print("out of memory: " + p.stderr.strip().splitlines()[-1][:300])
 
     shared = os.path.join(base, "shared")
     train(shared, 20, 2, extra=GPU + ["train.replicas_per_gpu=2"])
