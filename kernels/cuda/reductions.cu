@@ -1,6 +1,7 @@
 // GPU reduction ops: Sum, Mean, Max, Min, Prod (attrs axis: int or list, all axes when absent;
-// keep_dims), SumToShapeOf(grad, like) and ArgMax. The reduction engine (ew_reduce.cu) follows
-// the CPU's summation order, so results are bit-equal to the CPU kernels.
+// keep_dims), SumToShapeOf(grad, like) and ArgMax. The reduction engine (ew_reduce.cu) sums in a
+// fixed tree order of its own (deterministic; float sums equal the CPU's to rounding), Max, Min,
+// ArgMax and integers are exact.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

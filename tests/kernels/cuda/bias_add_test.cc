@@ -1,5 +1,6 @@
 // GPU BiasAdd and BiasAddGrad against the CPU kernels: LeNet shapes, rank 2/4, one and many
-// column blocks, many row chunks (two-pass reduction), every dtype, empty tensors, determinism.
+// column blocks, many row chunks (two-pass reduction), the conv net's shapes, every dtype, empty
+// tensors, determinism.
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ TEST(GpuBiasAdd, LeNetShapes) {
   ExpectLinearClose("BiasAddGrad", {Random({64, 120}, 7)}, {});
   ExpectLinearClose("BiasAddGrad", {Random({64, 28, 28, 6}, 8)}, {});
   ExpectLinearClose("BiasAddGrad", {Random({64, 10, 10, 16}, 9)}, {});
+}
+
+// The small conv net's bias gradients (batch 128, 32x32, 32/32/64/64 channels).
+TEST(GpuBiasAdd, ConvNetShapes) {
+  TROUPE_SKIP_WITHOUT_GPU();
+  ExpectLinearClose("BiasAddGrad", {Random({128, 32, 32, 32}, 30)}, {});
+  ExpectExact("BiasAddGrad", {RandomInts({128, 32, 32, 32}, 31)}, {});
+  ExpectLinearClose("BiasAddGrad", {Random({128, 16, 16, 64}, 32)}, {});
+  ExpectExact("BiasAddGrad", {RandomInts({128, 16, 16, 64}, 33)}, {});
 }
 
 TEST(GpuBiasAdd, ShapesAndChunks) {
@@ -62,6 +72,7 @@ TEST(GpuBiasAdd, Deterministic) {
   TROUPE_SKIP_WITHOUT_GPU();
   ExpectDeterministic("BiasAddGrad", {Random({300000, 3}, 1)}, {});
   ExpectDeterministic("BiasAddGrad", {Random({64, 28, 28, 6}, 2)}, {});
+  ExpectDeterministic("BiasAddGrad", {Random({128, 32, 32, 32}, 3)}, {});
 }
 
 }  // namespace
