@@ -1,6 +1,7 @@
 // Conv2D (NHWC input, HWIO filter, SAME/VALID, strides) and its gradients
 // Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM (direct
-// loops for one input channel with unit width stride: conv2d_direct.cc).
+// loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
+// kernels for few input and 16/32 output channels: conv2d_direct_small.cc).
 //
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
 // only on the filter size; Conv2DBackpropFilter sums per-block partial products in block order
@@ -223,6 +224,7 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
+  if (UseDirectSmall(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
   const int64_t block = RowBlock(g);
   auto run = [&](int64_t r0, int64_t r1) {
@@ -237,6 +239,9 @@ template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropInputDirectC1(pool, g, filter, dy, dx);
+  if (UseDirectSmall(g, sizeof(T))) {
+    return Conv2DBackpropInputDirectSmall(pool, g, filter, dy, dx);
+  }
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
   const int64_t block = RowBlock(g);
   auto images = [&](int64_t n0, int64_t n1) {
@@ -257,6 +262,9 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
 template <typename T>
 void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy, T* dw) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropFilterDirectC1(pool, g, x, dy, dw);
+  if (UseDirectSmall(g, sizeof(T))) {
+    return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
+  }
   const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g);
   const int64_t nb = (rows + block - 1) / block;
   Eigen::Map<RowMat<T>> DW(dw, K, g.f);

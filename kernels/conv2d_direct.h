@@ -3,6 +3,7 @@
 // The direct kernels vectorise along the output row instead. Both paths are deterministic.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/thread_pool.h"
@@ -21,6 +22,13 @@ struct ConvGeo {
 
 inline bool UseDirectSingleChannel(const ConvGeo& g) { return g.c == 1 && g.sw == 1; }
 
+// Few input channels and one or two 64-byte vectors of output channels (LeNet's conv2: 6 -> 16
+// floats): register-tiled direct kernels in conv2d_direct_small.cc beat im2col + GEMM there.
+inline bool UseDirectSmall(const ConvGeo& g, size_t elem) {
+  const int64_t bytes = g.f * static_cast<int64_t>(elem);
+  return g.c >= 2 && g.c <= 16 && (bytes == 64 || bytes == 128);
+}
+
 template <typename T>
 void Conv2DDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y);
 template <typename T>
@@ -29,6 +37,16 @@ void Conv2DBackpropInputDirectC1(ThreadPool* pool, const ConvGeo& g, const T* fi
 template <typename T>
 void Conv2DBackpropFilterDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy,
                                   T* dw);
+
+template <typename T>
+void Conv2DDirectSmall(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y);
+template <typename T>
+void Conv2DBackpropInputDirectSmall(ThreadPool* pool, const ConvGeo& g, const T* filter,
+                                    const T* dy, T* dx);
+// Sums per-block partials (blocks of `block` output pixels) in block order, like the GEMM path.
+template <typename T>
+void Conv2DBackpropFilterDirectSmall(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy,
+                                     int64_t block, T* dw);
 
 }  // namespace kernels
 }  // namespace troupe
