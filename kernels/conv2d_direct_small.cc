@@ -66,7 +66,9 @@ TROUPE_ALWAYS_INLINE void TileN(int rows, int64_t depth, const T* a, int64_t ars
 // Rows per tile for C vectors: the accumulators plus the C loaded vectors and a broadcast must
 // fit in the register file (16 vector registers with AVX2, 32 with AVX-512).
 template <int kBytes, int C>
-constexpr int kRows = std::max(1, std::min(12, (kBytes == 64 ? 26 : 13) / C - 1));
+// GCC keeps the accumulator array in registers only up to ~768 bytes.
+constexpr int kRows = std::max(1, std::min({12, (kBytes == 64 ? 26 : 13) / C - 1,
+                                            768 / (C * kBytes)}));
 
 // The input as a zero-padded batch: every window lies inside, as in im2col (which multiplies
 // the padding zeros too). VALID convolutions use the input itself.
@@ -175,7 +177,7 @@ template <typename T, int kBytes>
 TROUPE_ALWAYS_INLINE void InputColRow(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
                                       T* col) {
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
-  constexpr int C = kBytes == 64 ? 5 : 3;
+  constexpr int C = kBytes == 64 ? 1 : 3;
   constexpr int R = kRows<kBytes, C>;
   const int64_t nv = kp / kL;
   for (int64_t ow0 = 0; ow0 < g.ow; ow0 += R) {
@@ -186,10 +188,59 @@ TROUPE_ALWAYS_INLINE void InputColRow(const ConvGeo& g, int64_t kp, const T* wt,
     for (; v + C <= nv; v += C) {
       TileN<T, kBytes, R, C>(rows, g.f, a, g.f, 1, wt + v * kL, kp, out + v * kL, kp, true);
     }
+    for (; v + 2 <= nv; v += 2) {
+      TileN<T, kBytes, R, 2>(rows, g.f, a, g.f, 1, wt + v * kL, kp, out + v * kL, kp, true);
+    }
     for (; v < nv; ++v) {
       TileN<T, kBytes, R, 1>(rows, g.f, a, g.f, 1, wt + v * kL, kp, out + v * kL, kp, true);
     }
   }
+}
+
+// dst[0, n) += src[0, n) in vectors of decreasing width (runs are short: kw * c values).
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void AddRun(T* dst, const T* src, int64_t n) {
+  if constexpr (kBytes >= static_cast<int>(sizeof(T))) {
+    using V = simd::Vec<T, kBytes>;
+    constexpr int64_t kL = simd::kLanes<T, kBytes>;
+    int64_t i = 0;
+    for (; i + kL <= n; i += kL) {
+      simd::Store(dst + i, simd::Load<V>(dst + i) + simd::Load<V>(src + i));
+    }
+    if (i < n) AddRun<T, kBytes / 2>(dst + i, src + i, n - i);
+  }
+}
+
+// dx image += col rows of output row oh (row stride kp), pixel by pixel as im2col's scatter.
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void ScatterRow(const ConvGeo& g, const T* col, int64_t kp, int64_t oh,
+                                     T* img) {
+  for (int64_t ow = 0; ow < g.ow; ++ow) {
+    const T* src = col + ow * kp;
+    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    for (int64_t kh = 0; kh < g.kh; ++kh, src += g.kw * g.c) {
+      const int64_t ih = ih0 + kh;
+      if (ih < 0 || ih >= g.h) continue;
+      T* row = img + ih * g.w * g.c;
+      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
+        AddRun<T, kBytes>(row + iw0 * g.c, src, g.kw * g.c);
+        continue;
+      }
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        const int64_t iw = iw0 + kw;
+        if (iw < 0 || iw >= g.w) continue;
+        for (int64_t c = 0; c < g.c; ++c) row[iw * g.c + c] += src[kw * g.c + c];
+      }
+    }
+  }
+}
+
+// One output row of the input gradient: its patch rows, then their scatter into dx.
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void InputRow(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
+                                   int64_t oh, T* col, T* img) {
+  InputColRow<T, kBytes>(g, kp, wt, dy, col);
+  ScatterRow<T, kBytes>(g, col, kp, oh, img);
 }
 
 template <typename T>
@@ -202,8 +253,9 @@ void FilterBlock32(const ConvGeo& g, const Padded<T>& xp, const T* dy, int64_t r
   FilterBlock<T, 32>(g, xp, dy, r0, r1, dw);
 }
 template <typename T>
-void InputColRow32(const ConvGeo& g, int64_t kp, const T* wt, const T* dy, T* col) {
-  InputColRow<T, 32>(g, kp, wt, dy, col);
+void InputRow32(const ConvGeo& g, int64_t kp, const T* wt, const T* dy, int64_t oh, T* col,
+                T* img) {
+  InputRow<T, 32>(g, kp, wt, dy, oh, col, img);
 }
 #if TROUPE_HAVE_AVX512_DISPATCH
 template <typename T>
@@ -217,9 +269,9 @@ TROUPE_TARGET_AVX512 void FilterBlock64(const ConvGeo& g, const Padded<T>& xp, c
   FilterBlock<T, 64>(g, xp, dy, r0, r1, dw);
 }
 template <typename T>
-TROUPE_TARGET_AVX512 void InputColRow64(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
-                                        T* col) {
-  InputColRow<T, 64>(g, kp, wt, dy, col);
+TROUPE_TARGET_AVX512 void InputRow64(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
+                                     int64_t oh, T* col, T* img) {
+  InputRow<T, 64>(g, kp, wt, dy, oh, col, img);
 }
 #endif
 
@@ -236,30 +288,6 @@ T* Scratch(size_t n) {
   thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
   return buf.data();
-}
-
-// dx image += col rows of output row oh (row stride kp), pixel by pixel as im2col's scatter.
-template <typename T>
-void ScatterRow(const ConvGeo& g, const T* col, int64_t kp, int64_t oh, T* img) {
-  for (int64_t ow = 0; ow < g.ow; ++ow) {
-    const T* src = col + ow * kp;
-    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-    for (int64_t kh = 0; kh < g.kh; ++kh, src += g.kw * g.c) {
-      const int64_t ih = ih0 + kh;
-      if (ih < 0 || ih >= g.h) continue;
-      T* row = img + ih * g.w * g.c;
-      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
-        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(row + iw0 * g.c, g.kw * g.c) +=
-            Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(src, g.kw * g.c);
-        continue;
-      }
-      for (int64_t kw = 0; kw < g.kw; ++kw) {
-        const int64_t iw = iw0 + kw;
-        if (iw < 0 || iw >= g.w) continue;
-        for (int64_t c = 0; c < g.c; ++c) row[iw * g.c + c] += src[kw * g.c + c];
-      }
-    }
-  }
 }
 
 }  // namespace
@@ -304,14 +332,11 @@ void Conv2DBackpropInputDirectSmall(ThreadPool* pool, const ConvGeo& g, const T*
         const T* d = dy + (n * g.oh + oh) * g.ow * g.f;
 #if TROUPE_HAVE_AVX512_DISPATCH
         if (wide) {
-          InputColRow64<T>(g, kp, wt.data(), d, col);
-        } else {
-          InputColRow32<T>(g, kp, wt.data(), d, col);
+          InputRow64<T>(g, kp, wt.data(), d, oh, col, img);
+          continue;
         }
-#else
-        InputColRow32<T>(g, kp, wt.data(), d, col);
 #endif
-        ScatterRow(g, col, kp, oh, img);
+        InputRow32<T>(g, kp, wt.data(), d, oh, col, img);
       }
     }
   });
