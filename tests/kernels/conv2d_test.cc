@@ -58,7 +58,14 @@ const std::vector<ConvCase> kCases = {
     {{1, 6, 6, 2}, {2, 2, 2, 3}, 3, 3, true},
     // One input channel, unit width stride: the direct (non-im2col) kernels.
     {{2, 7, 6, 1}, {3, 3, 1, 4}, 2, 1, true},
-    {{1, 5, 8, 1}, {2, 4, 1, 3}, 1, 1, false}};
+    {{1, 5, 8, 1}, {2, 4, 1, 3}, 1, 1, false},
+    // Few input channels and 64 or 128 bytes of output channels (16/32 floats, 8/16 doubles):
+    // the register-tiled direct kernels, with padding, strides and partial tiles.
+    {{2, 6, 7, 3}, {3, 3, 3, 16}, 2, 1, true},
+    {{1, 7, 8, 2}, {2, 3, 2, 8}, 1, 2, true},
+    {{2, 5, 6, 4}, {3, 2, 4, 32}, 1, 1, false},
+    {{1, 9, 9, 5}, {5, 5, 5, 16}, 1, 1, false},
+    {{1, 6, 20, 2}, {3, 3, 2, 16}, 1, 1, true}};
 
 AttrMap ConvAttrs(const ConvCase& c) {
   return {{"strides", V{1, c.sh, c.sw, 1}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
@@ -141,19 +148,25 @@ TEST(Conv2DTest, Errors) {
 
 TEST(Conv2DTest, SameBitsAnyThreadCount) {
   ThreadPool one(1, "one"), three(3, "three");
-  Tensor x = Random({16, 28, 28, 1}, 1), f = Random({5, 5, 1, 6}, 2);
-  AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string("SAME")}};
-  Tensor y = (*RunOn(nullptr, "Conv2D", {x, f}, a))[0];
-  EXPECT_TRUE(y.BitEqual((*RunOn(&three, "Conv2D", {x, f}, a))[0]));
-  Tensor dy = Random(y.shape(), 3);
-  AttrMap bf = a, bi = a;
-  bf.Set("filter_sizes", V{5, 5, 1, 6});
-  bi.Set("input_sizes", V{16, 28, 28, 1});
-  for (auto [op, in, attrs] : {std::tuple{"Conv2DBackpropFilter", std::vector{x, dy}, bf},
-                               std::tuple{"Conv2DBackpropInput", std::vector{f, dy}, bi}}) {
-    Tensor g1 = (*RunOn(&one, op, in, attrs))[0];
-    EXPECT_TRUE(g1.BitEqual((*RunOn(&three, op, in, attrs))[0])) << op;
-    EXPECT_TRUE(g1.BitEqual((*RunOn(nullptr, op, in, attrs))[0])) << op;
+  // LeNet conv1 (one input channel) and conv2 (6 -> 16: several filter-gradient row blocks).
+  for (auto [xs, fs, pad] : {std::tuple{V{16, 28, 28, 1}, V{5, 5, 1, 6}, "SAME"},
+                             std::tuple{V{16, 14, 14, 6}, V{5, 5, 6, 16}, "VALID"}}) {
+    SCOPED_TRACE(TensorShape(fs).ToString());
+    Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
+    AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string(pad)}};
+    Tensor y = (*RunOn(&one, "Conv2D", {x, f}, a))[0];
+    EXPECT_TRUE(y.BitEqual((*RunOn(&three, "Conv2D", {x, f}, a))[0]));
+    EXPECT_TRUE(y.BitEqual((*RunOn(nullptr, "Conv2D", {x, f}, a))[0]));
+    Tensor dy = Random(y.shape(), 3);
+    AttrMap bf = a, bi = a;
+    bf.Set("filter_sizes", fs);
+    bi.Set("input_sizes", xs);
+    for (auto [op, in, attrs] : {std::tuple{"Conv2DBackpropFilter", std::vector{x, dy}, bf},
+                                 std::tuple{"Conv2DBackpropInput", std::vector{f, dy}, bi}}) {
+      Tensor g1 = (*RunOn(&one, op, in, attrs))[0];
+      EXPECT_TRUE(g1.BitEqual((*RunOn(&three, op, in, attrs))[0])) << op;
+      EXPECT_TRUE(g1.BitEqual((*RunOn(nullptr, op, in, attrs))[0])) << op;
+    }
   }
 }
 
