@@ -1,5 +1,7 @@
 #include "actors/model_replicas.h"
 
+#include <algorithm>
+
 #include "core/gpu.h"
 #include "examples/lenet/lenet.h"
 #include "graph/nn/losses.h"
@@ -63,6 +65,11 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
         std::make_unique<nn::SGD>(nn::SgdOptions{config.learning_rate, config.momentum, false});
   }
   TROUPE_RETURN_IF_ERROR(m->optimizer_->Build(m->trainable_));
+  if (!devices.empty() && !devices[0].is_cpu() &&
+      std::all_of(devices.begin(), devices.end(),
+                  [&](const Device& d) { return d == devices[0]; })) {
+    TROUPE_RETURN_IF_ERROR(m->PlaceVariables(devices[0]));
+  }
 
   examples::LeNet* model = m->impl_->lenet.get();
   std::vector<Variable> vars = m->trainable_;
@@ -101,6 +108,25 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
         return std::vector<Value>{};
       });
   return m;
+}
+
+Status ModelReplicas::PlaceVariables(Device device) {
+  // Weights and slots move; the step counter and learning rate stay host scalars (the update
+  // reads them on the host).
+  std::vector<Variable> vars = trainable_;
+  for (const auto& [name, v] : optimizer_->NamedVariables()) {
+    if (v.state() == optimizer_->iterations().state() ||
+        v.state() == optimizer_->learning_rate().state()) {
+      continue;
+    }
+    vars.push_back(v);
+  }
+  for (const Variable& v : vars) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor placed, gpu::CopyTo(v.value(), device));
+    TROUPE_RETURN_IF_ERROR(v.SetValue(placed).WithContext("placing '" + v.name() + "'"));
+  }
+  variable_device_ = device;
+  return Status::OK();
 }
 
 Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels,

@@ -26,8 +26,10 @@ struct StepOutput {
 
 class ModelReplicas {
  public:
-  // Replica r runs its step and evaluation on devices[r] (one entry per local replica; the
-  // variables and the optimizer stay on the host, like TF's central storage).
+  // Replica r runs its step and evaluation on devices[r] (one entry per local replica). When
+  // every replica is on the same GPU, the weights and optimizer slots live on that GPU and the
+  // optimizer updates them there (MirroredStrategy's layout for one device); otherwise they
+  // stay on the host, like TF's central storage, and each step copies them over.
   static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
                                                        const std::vector<Device>& devices);
   ~ModelReplicas();
@@ -40,18 +42,22 @@ class ModelReplicas {
   // Gradients come back on the host unless `grads_on_device` (then on the replica's device).
   Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels,
                           bool grads_on_device = false);
-  // One optimizer update with the (allreduced) gradients.
+  // Where the weights live: a GPU (see Create) or the CPU.
+  Device variable_device() const { return variable_device_; }
+  // One optimizer update with the (allreduced) gradients, on the host or the variables' GPU.
   Status Apply(const std::vector<Tensor>& grads);
   // Loss sum and correct count of a batch (no gradients).
   Result<std::pair<double, double>> Evaluate(int r, const Tensor& images, const Tensor& labels);
 
  private:
   ModelReplicas() = default;
+  Status PlaceVariables(Device device);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
   std::vector<Device> devices_;
+  Device variable_device_ = Device::Cpu();
   std::vector<std::unique_ptr<Function>> steps_;
   std::vector<std::unique_ptr<Function>> evals_;
   std::unique_ptr<Function> apply_;

@@ -359,6 +359,10 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   TROUPE_ASSIGN_OR_RETURN(auto bucketer,
                           GradientBucketer::Create(cluster.comm.get(), params, bopts));
   ThreadPool replica_pool(std::max(1, R - 1), "replicas");
+  // Gradients stay on the GPU when NCCL reduces them, or when a single replica's weights live
+  // on its GPU (nothing to reduce; the update runs there).
+  const bool resident = !replicas->variable_device().is_cpu();
+  const bool device_grads = nccl || (resident && N == 1);
   const int64_t per_replica = config.global_batch_size / N;
   const int first = assignment.first_replica;
 
@@ -436,9 +440,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
       for (int64_t r = b; r < e; ++r) {
         const int64_t g = first + r;
         Result<Batch> batch = ConvertRows(*raw, g * per_replica, (g + 1) * per_replica);
-        Result<StepOutput> out =
-            batch.ok() ? replicas->Step(static_cast<int>(r), batch->images, batch->labels, nccl)
-                       : Result<StepOutput>(batch.status());
+        Result<StepOutput> out = batch.ok() ? replicas->Step(static_cast<int>(r), batch->images,
+                                                             batch->labels, device_grads)
+                                            : Result<StepOutput>(batch.status());
         if (!out.ok()) {
           errors[static_cast<size_t>(r)] = out.status();
           continue;
@@ -446,7 +450,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
         local[static_cast<size_t>(r)] = {out->loss_sum, out->correct,
                                          static_cast<double>(per_replica), 0};
         grads[static_cast<size_t>(r)] = std::move(out->grads);
-        if (nccl) continue;  // one replica per process: reduced below, on the GPU
+        if (device_grads) continue;  // one replica per process: reduced below, on the GPU
         // Last layer first, as the backward pass produces them: buckets launch early.
         for (size_t i = params.size(); i-- > 0;) {
           Status s = bucketer->MarkReady(static_cast<int>(r), params[i].name,
@@ -466,10 +470,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
       for (WorkPtr& w : pending) {
         TROUPE_RETURN_IF_ERROR(w->Wait().WithContext("gradient allreduce (nccl)"));
       }
-      for (Tensor& g : grads[0]) {
-        TROUPE_ASSIGN_OR_RETURN(g, gpu::ToHost(g));
-      }
-    } else {
+    } else if (!device_grads) {
       TROUPE_RETURN_IF_ERROR(bucketer->Finish().WithContext("gradient allreduce"));
     }
     TROUPE_RETURN_IF_ERROR(replicas->Apply(grads[0]));

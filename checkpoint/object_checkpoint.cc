@@ -14,6 +14,11 @@ Status WriteObjectGraphCheckpoint(const Trackable& root, const std::string& pref
   wo.direct_io = options.direct_io;
   TROUPE_ASSIGN_OR_RETURN(auto writer, BundleWriter::Create(prefix, wo));
   for (const auto& [key, value] : snap.tensors) {
+    if (!value.device().is_cpu()) {
+      return FailedPreconditionError("checkpoint " + prefix + ": tensor '" + key + "' is on " +
+                                     value.device().ToString() +
+                                     "; its Trackable must hand out a host copy");
+    }
     TROUPE_RETURN_IF_ERROR(writer->Add(key, value));
   }
   // The graph goes last and, like TF's (built on /cpu:0), into the first shard.

@@ -125,7 +125,9 @@ Status VariableState::Set(const Tensor& t) {
   TROUPE_RETURN_IF_ERROR(CheckAssignable(*this, TensorSpec::From(t), "assignment"));
   std::lock_guard<std::mutex> lock(mu);
   Tensor target = UniqueBufferLocked();
-  if (target.initialized() && target.shape() == t.shape() && !target.SharesBufferWith(t)) {
+  // In place on the host only; a value on (or moving to) a GPU takes the new buffer.
+  if (target.initialized() && target.shape() == t.shape() && !target.SharesBufferWith(t) &&
+      target.device().is_cpu() && t.device().is_cpu()) {
     std::memcpy(target.raw_data(), t.raw_data(), t.byte_size());
   } else if (!target.SharesBufferWith(t)) {
     value = t;

@@ -1,8 +1,8 @@
 // GPU benchmarks (run where a GPU is; bench/gpu/gpu_compare.py runs them next to PyTorch):
 //   gpu_bench MODEL BATCH STEPS    MODEL = lenet | convnet
 // times a Troupe training step on gpu:0 two ways, as the trainer runs it:
-//   full:    forward + backward on the GPU, gradients to the host, Adam on the host variables;
-//   compute: forward + backward on the GPU only (gradients stay there).
+//   full:    forward + backward + Adam, weights and slots on the GPU (one replica);
+//   compute: forward + backward alone.
 //   gpu_bench allreduce BYTES ITERS
 // times a one-rank NCCL allreduce of float32 on gpu:0 (the NcclCommunicator path).
 // Each prints one JSON line.
@@ -100,6 +100,15 @@ int TrainBench(const std::string& name, Model& model, TensorShape image_shape, i
   std::vector<Variable> vars = model.TrainableVariables();
   nn::Adam adam(nn::AdamOptions{1e-3, 0.9, 0.999, 1e-7});
   if (!adam.Build(vars).ok()) return 1;
+  // As the trainer does for one GPU: weights and Adam slots live on the GPU.
+  std::vector<Variable> placed = vars;
+  for (const auto& [slot_name, v] : adam.NamedVariables()) {
+    if (v.state() != adam.iterations().state() && v.state() != adam.learning_rate().state())
+      placed.push_back(v);
+  }
+  for (const Variable& v : placed) {
+    if (!v.SetValue(*gpu::CopyTo(v.value(), gpu0)).ok()) return 1;
+  }
   Function step(
       "train_step",
       [&model, vars](const Args& a) -> Outputs {
@@ -123,12 +132,8 @@ int TrainBench(const std::string& name, Model& model, TensorShape image_shape, i
   Tensor dev_images = *gpu::CopyTo(images, gpu0), dev_labels = *gpu::CopyTo(label_t, gpu0);
   auto full_step = [&]() -> Status {
     TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out, step.Run({dev_images, dev_labels}));
-    std::vector<Arg> host;
-    for (size_t i = 1; i < out.size(); ++i) {
-      TROUPE_ASSIGN_OR_RETURN(Tensor h, gpu::ToHost(out[i]));
-      host.push_back(Arg(h));
-    }
-    return apply.Run({Arg(std::move(host))}).status();
+    std::vector<Arg> grads(out.begin() + 1, out.end());
+    return apply.Run({Arg(std::move(grads))}).status();
   };
   auto compute_step = [&]() -> Status { return step.Run({dev_images, dev_labels}).status(); };
   auto time = [&](auto fn, int n) -> double {

@@ -11,8 +11,8 @@ Models (same layers, float32, Adam 1e-3, sparse softmax cross-entropy, batch as 
            batch 128.
 PyTorch runs with TF32 off (Troupe computes in exact FP32), cudnn.benchmark on, and is timed
 the same way: warm-up, then N steps between two device synchronisations. Troupe's "full" step
-is what `troupe train` does (gradients to the host, Adam on the host variables); "compute" is
-forward+backward alone. Ratios are Troupe time / PyTorch time (lower is better).
+is what `troupe train` does for one GPU replica (weights and Adam slots on the GPU); "compute"
+is forward+backward alone. Ratios are Troupe time / PyTorch time (lower is better).
 NCCL: a one-rank allreduce through Troupe's NcclCommunicator vs all_reduce_perf -g 1 in place
 (one GPU: bus bandwidth is zero by definition for one rank, so the time per call is compared;
 it measures the fixed cost of a collective, not the interconnect).

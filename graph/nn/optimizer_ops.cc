@@ -3,9 +3,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/gpu.h"
 #include "core/thread_pool.h"
 #include "graph/graph_op.h"
 #include "graph/nn/optimizers.h"
+#include "troupe/build_info.h"
+#if TROUPE_HAVE_CUDA
+#include "kernels/cuda/optimizer_updates.h"
+#endif
 
 namespace troupe::nn::internal {
 namespace {
@@ -34,6 +39,20 @@ Status CheckFloat(const Tensor& grad, const VariableState& var, std::string_view
   return Status::OK();
 }
 
+// The gradient on the variable's device (variables may live on a GPU; see ModelReplicas).
+Result<Tensor> GradOnVariableDevice(const Tensor& grad, const VariableState& var) {
+  const Device where = var.value.device();
+  if (grad.device() == where) return grad;
+  return gpu::CopyTo(grad, where);
+}
+
+Status CheckSameDevice(const VariableState& var, const VariableState* slot, std::string_view op) {
+  if (slot == nullptr || slot->value.device() == var.value.device()) return Status::OK();
+  return FailedPreconditionError(std::string(op) + ": slot '" + slot->name + "' is on " +
+                                 slot->value.device().ToString() + " but '" + var.name +
+                                 "' is on " + var.value.device().ToString());
+}
+
 class SgdUpdateOp final : public GraphOp {
  public:
   SgdUpdateOp(std::shared_ptr<VariableState> var, std::shared_ptr<VariableState> m,
@@ -46,14 +65,28 @@ class SgdUpdateOp final : public GraphOp {
     return std::vector<TensorSpec>{};
   }
   Status Run(std::span<const Tensor> in, std::vector<Tensor>&, const GraphOpContext&) override {
-    const Tensor& grad = in[0];
-    TROUPE_RETURN_IF_ERROR(CheckFloat(grad, *var_, type()));
+    TROUPE_RETURN_IF_ERROR(CheckFloat(in[0], *var_, type()));
     const float lr = lr_->Get().scalar<float>();
     const float mu = static_cast<float>(mu_);
+    std::lock_guard<std::mutex> lock(var_->mu);
+    TROUPE_ASSIGN_OR_RETURN(Tensor grad, GradOnVariableDevice(in[0], *var_));
     const float* g = grad.data<float>();
     const int64_t n = grad.num_elements();
-    std::lock_guard<std::mutex> lock(var_->mu);
     float* w = WritableLocked(*var_).data<float>();
+    if (!var_->value.device().is_cpu()) {
+#if TROUPE_HAVE_CUDA
+      float* m = nullptr;
+      std::unique_lock<std::mutex> lock_m;
+      if (m_ != nullptr) {
+        lock_m = std::unique_lock<std::mutex>(m_->mu);
+        TROUPE_RETURN_IF_ERROR(CheckSameDevice(*var_, m_.get(), type()));
+        m = WritableLocked(*m_).data<float>();
+      }
+      return gpu_kernels::KerasSgdUpdate(var_->value.device(), w, m, g, n, lr, mu, nesterov_);
+#else
+      return UnavailableError("KerasSGDUpdate: '" + var_->name + "' is on a GPU in a CPU build");
+#endif
+    }
     if (m_ == nullptr) {
       for (int64_t i = 0; i < n; ++i) w[i] = w[i] - g[i] * lr;
       return Status::OK();
@@ -95,8 +128,7 @@ class AdamUpdateOp final : public GraphOp {
     return std::vector<TensorSpec>{};
   }
   Status Run(std::span<const Tensor> in, std::vector<Tensor>&, const GraphOpContext&) override {
-    const Tensor& grad = in[0];
-    TROUPE_RETURN_IF_ERROR(CheckFloat(grad, *var_, type()));
+    TROUPE_RETURN_IF_ERROR(CheckFloat(in[0], *var_, type()));
     const float lr = lr_->Get().scalar<float>();
     // local_step = f32(iterations + 1); powers, alpha: float32 as Keras computes them.
     const float t = static_cast<float>(it_->Get().scalar<int64_t>() + 1);
@@ -106,14 +138,25 @@ class AdamUpdateOp final : public GraphOp {
     const float one_minus_b1 = static_cast<float>(1.0 - b1_);
     const float one_minus_b2 = static_cast<float>(1.0 - b2_);
     const float eps = static_cast<float>(eps_);
-    const float* g = grad.data<float>();
-    const int64_t n = grad.num_elements();
     std::lock_guard<std::mutex> lock(var_->mu);
     std::lock_guard<std::mutex> lock_m(m_->mu);
     std::lock_guard<std::mutex> lock_v(v_->mu);
+    TROUPE_ASSIGN_OR_RETURN(Tensor grad, GradOnVariableDevice(in[0], *var_));
+    TROUPE_RETURN_IF_ERROR(CheckSameDevice(*var_, m_.get(), type()));
+    TROUPE_RETURN_IF_ERROR(CheckSameDevice(*var_, v_.get(), type()));
+    const float* g = grad.data<float>();
+    const int64_t n = grad.num_elements();
     float* w = WritableLocked(*var_).data<float>();
     float* m = WritableLocked(*m_).data<float>();
     float* v = WritableLocked(*v_).data<float>();
+    if (!var_->value.device().is_cpu()) {
+#if TROUPE_HAVE_CUDA
+      return gpu_kernels::KerasAdamUpdate(var_->value.device(), w, m, v, g, n, alpha, one_minus_b1,
+                                          one_minus_b2, eps);
+#else
+      return UnavailableError("KerasAdamUpdate: '" + var_->name + "' is on a GPU in a CPU build");
+#endif
+    }
     // Elementwise, so splitting it changes no bits; large variables (a conv net's dense
     // kernel) use every core.
     ThreadPool::Default()->ParallelFor(n, kUpdateGrain, [&](int64_t begin, int64_t end) {
