@@ -6,6 +6,7 @@
 // GEMM path closely and are the same bits for either vector width and any thread count.
 #include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/conv2d_direct.h"
@@ -171,76 +172,87 @@ TROUPE_ALWAYS_INLINE void FilterBlock(const ConvGeo& g, const Padded<T>& xp, con
   }
 }
 
-// Input-gradient patch rows for one output row: col[ow][k] = sum over f (in order) of
-// dy[ow][f] * wt[f][k], k padded to kp (a multiple of the vector).
+// Input-gradient layouts. A patch row (one output pixel) holds, per kernel row kh, the run of
+// kw * c values between zero pads of P values: [P zeros | run, padded to rp | P zeros]. The dx
+// image is accumulated in a buffer padded like the forward input (every window inside), with rows
+// padded to whole vectors, so adding a run is a few aligned vector adds of unaligned loads from
+// the zero-padded patch row (the pads add exact zeros; dx starts at +0, so it never holds -0).
+struct InLayout {
+  int64_t run, rp, P, S, kp;  // run, padded run, pad, kh segment stride, patch row stride
+  int64_t hp, wp, rs;         // padded dx rows, columns, row stride
+  InLayout(const ConvGeo& g, int64_t lanes)
+      : run(g.kw * g.c),
+        rp(simd::RoundUp(g.kw * g.c, lanes)),
+        P(lanes),
+        S(2 * lanes + simd::RoundUp(g.kw * g.c, lanes)),
+        kp(g.kh * (2 * lanes + simd::RoundUp(g.kw * g.c, lanes))),
+        hp((g.oh - 1) * g.sh + g.kh),
+        wp((g.ow - 1) * g.sw + g.kw),
+        rs(simd::RoundUp(((g.ow - 1) * g.sw + g.kw) * g.c, lanes)) {}
+};
+
+// Patch rows of one output row: col[ow][kh * S + P + j] = sum over f (in order) of
+// dy[ow][f] * wt[f][kh * rp + j]; lanes [run, rp) are set to zero (not 0 * dy: dy may be
+// infinite).
 template <typename T, int kBytes>
-TROUPE_ALWAYS_INLINE void InputColRow(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
+TROUPE_ALWAYS_INLINE void InputColRow(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy,
                                       T* col) {
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
-  constexpr int C = kBytes == 64 ? 1 : 3;
-  constexpr int R = kRows<kBytes, C>;
-  const int64_t nv = kp / kL;
+  constexpr int R = kRows<kBytes, 2>;
+  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  using M = simd::Vec<I, kBytes>;
+  const int64_t nv = l.rp / kL, wld = g.kh * l.rp;
+  // Bit mask keeping the lanes of the last run vector that are inside the run.
+  M tail;
+  for (int64_t i = 0; i < kL; ++i) tail[i] = (nv - 1) * kL + i < l.run ? I(-1) : I(0);
   for (int64_t ow0 = 0; ow0 < g.ow; ow0 += R) {
     const int rows = static_cast<int>(std::min<int64_t>(R, g.ow - ow0));
     const T* a = dy + ow0 * g.f;
-    T* out = col + ow0 * kp;
-    int64_t v = 0;
-    for (; v + C <= nv; v += C) {
-      TileN<T, kBytes, R, C>(rows, g.f, a, g.f, 1, wt + v * kL, kp, out + v * kL, kp, true);
-    }
-    for (; v + 2 <= nv; v += 2) {
-      TileN<T, kBytes, R, 2>(rows, g.f, a, g.f, 1, wt + v * kL, kp, out + v * kL, kp, true);
-    }
-    for (; v < nv; ++v) {
-      TileN<T, kBytes, R, 1>(rows, g.f, a, g.f, 1, wt + v * kL, kp, out + v * kL, kp, true);
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      T* out = col + ow0 * l.kp + kh * l.S + l.P;
+      const T* w = wt + kh * l.rp;
+      int64_t v = 0;
+      for (; v + 2 <= nv; v += 2) {
+        TileN<T, kBytes, R, 2>(rows, g.f, a, g.f, 1, w + v * kL, wld, out + v * kL, l.kp, true);
+      }
+      for (; v < nv; ++v) {
+        TileN<T, kBytes, R, 1>(rows, g.f, a, g.f, 1, w + v * kL, wld, out + v * kL, l.kp, true);
+      }
+      if (l.rp > l.run) {
+        for (int r = 0; r < rows; ++r) {
+          T* t = out + r * l.kp + (nv - 1) * kL;
+          simd::Store(t, simd::Load<M>(t) & tail);
+        }
+      }
     }
   }
 }
 
-// dst[0, n) += src[0, n) in vectors of decreasing width (runs are short: kw * c values).
+// Padded dx rows += the patch rows of output row oh, pixel by pixel (im2col's scatter order).
 template <typename T, int kBytes>
-TROUPE_ALWAYS_INLINE void AddRun(T* dst, const T* src, int64_t n) {
-  if constexpr (kBytes >= static_cast<int>(sizeof(T))) {
-    using V = simd::Vec<T, kBytes>;
-    constexpr int64_t kL = simd::kLanes<T, kBytes>;
-    int64_t i = 0;
-    for (; i + kL <= n; i += kL) {
-      simd::Store(dst + i, simd::Load<V>(dst + i) + simd::Load<V>(src + i));
-    }
-    if (i < n) AddRun<T, kBytes / 2>(dst + i, src + i, n - i);
-  }
-}
-
-// dx image += col rows of output row oh (row stride kp), pixel by pixel as im2col's scatter.
-template <typename T, int kBytes>
-TROUPE_ALWAYS_INLINE void ScatterRow(const ConvGeo& g, const T* col, int64_t kp, int64_t oh,
-                                     T* img) {
+TROUPE_ALWAYS_INLINE void ScatterRow(const ConvGeo& g, const InLayout& l, const T* col, int64_t oh,
+                                     T* xb) {
+  using V = simd::Vec<T, kBytes>;
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
   for (int64_t ow = 0; ow < g.ow; ++ow) {
-    const T* src = col + ow * kp;
-    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-    for (int64_t kh = 0; kh < g.kh; ++kh, src += g.kw * g.c) {
-      const int64_t ih = ih0 + kh;
-      if (ih < 0 || ih >= g.h) continue;
-      T* row = img + ih * g.w * g.c;
-      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
-        AddRun<T, kBytes>(row + iw0 * g.c, src, g.kw * g.c);
-        continue;
-      }
-      for (int64_t kw = 0; kw < g.kw; ++kw) {
-        const int64_t iw = iw0 + kw;
-        if (iw < 0 || iw >= g.w) continue;
-        for (int64_t c = 0; c < g.c; ++c) row[iw * g.c + c] += src[kw * g.c + c];
+    const int64_t start = ow * g.sw * g.c;
+    const int64_t v0 = start / kL * kL, v1 = start + l.run;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      T* row = xb + (oh * g.sh + kh) * l.rs;
+      const T* src = col + ow * l.kp + kh * l.S + l.P - start;
+      for (int64_t v = v0; v < v1; v += kL) {
+        simd::Store(row + v, simd::Load<V>(row + v) + simd::Load<V>(src + v));
       }
     }
   }
 }
 
-// One output row of the input gradient: its patch rows, then their scatter into dx.
+// One output row of the input gradient: its patch rows, then their scatter.
 template <typename T, int kBytes>
-TROUPE_ALWAYS_INLINE void InputRow(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
-                                   int64_t oh, T* col, T* img) {
-  InputColRow<T, kBytes>(g, kp, wt, dy, col);
-  ScatterRow<T, kBytes>(g, col, kp, oh, img);
+TROUPE_ALWAYS_INLINE void InputRow(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy,
+                                   int64_t oh, T* col, T* xb) {
+  InputColRow<T, kBytes>(g, l, wt, dy, col);
+  ScatterRow<T, kBytes>(g, l, col, oh, xb);
 }
 
 template <typename T>
@@ -253,9 +265,9 @@ void FilterBlock32(const ConvGeo& g, const Padded<T>& xp, const T* dy, int64_t r
   FilterBlock<T, 32>(g, xp, dy, r0, r1, dw);
 }
 template <typename T>
-void InputRow32(const ConvGeo& g, int64_t kp, const T* wt, const T* dy, int64_t oh, T* col,
-                T* img) {
-  InputRow<T, 32>(g, kp, wt, dy, oh, col, img);
+void InputRow32(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy, int64_t oh, T* col,
+                T* xb) {
+  InputRow<T, 32>(g, l, wt, dy, oh, col, xb);
 }
 #if TROUPE_HAVE_AVX512_DISPATCH
 template <typename T>
@@ -269,9 +281,9 @@ TROUPE_TARGET_AVX512 void FilterBlock64(const ConvGeo& g, const Padded<T>& xp, c
   FilterBlock<T, 64>(g, xp, dy, r0, r1, dw);
 }
 template <typename T>
-TROUPE_TARGET_AVX512 void InputRow64(const ConvGeo& g, int64_t kp, const T* wt, const T* dy,
-                                     int64_t oh, T* col, T* img) {
-  InputRow<T, 64>(g, kp, wt, dy, oh, col, img);
+TROUPE_TARGET_AVX512 void InputRow64(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy,
+                                     int64_t oh, T* col, T* xb) {
+  InputRow<T, 64>(g, l, wt, dy, oh, col, xb);
 }
 #endif
 
@@ -315,28 +327,44 @@ void Conv2DDirectSmall(ThreadPool* pool, const ConvGeo& g, const T* x, const T* 
 template <typename T>
 void Conv2DBackpropInputDirectSmall(ThreadPool* pool, const ConvGeo& g, const T* filter,
                                     const T* dy, T* dx) {
-  const int64_t K = g.K(), kp = simd::RoundUp(K, simd::kLanes<T, 64>);
-  // wt[f][k] = filter[k][f], zero past K.
-  std::vector<T> wt(static_cast<size_t>(g.f * kp), T(0));
-  for (int64_t k = 0; k < K; ++k) {
-    for (int64_t f = 0; f < g.f; ++f) wt[f * kp + k] = filter[k * g.f + f];
+  const InLayout l(g, simd::kLanes<T, 64>);
+  // wt[f][kh * rp + j] = filter[kh][j / c][j % c][f], zero for j >= run.
+  std::vector<T> wt(static_cast<size_t>(g.f * g.kh * l.rp), T(0));
+  for (int64_t kh = 0; kh < g.kh; ++kh) {
+    for (int64_t j = 0; j < l.run; ++j) {
+      for (int64_t f = 0; f < g.f; ++f) {
+        wt[f * g.kh * l.rp + kh * l.rp + j] = filter[(kh * l.run + j) * g.f + f];
+      }
+    }
   }
   const bool wide = Wide();
   const int64_t image = g.h * g.w * g.c;
   ParallelForBlocks(pool, g.n, 1, [&](int64_t n0, int64_t n1) {
-    T* col = Scratch<T>(static_cast<size_t>(g.ow * kp));
+    // Scratch: patch rows of one output row, then the padded dx image (+ a vector of slack).
+    T* col = Scratch<T>(static_cast<size_t>(g.ow * l.kp + l.hp * l.rs + l.P));
+    T* xb = col + g.ow * l.kp;
+    std::fill(col, col + g.ow * l.kp, T(0));  // the pads; runs are rewritten per row
     for (int64_t n = n0; n < n1; ++n) {
-      T* img = dx + n * image;
-      std::fill(img, img + image, T(0));
+      std::fill(xb, xb + l.hp * l.rs, T(0));
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         const T* d = dy + (n * g.oh + oh) * g.ow * g.f;
 #if TROUPE_HAVE_AVX512_DISPATCH
         if (wide) {
-          InputRow64<T>(g, kp, wt.data(), d, oh, col, img);
+          InputRow64<T>(g, l, wt.data(), d, oh, col, xb);
           continue;
         }
 #endif
-        InputRow32<T>(g, kp, wt.data(), d, oh, col, img);
+        InputRow32<T>(g, l, wt.data(), d, oh, col, xb);
+      }
+      // dx = the inside of the padded buffer (zero where no window reaches).
+      T* img = dx + n * image;
+      for (int64_t ih = 0; ih < g.h; ++ih) {
+        T* dst = img + ih * g.w * g.c;
+        const int64_t bh = ih + g.pt;
+        const int64_t iw1 = bh < l.hp ? std::clamp<int64_t>(l.wp - g.pl, 0, g.w) : 0;
+        if (iw1 > 0)
+          std::copy(xb + bh * l.rs + g.pl * g.c, xb + bh * l.rs + (g.pl + iw1) * g.c, dst);
+        std::fill(dst + iw1 * g.c, dst + g.w * g.c, T(0));
       }
     }
   });
