@@ -32,6 +32,17 @@ inline Tensor Random(TensorShape shape, uint32_t seed, double lo = -1.0, double 
   return Make<T>(v, shape);
 }
 
+// Integers in [lo, hi] stored as T (exact sums in any order, many ties). Int/Engine: the
+// distribution's type and generator (std::mt19937_64 with int64_t for ranges beyond int).
+template <typename T = float, typename Int = int, typename Engine = std::mt19937>
+inline Tensor RandomInts(TensorShape shape, uint32_t seed, Int lo = -5, Int hi = 5) {
+  Engine gen(seed);
+  std::uniform_int_distribution<Int> dist(lo, hi);
+  std::vector<T> v(static_cast<size_t>(shape.num_elements()));
+  for (auto& x : v) x = static_cast<T>(dist(gen));
+  return Make<T>(v, shape);
+}
+
 template <typename T>
 inline std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());

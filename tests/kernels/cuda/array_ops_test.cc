@@ -11,34 +11,14 @@
 namespace troupe {
 namespace {
 
-using gpu_testing::AllClose;
-using gpu_testing::RunOnBoth;
+using gpu_testing::ExpectBitEqual;
 using testing_util::Make;
 using testing_util::Random;
 
+// int64 ranges (beyond int): a 64-bit generator.
 template <typename T>
 Tensor RandomInts(TensorShape shape, uint32_t seed, int64_t lo = -5, int64_t hi = 5) {
-  std::mt19937_64 gen(seed);
-  std::uniform_int_distribution<int64_t> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(shape.num_elements()));
-  for (auto& x : v) x = static_cast<T>(dist(gen));
-  return Make<T>(v, shape);
-}
-
-void ExpectBitEqual(const std::string& op, const std::vector<Tensor>& in, const AttrMap& attrs) {
-  std::string where = op + " {" + attrs.ToString() + "} on";
-  for (const Tensor& t : in)
-    where += " " + t.shape().ToString() + std::string(DTypeName(t.dtype()));
-  auto r = RunOnBoth(op, in, attrs);
-  ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
-  ASSERT_EQ((*r).cpu.size(), (*r).gpu.size()) << where;
-  for (size_t i = 0; i < (*r).cpu.size(); ++i) {
-    const Tensor& c = (*r).cpu[i];
-    const Tensor& g = (*r).gpu[i];
-    EXPECT_TRUE(c.BitEqual(g)) << where << " output " << i
-                               << " not bit-equal: " << AllClose(c, g, 0).message() << "\ncpu "
-                               << c.DebugString() << "\ngpu " << g.DebugString();
-  }
+  return testing_util::RandomInts<T, int64_t, std::mt19937_64>(shape, seed, lo, hi);
 }
 
 TEST(GpuArrayOps, CastLeNetTypes) {

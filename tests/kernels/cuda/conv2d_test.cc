@@ -5,16 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/cuda/dense_test_util.h"
+#include "tests/kernels/cuda/gpu_test_util.h"
 
 namespace troupe {
 namespace {
 
-using dense_testing::ExpectDeterministic;
-using dense_testing::ExpectExact;
-using dense_testing::ExpectLinearClose;
-using dense_testing::Random;
-using dense_testing::RandomInts;
+using gpu_testing::ExpectDeterministic;
+using gpu_testing::ExpectExact;
+using gpu_testing::ExpectLinearClose;
+using gpu_testing::Random;
+using gpu_testing::RandomInts;
 
 struct Case {
   TensorShape x, f;
@@ -42,7 +42,7 @@ void CheckCase(const Case& c, uint32_t seed, bool ints = false) {
   SCOPED_TRACE("x " + c.x.ToString() + " filter " + c.f.ToString() + " strides " +
                std::to_string(c.sh) + "x" + std::to_string(c.sw) + " " + c.padding);
   auto make = [&](const TensorShape& s, uint32_t sd) {
-    return ints ? RandomInts<T>(s, sd) : Random<T>(s, sd);
+    return ints ? RandomInts<T>(s, sd, -3, 3) : Random<T>(s, sd);
   };
   Tensor x = make(c.x, seed), f = make(c.f, seed + 1), dy = make(OutShape(c), seed + 2);
   AttrMap a = ConvAttrs(c);

@@ -11,40 +11,18 @@
 namespace troupe {
 namespace {
 
-using gpu_testing::AllClose;
 using gpu_testing::RunOnBoth;
 using testing_util::Make;
 using testing_util::Random;
-
-// Small integers as T: many ties and equal pairs for comparisons and max/min.
-template <typename T>
-Tensor RandomInts(TensorShape shape, uint32_t seed, int lo = -5, int hi = 5) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(shape.num_elements()));
-  for (auto& x : v) x = static_cast<T>(dist(gen));
-  return Make<T>(v, shape);
-}
+using testing_util::RandomInts;  // small integers: many ties and equal pairs
 
 // Runs `op` on both devices; exact: bit-equal outputs, else AllClose at `rel`.
 void ExpectMatch(const std::string& op, const std::vector<Tensor>& in, const AttrMap& attrs,
                  bool exact, double rel = 1e-5) {
-  std::string where = op + " on";
-  for (const Tensor& t : in)
-    where += " " + t.shape().ToString() + std::string(DTypeName(t.dtype()));
-  auto r = RunOnBoth(op, in, attrs);
-  ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
-  ASSERT_EQ((*r).cpu.size(), (*r).gpu.size()) << where;
-  for (size_t i = 0; i < (*r).cpu.size(); ++i) {
-    const Tensor& c = (*r).cpu[i];
-    const Tensor& g = (*r).gpu[i];
-    if (exact) {
-      EXPECT_TRUE(c.BitEqual(g)) << where << " output " << i
-                                 << " not bit-equal: " << AllClose(c, g, 0).message() << "\ncpu "
-                                 << c.DebugString() << "\ngpu " << g.DebugString();
-    } else {
-      EXPECT_TRUE(AllClose(c, g, rel)) << where << " output " << i;
-    }
+  if (exact) {
+    gpu_testing::ExpectBitEqual(op, in, attrs);
+  } else {
+    gpu_testing::ExpectClose(op, in, attrs, rel);
   }
 }
 

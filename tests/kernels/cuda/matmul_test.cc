@@ -3,16 +3,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/cuda/dense_test_util.h"
+#include "tests/kernels/cuda/gpu_test_util.h"
 
 namespace troupe {
 namespace {
 
-using dense_testing::ExpectDeterministic;
-using dense_testing::ExpectExact;
-using dense_testing::ExpectLinearClose;
-using dense_testing::Random;
-using dense_testing::RandomInts;
+using gpu_testing::ExpectDeterministic;
+using gpu_testing::ExpectExact;
+using gpu_testing::ExpectLinearClose;
+using gpu_testing::Random;
+using gpu_testing::RandomInts;
 
 AttrMap Trans(bool ta, bool tb) { return AttrMap{{"transpose_a", ta}, {"transpose_b", tb}}; }
 

@@ -5,16 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/cuda/dense_test_util.h"
+#include "tests/kernels/cuda/gpu_test_util.h"
 
 namespace troupe {
 namespace {
 
-using dense_testing::ExpectClose;
-using dense_testing::ExpectDeterministic;
-using dense_testing::ExpectExact;
-using dense_testing::ExpectLinearClose;
-using dense_testing::Random;
+using gpu_testing::ExpectClose;
+using gpu_testing::ExpectDeterministic;
+using gpu_testing::ExpectExact;
+using gpu_testing::ExpectLinearClose;
+using gpu_testing::Random;
 using testing_util::Make;
 
 struct Case {
@@ -91,7 +91,7 @@ TEST(GpuPooling, TiesGoToTheFirstMaximum) {
   }
   // Ties between a few values (integers in [0, 2]).
   Case c{{2, 9, 9, 3}, 3, 3, 1, 1, "SAME"};
-  CheckCase(c, dense_testing::RandomInts<float>(c.x, 41, 0, 2), 42);
+  CheckCase(c, gpu_testing::RandomInts<float>(c.x, 41, 0, 2), 42);
 }
 
 TEST(GpuPooling, Float64) {

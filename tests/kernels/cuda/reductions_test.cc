@@ -8,68 +8,53 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/cuda/dense_test_util.h"
 #include "tests/kernels/cuda/gpu_test_util.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace troupe {
 namespace {
 
-using dense_testing::Coords;
-using dense_testing::ExpectDeterministic;
 using gpu_testing::AllClose;
+using gpu_testing::Coords;
+using gpu_testing::ExpectDeterministic;
+using gpu_testing::Get;
 using gpu_testing::RunOnBoth;
 using testing_util::Make;
 using testing_util::Random;
-
-template <typename T>
-Tensor RandomInts(TensorShape shape, uint32_t seed, int lo = -5, int hi = 5) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(shape.num_elements()));
-  for (auto& x : v) x = static_cast<T>(dist(gen));
-  return Make<T>(v, shape);
-}
+using testing_util::RandomInts;
 
 // Float sums within tolerance, everything else bit-equal (see the file comment).
 void ExpectMatchesCpu(const std::string& op, const std::vector<Tensor>& in, const AttrMap& attrs) {
-  std::string where = op + " {" + attrs.ToString() + "} on";
-  for (const Tensor& t : in)
-    where += " " + t.shape().ToString() + std::string(DTypeName(t.dtype()));
-  auto r = RunOnBoth(op, in, attrs);
-  ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
-  ASSERT_EQ((*r).cpu.size(), (*r).gpu.size()) << where;
-  for (size_t i = 0; i < (*r).cpu.size(); ++i) {
-    const Tensor& c = (*r).cpu[i];
-    const Tensor& g = (*r).gpu[i];
-    // Float sums follow their own fixed order on each device (deterministic, not the same
-    // order): 1e-5 of the result's scale. Max/Min/ArgMax and integers are exact.
-    const bool summed = (op == "Sum" || op == "Mean" || op == "Prod" || op == "SumToShapeOf") &&
-                        (c.dtype() == DType::kFloat32 || c.dtype() == DType::kFloat64);
-    if (summed && op != "Prod") {
-      // Judged against the same reduction of |x| (a sum's rounding scales with it).
-      std::vector<Tensor> abs_in;
-      for (const Tensor& t : in) abs_in.push_back(*RunOp1("Abs", std::vector<Tensor>{t}));
-      auto ref = RunOp(op, abs_in, attrs, Device::Cpu());
-      ASSERT_TRUE(ref.ok()) << where << ": " << ref.status().ToString();
-      EXPECT_TRUE(dense_testing::CloseToAbsRef(c, g, (*ref)[i], 1e-5)) << where << " output " << i;
-      continue;
-    }
-    if (summed) {
-      EXPECT_TRUE(AllClose(c, g, 1e-5)) << where << " output " << i;
-      continue;
-    }
-    EXPECT_TRUE(c.BitEqual(g)) << where << " output " << i
-                               << " not bit-equal: " << AllClose(c, g, 0).message()
-                               << " (within 1e-5: " << (AllClose(c, g, 1e-5) ? "yes" : "no")
-                               << ")\ncpu " << c.DebugString() << "\ngpu " << g.DebugString();
-  }
+  gpu_testing::ForEachOutput(
+      op, in, attrs, [&](size_t i, const Tensor& c, const Tensor& g, const std::string& where) {
+        // Float sums follow their own fixed order on each device (deterministic, not the same
+        // order): 1e-5 of the result's scale. Max/Min/ArgMax and integers are exact.
+        const bool summed = (op == "Sum" || op == "Mean" || op == "Prod" || op == "SumToShapeOf") &&
+                            (c.dtype() == DType::kFloat32 || c.dtype() == DType::kFloat64);
+        if (summed && op != "Prod") {
+          // Judged against the same reduction of |x| (a sum's rounding scales with it).
+          std::vector<Tensor> abs_in;
+          for (const Tensor& t : in) abs_in.push_back(*RunOp1("Abs", std::vector<Tensor>{t}));
+          auto ref = RunOp(op, abs_in, attrs, Device::Cpu());
+          ASSERT_TRUE(ref.ok()) << where << ": " << ref.status().ToString();
+          EXPECT_TRUE(gpu_testing::CloseToAbsRef(c, g, (*ref)[i], 1e-5))
+              << where << " output " << i;
+          return;
+        }
+        if (summed) {
+          EXPECT_TRUE(AllClose(c, g, 1e-5)) << where << " output " << i;
+          return;
+        }
+        EXPECT_TRUE(gpu_testing::BitEqual(c, g))
+            << where << " output " << i
+            << " (within 1e-5: " << (AllClose(c, g, 1e-5) ? "yes" : "no") << ")";
+      });
 }
 
 // Bit-equal to the CPU whatever the op and dtype (integer-valued inputs); names the first
 // differing element's coordinates.
 void ExpectExactly(const std::string& op, const std::vector<Tensor>& in, const AttrMap& attrs) {
-  const std::string where = dense_testing::Describe(op, in, attrs);
+  const std::string where = gpu_testing::Describe(op, in, attrs);
   auto r = RunOnBoth(op, in, attrs);
   ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
   ASSERT_EQ((*r).cpu.size(), (*r).gpu.size()) << where;
@@ -80,7 +65,7 @@ void ExpectExactly(const std::string& op, const std::vector<Tensor>& in, const A
     if (c.BitEqual(g)) continue;
     int64_t bad = 0, first = -1;
     for (int64_t e = 0; e < c.num_elements(); ++e) {
-      if (dense_testing::Get(c, e) != dense_testing::Get(g, e) && bad++ == 0) first = e;
+      if (Get(c, e) != Get(g, e) && bad++ == 0) first = e;
     }
     if (bad == 0) {
       ADD_FAILURE() << where << " output " << i << ": bits differ (sign of zero or NaN)";
@@ -88,7 +73,7 @@ void ExpectExactly(const std::string& op, const std::vector<Tensor>& in, const A
     }
     ADD_FAILURE() << where << " output " << i << ": " << bad << " of " << c.num_elements()
                   << " elements differ; first at " << Coords(c.shape(), first) << ": cpu "
-                  << dense_testing::Get(c, first) << " gpu " << dense_testing::Get(g, first);
+                  << Get(c, first) << " gpu " << Get(g, first);
   }
 }
 

@@ -12,7 +12,7 @@
 namespace troupe {
 namespace {
 
-using gpu_testing::AllClose;
+using gpu_testing::ExpectClose;
 using gpu_testing::RunOnBoth;
 using testing_util::Make;
 using testing_util::Random;
@@ -36,18 +36,6 @@ Tensor Distributions(int64_t batch, int64_t classes, uint32_t seed) {
     for (int64_t c = 0; c < classes; ++c) p[r * classes + c] /= s;
   }
   return t;
-}
-
-void ExpectClose(const std::string& op, const std::vector<Tensor>& in, double rel = 1e-5) {
-  std::string where = op + " on";
-  for (const Tensor& t : in)
-    where += " " + t.shape().ToString() + std::string(DTypeName(t.dtype()));
-  auto r = RunOnBoth(op, in);
-  ASSERT_TRUE(r.ok()) << where << ": " << r.status().ToString();
-  ASSERT_EQ((*r).cpu.size(), (*r).gpu.size()) << where;
-  for (size_t i = 0; i < (*r).cpu.size(); ++i) {
-    EXPECT_TRUE(AllClose((*r).cpu[i], (*r).gpu[i], rel)) << where << " output " << i;
-  }
 }
 
 TEST(GpuSoftmaxXent, SparseLeNet) {
