@@ -1,10 +1,12 @@
 #include "graph/executor.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/gpu.h"
 #include "graph/graph_op.h"
+#include "graph/op_profile.h"
 
 namespace troupe {
 
@@ -302,7 +304,17 @@ Status Executor::RunStep(RunState& rs, size_t index) {
           cached = t;
           return t;
         });
-    status = (*step.kernel)(ctx);
+    if (internal::OpProfileEnabled()) {
+      if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
+      const auto start = std::chrono::steady_clock::now();
+      status = (*step.kernel)(ctx);
+      if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
+      internal::RecordOpTime(
+          device_, step.op,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    } else {
+      status = (*step.kernel)(ctx);
+    }
     if (status.ok() && sync_each_op_) {
       status = gpu::Synchronize(device_.index);
       if (status.ok()) status = gpu::CheckLastError(device_.index, step.op);

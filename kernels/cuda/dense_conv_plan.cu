@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "kernels/cuda/dense_conv_plan.h"
 #include "kernels/cuda/dense_util.h"
@@ -114,6 +116,71 @@ std::vector<int> HeuristicAlgos(cudnnHandle_t handle, ConvKind kind, const ConvP
   return out;
 }
 
+// TROUPE_CUDNN_AUTOTUNE=1 times the candidates once per shape (cudnnFind*) and tries the
+// fastest first. Off by default: timing noise can pick another algorithm in another run, and
+// algorithms round differently, so two runs would no longer give the same bits (TF's
+// TF_CUDNN_USE_AUTOTUNE has the same trade-off).
+bool AutotuneEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TROUPE_CUDNN_AUTOTUNE");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return on;
+}
+
+template <typename Perf>
+void Reorder(const Perf* perf, int returned, ConvPlan& p) {
+  std::vector<ConvAlgo> ordered;
+  for (int i = 0; i < returned; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;
+    for (const ConvAlgo& a : p.algos) {
+      if (a.algo == static_cast<int>(perf[i].algo) &&
+          std::none_of(ordered.begin(), ordered.end(),
+                       [&](const ConvAlgo& o) { return o.algo == a.algo; }))
+        ordered.push_back(a);
+    }
+  }
+  for (const ConvAlgo& a : p.algos) {  // candidates the search did not time keep their place
+    if (std::none_of(ordered.begin(), ordered.end(),
+                     [&](const ConvAlgo& o) { return o.algo == a.algo; }))
+      ordered.push_back(a);
+  }
+  p.algos = std::move(ordered);
+}
+
+void OrderByMeasuredTime(cudnnHandle_t handle, ConvKind kind, ConvPlan& p) {
+  if (p.algos.size() < 2) return;
+  int returned = 0;
+  switch (kind) {
+    case ConvKind::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      if (cudnnFindConvolutionForwardAlgorithm(handle, p.x, p.w, p.conv, p.y,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
+                                               perf) == CUDNN_STATUS_SUCCESS)
+        Reorder(perf, returned, p);
+      break;
+    }
+    case ConvKind::kBackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      if (cudnnFindConvolutionBackwardDataAlgorithm(handle, p.w, p.y, p.conv, p.x,
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                    &returned, perf) == CUDNN_STATUS_SUCCESS)
+        Reorder(perf, returned, p);
+      break;
+    }
+    case ConvKind::kBackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      if (cudnnFindConvolutionBackwardFilterAlgorithm(handle, p.x, p.y, p.conv, p.w,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                      &returned, perf) == CUDNN_STATUS_SUCCESS)
+        Reorder(perf, returned, p);
+      break;
+    }
+  }
+}
+
 cudnnStatus_t WorkspaceSize(cudnnHandle_t handle, ConvKind kind, const ConvPlan& p, int algo,
                             size_t* bytes) {
   switch (kind) {
@@ -206,6 +273,7 @@ Status BuildPlan(cudnnHandle_t handle, int device, std::string_view op, ConvKind
     p.why_unusable = std::string(LayoutName(layout)) + " " + KindName(kind) +
                      ": no deterministic algorithm (" + tried + ")";
   }
+  if (AutotuneEnabled()) OrderByMeasuredTime(handle, kind, p);
   return Status::OK();
 }
 

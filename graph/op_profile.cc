@@ -1,0 +1,67 @@
+#include "graph/op_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace troupe::internal {
+namespace {
+
+struct Entry {
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
+class Profile {
+ public:
+  void Record(Device device, std::string_view op, double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[device.ToString() + " " + std::string(op)];
+    ++e.calls;
+    e.seconds += seconds;
+  }
+  ~Profile() {
+    std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    double total = 0;
+    for (const auto& [name, e] : rows) total += e.seconds;
+    std::fprintf(stderr, "op profile (TROUPE_PROFILE_OPS): %.3f s in kernels\n", total);
+    std::fprintf(stderr, "%-44s %10s %12s %10s %7s\n", "device op", "calls", "total ms", "mean us",
+                 "share");
+    for (const auto& [name, e] : rows) {
+      std::fprintf(stderr, "%-44s %10lld %12.3f %10.2f %6.1f%%\n", name.c_str(),
+                   static_cast<long long>(e.calls), e.seconds * 1e3, e.seconds / e.calls * 1e6,
+                   total > 0 ? 100 * e.seconds / total : 0.0);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+};
+
+Profile& Global() {
+  static Profile profile;  // destroyed (and printed) at exit
+  return profile;
+}
+
+}  // namespace
+
+bool OpProfileEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TROUPE_PROFILE_OPS");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return enabled;
+}
+
+void RecordOpTime(Device device, std::string_view op, double seconds) {
+  Global().Record(device, op, seconds);
+}
+
+}  // namespace troupe::internal
