@@ -217,12 +217,12 @@ void ReduceTyped(Reducer reducer, ThreadPool* pool, const T* x, int64_t A, int64
 
 }  // namespace
 
-Status ReduceInto(Reducer reducer, const Tensor& x, std::span<const int64_t> axes, Tensor& out,
-                  ThreadPool* pool) {
-  const int rank = x.rank();
+Result<ReductionPlan> PlanReduction(std::string_view caller, const TensorShape& shape,
+                                    std::span<const int64_t> axes) {
+  const int rank = shape.rank();
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    if (a < 0 || a >= rank) return InternalError("ReduceInto: axis out of range");
+    if (a < 0 || a >= rank) return InternalError(std::string(caller) + ": axis out of range");
     reduced[static_cast<size_t>(a)] = true;
   }
   // Groups of adjacent dims with the same role; size-1 dims play no role.
@@ -232,45 +232,72 @@ Status ReduceInto(Reducer reducer, const Tensor& x, std::span<const int64_t> axe
   };
   std::vector<Group> groups;
   for (int d = 0; d < rank; ++d) {
-    if (x.dim(d) == 1) continue;
+    if (shape.dim(d) == 1) continue;
     const bool r = reduced[static_cast<size_t>(d)];
     if (!groups.empty() && groups.back().reduce == r) {
-      groups.back().size *= x.dim(d);
+      groups.back().size *= shape.dim(d);
     } else {
-      groups.push_back({x.dim(d), r});
+      groups.push_back({shape.dim(d), r});
     }
   }
-  int64_t A = 1, R = 1, B = 1;
-  Tensor src = x;
-  bool simple = true;
+  ReductionPlan plan;
   int num_r = 0;
   for (const Group& g : groups) num_r += g.reduce ? 1 : 0;
-  if (num_r > 1 || (groups.size() > 3)) simple = false;
-  if (simple) {
+  plan.simple = !(num_r > 1 || groups.size() > 3);
+  if (plan.simple) {
     bool seen_r = false;
     for (const Group& g : groups) {
       if (g.reduce) {
-        R = g.size;
+        plan.R = g.size;
         seen_r = true;
       } else {
-        (seen_r ? B : A) *= g.size;
+        (seen_r ? plan.B : plan.A) *= g.size;
       }
     }
   } else {
-    // Move kept dims first, reduced dims last, then reduce rows.
-    std::vector<int> perm;
-    std::vector<int64_t> dims;
+    // Kept dims first, reduced dims last, then reduce rows.
     for (int pass = 0; pass < 2; ++pass) {
       for (int d = 0; d < rank; ++d) {
         if (reduced[static_cast<size_t>(d)] == (pass == 1)) {
-          perm.push_back(d);
-          dims.push_back(x.dim(d));
-          (pass == 0 ? A : R) *= x.dim(d);
+          plan.perm.push_back(d);
+          (pass == 0 ? plan.A : plan.R) *= shape.dim(d);
         }
       }
     }
+  }
+  return plan;
+}
+
+Result<std::vector<int64_t>> ReductionAxesFromAttrs(std::string_view op, const AttrMap& attrs,
+                                                    int rank) {
+  std::vector<int64_t> raw;
+  if (!attrs.Has("axis")) {
+    for (int d = 0; d < rank; ++d) raw.push_back(d);
+  } else if (auto one = attrs.GetInt("axis"); one.ok()) {
+    raw.push_back(*one);
+  } else {
+    TROUPE_ASSIGN_OR_RETURN(raw, attrs.GetInts("axis"));
+  }
+  std::vector<int64_t> axes;
+  for (int64_t a : raw) {
+    TROUPE_ASSIGN_OR_RETURN(int n, NormalizeAxis(op, "axis", a, rank));
+    axes.push_back(n);
+  }
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+Status ReduceInto(Reducer reducer, const Tensor& x, std::span<const int64_t> axes, Tensor& out,
+                  ThreadPool* pool) {
+  TROUPE_ASSIGN_OR_RETURN(const ReductionPlan plan, PlanReduction("ReduceInto", x.shape(), axes));
+  const int64_t A = plan.A, R = plan.R, B = plan.B;
+  Tensor src = x;
+  if (!plan.simple) {
+    std::vector<int64_t> dims;
+    for (int d : plan.perm) dims.push_back(x.dim(d));
     TROUPE_ASSIGN_OR_RETURN(src, Tensor::Allocate(x.dtype(), TensorShape(dims)));
-    TransposeInto(x, perm, src, pool);
+    TransposeInto(x, plan.perm, src, pool);
   }
   if (out.num_elements() != A * B) {
     return InternalError("ReduceInto: output has " + std::to_string(out.num_elements()) +
@@ -315,20 +342,7 @@ struct ReductionAttrs {
 Result<ReductionAttrs> ParseReductionAttrs(std::string_view op, const AttrMap& attrs, int rank) {
   ReductionAttrs out;
   TROUPE_ASSIGN_OR_RETURN(out.keep_dims, attrs.GetBoolOr("keep_dims", false));
-  std::vector<int64_t> raw;
-  if (!attrs.Has("axis")) {
-    for (int d = 0; d < rank; ++d) raw.push_back(d);
-  } else if (auto one = attrs.GetInt("axis"); one.ok()) {
-    raw.push_back(*one);
-  } else {
-    TROUPE_ASSIGN_OR_RETURN(raw, attrs.GetInts("axis"));
-  }
-  for (int64_t a : raw) {
-    TROUPE_ASSIGN_OR_RETURN(int n, NormalizeAxis(op, "axis", a, rank));
-    out.axes.push_back(n);
-  }
-  std::sort(out.axes.begin(), out.axes.end());
-  out.axes.erase(std::unique(out.axes.begin(), out.axes.end()), out.axes.end());
+  TROUPE_ASSIGN_OR_RETURN(out.axes, ReductionAxesFromAttrs(op, attrs, rank));
   return out;
 }
 

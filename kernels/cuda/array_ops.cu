@@ -19,22 +19,13 @@ namespace {
 
 // ---- Cast ----------------------------------------------------------------------------------
 
-// The element types Cast handles on the GPU (half and bfloat16 are CPU-only for now).
+// The element types Cast handles on the GPU: the numeric ones less half and bfloat16 (CPU-only
+// for now). Not core/dtype_traits.h's VisitNumericDType: it includes Eigen/Core, whose CUDA
+// headers warn under nvcc (#20015, constexpr host functions in device code).
 template <typename Fn>
 bool VisitGpuDType(DType dtype, Fn&& fn) {
+  if (kernels::DispatchReal(dtype, fn)) return true;
   switch (dtype) {
-    case DType::kFloat32:
-      fn(float{});
-      return true;
-    case DType::kFloat64:
-      fn(double{});
-      return true;
-    case DType::kInt32:
-      fn(int32_t{});
-      return true;
-    case DType::kInt64:
-      fn(int64_t{});
-      return true;
     case DType::kBool:
       fn(bool{});
       return true;

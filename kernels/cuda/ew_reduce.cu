@@ -316,56 +316,16 @@ Status ReduceTyped(const KernelContext& ctx, Reducer reducer, const T* x, int64_
 
 Status ReduceGpu(const KernelContext& ctx, Reducer reducer, const Tensor& x,
                  std::span<const int64_t> axes, Tensor& out) {
-  const int rank = x.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    if (a < 0 || a >= rank) return InternalError("ReduceGpu: axis out of range");
-    reduced[static_cast<size_t>(a)] = true;
-  }
-  // Adjacent dims with the same role merge; size-1 dims play no role. One reduced group between
-  // kept ones is viewed in place as [A, R, B]; otherwise kept dims are transposed first.
-  struct Group {
-    int64_t size;
-    bool reduce;
-  };
-  std::vector<Group> groups;
-  for (int d = 0; d < rank; ++d) {
-    if (x.dim(d) == 1) continue;
-    const bool r = reduced[static_cast<size_t>(d)];
-    if (!groups.empty() && groups.back().reduce == r) {
-      groups.back().size *= x.dim(d);
-    } else {
-      groups.push_back({x.dim(d), r});
-    }
-  }
-  int64_t A = 1, R = 1, B = 1;
-  int num_r = 0;
-  for (const Group& g : groups) num_r += g.reduce ? 1 : 0;
-  const bool simple = !(num_r > 1 || groups.size() > 3);
+  // One reduced group between kept ones is viewed in place as [A, R, B]; otherwise kept dims
+  // are transposed first.
+  TROUPE_ASSIGN_OR_RETURN(const kernels::ReductionPlan plan,
+                          kernels::PlanReduction("ReduceGpu", x.shape(), axes));
+  const int64_t A = plan.A, R = plan.R, B = plan.B;
   Scratch moved;
   const void* src = x.raw_data();
-  if (simple) {
-    bool seen_r = false;
-    for (const Group& g : groups) {
-      if (g.reduce) {
-        R = g.size;
-        seen_r = true;
-      } else {
-        (seen_r ? B : A) *= g.size;
-      }
-    }
-  } else {
-    std::vector<int> perm;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (int d = 0; d < rank; ++d) {
-        if (reduced[static_cast<size_t>(d)] == (pass == 1)) {
-          perm.push_back(d);
-          (pass == 0 ? A : R) *= x.dim(d);
-        }
-      }
-    }
+  if (!plan.simple) {
     TROUPE_RETURN_IF_ERROR(moved.Allocate(ctx, x.byte_size()));
-    TROUPE_RETURN_IF_ERROR(TransposeGpu(ctx, x, perm, moved.as<void>()));
+    TROUPE_RETURN_IF_ERROR(TransposeGpu(ctx, x, plan.perm, moved.as<void>()));
     src = moved.as<void>();
   }
   if (out.num_elements() != A * B) {

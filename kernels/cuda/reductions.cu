@@ -18,33 +18,13 @@ namespace {
 
 using kernels::Reducer;
 
-// The axes as kernels/reductions.cc reads them (the shape function already validated them).
-Result<std::vector<int64_t>> ReductionAxes(const KernelContext& ctx, int rank) {
-  const AttrMap& attrs = ctx.attrs();
-  std::vector<int64_t> raw;
-  if (!attrs.Has("axis")) {
-    for (int d = 0; d < rank; ++d) raw.push_back(d);
-  } else if (auto one = attrs.GetInt("axis"); one.ok()) {
-    raw.push_back(*one);
-  } else {
-    TROUPE_ASSIGN_OR_RETURN(raw, attrs.GetInts("axis"));
-  }
-  std::vector<int64_t> axes;
-  for (int64_t a : raw) {
-    TROUPE_ASSIGN_OR_RETURN(int n, kernels::NormalizeAxis(ctx.op_name(), "axis", a, rank));
-    axes.push_back(n);
-  }
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  return axes;
-}
-
 void RegisterReductionGpu(OpRegistry& r, const std::string& op, Reducer reducer) {
   ShapeFn shape_fn = ShapeFnOf(r, op);
   RegisterGpu(r, op, [shape_fn, reducer](KernelContext& ctx) -> Status {
     TROUPE_ASSIGN_OR_RETURN(SpecList out, OutputSpecs(shape_fn, ctx));
     const Tensor& x = ctx.input(0);
-    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ReductionAxes(ctx, x.rank()));
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                            kernels::ReductionAxesFromAttrs(ctx.op_name(), ctx.attrs(), x.rank()));
     TROUPE_ASSIGN_OR_RETURN(Tensor y, AllocateOutput(ctx, 0, x.dtype(), out[0].shape));
     return ReduceGpu(ctx, reducer, x, axes, y);
   });
