@@ -19,33 +19,39 @@ void Gather(const char* in, char* out, int64_t count, int64_t stride_elems) {
 
 }  // namespace
 
-void TransposeInto(const Tensor& in, std::span<const int> perm, Tensor& out, ThreadPool* pool) {
+TransposeWalk CoalesceTranspose(const TensorShape& in, std::span<const int> perm) {
   const int rank = in.rank();
-  const size_t esize = DTypeSize(in.dtype());
-  if (in.num_elements() == 0) return;
-  // Input strides (elements), then coalesce output dims whose input dims are adjacent too.
   std::vector<int64_t> in_stride(static_cast<size_t>(rank));
   int64_t s = 1;
   for (int d = rank; d-- > 0;) {
     in_stride[static_cast<size_t>(d)] = s;
     s *= in.dim(d);
   }
-  std::vector<int64_t> dims, strides;  // output-order dims and their input strides
+  TransposeWalk w;
   for (int k = 0; k < rank; ++k) {
     const int64_t d = in.dim(perm[static_cast<size_t>(k)]);
     const int64_t st = in_stride[static_cast<size_t>(perm[static_cast<size_t>(k)])];
     if (d == 1) continue;
-    if (!dims.empty() && strides.back() == st * d) {
-      dims.back() *= d;
-      strides.back() = st;
+    if (!w.dims.empty() && w.strides.back() == st * d) {
+      w.dims.back() *= d;
+      w.strides.back() = st;
     } else {
-      dims.push_back(d);
-      strides.push_back(st);
+      w.dims.push_back(d);
+      w.strides.push_back(st);
     }
   }
+  return w;
+}
+
+void TransposeInto(const Tensor& in, std::span<const int> perm, Tensor& out, ThreadPool* pool) {
+  const size_t esize = DTypeSize(in.dtype());
+  if (in.num_elements() == 0) return;
+  const TransposeWalk walk = CoalesceTranspose(in.shape(), perm);
+  const std::vector<int64_t>& dims = walk.dims;
+  const std::vector<int64_t>& strides = walk.strides;
   const char* src = static_cast<const char*>(in.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  if (dims.empty() || (dims.size() == 1 && strides[0] == 1)) {
+  if (walk.IsCopy()) {
     std::memcpy(dst, src, static_cast<size_t>(in.num_elements()) * esize);
     return;
   }

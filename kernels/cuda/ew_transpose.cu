@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/ew_launch.h"
 #include "kernels/cuda/ew_transpose.h"
+#include "kernels/transpose.h"
 
 namespace troupe {
 namespace gpu_ew {
@@ -46,31 +47,14 @@ void Launch(cudaStream_t s, const TransposeParams& p, const void* in, void* out,
 
 Status TransposeGpu(const KernelContext& ctx, const Tensor& in, std::span<const int> perm,
                     void* out) {
-  const int rank = in.rank();
   const size_t esize = DTypeSize(in.dtype());
   const int64_t n = in.num_elements();
   if (n == 0) return Status::OK();
-  std::vector<int64_t> in_stride(static_cast<size_t>(rank));
-  int64_t s = 1;
-  for (int d = rank; d-- > 0;) {
-    in_stride[static_cast<size_t>(d)] = s;
-    s *= in.dim(d);
-  }
-  std::vector<int64_t> dims, strides;
-  for (int k = 0; k < rank; ++k) {
-    const int64_t d = in.dim(perm[static_cast<size_t>(k)]);
-    const int64_t st = in_stride[static_cast<size_t>(perm[static_cast<size_t>(k)])];
-    if (d == 1) continue;
-    if (!dims.empty() && strides.back() == st * d) {
-      dims.back() *= d;
-      strides.back() = st;
-    } else {
-      dims.push_back(d);
-      strides.push_back(st);
-    }
-  }
+  const kernels::TransposeWalk walk = kernels::CoalesceTranspose(in.shape(), perm);
+  const std::vector<int64_t>& dims = walk.dims;
+  const std::vector<int64_t>& strides = walk.strides;
   cudaStream_t stream = StreamOf(ctx);
-  if (dims.empty() || (dims.size() == 1 && strides[0] == 1)) {
+  if (walk.IsCopy()) {
     TROUPE_CUDA_RETURN_IF_ERROR(ctx.device().index, std::string(ctx.op_name()) + ": copy",
                                 cudaMemcpyAsync(out, in.raw_data(), static_cast<size_t>(n) * esize,
                                                 cudaMemcpyDeviceToDevice, stream));
