@@ -1,7 +1,7 @@
-// Host side of the GPU random kernels: (dtype, distribution, algorithm) -> launcher arguments,
-// XLA's shape split and folded truncated-normal constants, the float64 normals' host fill, and
-// the kGpu kernels of the V2 ops. Compiled with -ffp-contract=off (the constants must round as
-// the CPU code rounds them).
+// Host side of the GPU random kernels: (dtype, distribution, algorithm) -> launcher arguments
+// (XLA's shape split and folded truncated-normal constants come from the CPU's xla_threefry /
+// xla_cpu_math), the float64 normals' host fill, and the kGpu kernels of the V2 ops. Compiled with
+// -ffp-contract=off (the constants must round as the CPU code rounds them).
 #include "kernels/cuda/random_gpu.h"
 
 #include <algorithm>
@@ -13,6 +13,8 @@
 #include "kernels/cuda/random_launch.h"
 #include "kernels/op_registry.h"
 #include "kernels/random/philox.h"
+#include "kernels/random/xla_cpu_math.h"
+#include "kernels/random/xla_threefry.h"
 
 namespace troupe::random::gpu {
 namespace {
@@ -62,65 +64,13 @@ Kind KindOf(Distribution d) {
   return Kind::kUniform;
 }
 
-// XLA's SplitShapeIntoHalves (xla_threefry.cc): the first even dim, else the first largest.
+// XLA's SplitShapeIntoHalves; split_dim -1 for a scalar.
 SplitArgs SplitShape(const std::vector<int64_t>& dims, int* split_dim) {
-  SplitArgs s;
   *split_dim = -1;
-  if (dims.empty()) return s;
-  int sd = -1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] % 2 == 0) {
-      sd = static_cast<int>(i);
-      break;
-    }
-  }
-  if (sd == -1) {
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (sd == -1 || dims[i] > dims[static_cast<size_t>(sd)]) sd = static_cast<int>(i);
-    }
-  }
-  *split_dim = sd;
-  s.pre = 1;
-  for (int i = 0; i < sd; ++i) s.pre *= dims[static_cast<size_t>(i)];
-  s.d = dims[static_cast<size_t>(sd)];
-  s.h = (s.d + 1) / 2;
-  s.post = 1;
-  for (size_t i = static_cast<size_t>(sd) + 1; i < dims.size(); ++i) s.post *= dims[i];
-  return s;
-}
-
-// XLA's ErfImpl32 as its constant folder evaluates it (xla_cpu_math.cc XlaErfConstantF32).
-float ErfConstantF32(float x) {
-  static constexpr float kAlpha[5] = {0.00022905065861350646f, 0.0034082910107109506f,
-                                      0.050955695062380861f, 0.18520832239976145f,
-                                      1.128379143519084f};
-  static constexpr float kBeta[7] = {-1.1791602954361697e-7f,
-                                     0.000023547966471313185f,
-                                     0.0010179625278914885f,
-                                     0.014070470171167667f,
-                                     0.11098505178285362f,
-                                     0.49746925110067538f,
-                                     1.0f};
-  constexpr float kClamp = 3.7439211627767994f;
-  x = std::min(std::max(x, -kClamp), kClamp);
-  const float x2 = x * x;
-  float a = 0.0f, b = 0.0f;
-  for (float c : kAlpha) a = a * x2 + c;
-  for (float c : kBeta) b = b * x2 + c;
-  return (x * a) / b;
-}
-
-float NormalCdfConstantF32(float x) {
-  const float sqrt2 = static_cast<float>(std::sqrt(2.0));
-  return (1.0f + ErfConstantF32(x / sqrt2)) / 2.0f;
-}
-
-half H(float v) { return half(v); }
-float F(half v) { return static_cast<float>(v); }
-half CdfF16(half x) {
-  const half sqrt2 = H(static_cast<float>(std::sqrt(2.0)));
-  const half erf = H(ErfConstantF32(F(H(F(x) / F(sqrt2)))));
-  return H(F(H(1.0f + F(erf))) / 2.0f);
+  if (dims.empty()) return SplitArgs{};
+  const xla::Split x = xla::SplitShapeIntoHalves(dims);
+  *split_dim = x.dim;
+  return SplitArgs{x.pre, x.d, x.h, x.post};
 }
 
 uint16_t HalfBits(half h) { return Eigen::numext::bit_cast<uint16_t>(h); }
@@ -206,12 +156,12 @@ Status FillRandomGpu(int device, const RandomSpec& spec, const TensorShape& shap
     a.concat_split = SplitShape(concat, &unused);
   }
   if (spec.dist == Distribution::kTruncatedNormal) {
-    const float alpha = NormalCdfConstantF32(-2.0f);
-    a.tn_alpha = alpha;
-    a.tn_z = NormalCdfConstantF32(2.0f) - alpha;
-    const half alpha_h = CdfF16(H(-2.0f));
-    a.tn_alpha_h = HalfBits(alpha_h);
-    a.tn_z_h = HalfBits(H(F(CdfF16(H(2.0f))) - F(alpha_h)));
+    const auto c = xla::XlaTruncatedNormalConstantsF32();
+    a.tn_alpha = c.alpha_cdf;
+    a.tn_z = c.z;
+    const auto h = xla::XlaTruncatedNormalConstantsF16();
+    a.tn_alpha_h = HalfBits(h.alpha_cdf);
+    a.tn_z_h = HalfBits(h.z);
   }
   Status st = detail::LaunchThreeFry(a);
   if (!st.ok()) return st.WithContext(op);

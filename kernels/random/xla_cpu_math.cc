@@ -127,8 +127,8 @@ float NormalCdfConstantF32(float x) {
 
 // TruncatedNormal(uniform) for float32: the inverse CDF of N(0,1) truncated to [-2, 2].
 struct TruncatedNormalF32 {
-  float alpha_cdf = NormalCdfConstantF32(-2.0f);
-  float z = NormalCdfConstantF32(2.0f) - alpha_cdf;
+  float alpha_cdf = XlaTruncatedNormalConstantsF32().alpha_cdf;
+  float z = XlaTruncatedNormalConstantsF32().z;
   float operator()(float uniform) const {
     const float p = std::fma(z, uniform, alpha_cdf);
     constexpr float kEps = std::numeric_limits<float>::epsilon();
@@ -279,14 +279,29 @@ struct TruncatedNormalF64 {
 half H(float v) { return half(v); }
 float F(half v) { return static_cast<float>(v); }
 
+half NormalCdfConstantF16(half x) {
+  const half sqrt2 = H(static_cast<float>(std::sqrt(2.0)));
+  const half erf = H(XlaErfConstantF32(F(H(F(x) / F(sqrt2)))));
+  return H(F(H(1.0f + F(erf))) / 2.0f);
+}
+
+}  // namespace
+
+TruncatedNormalConstants<float> XlaTruncatedNormalConstantsF32() {
+  const float alpha_cdf = NormalCdfConstantF32(-2.0f);
+  return {alpha_cdf, NormalCdfConstantF32(2.0f) - alpha_cdf};
+}
+
+TruncatedNormalConstants<half> XlaTruncatedNormalConstantsF16() {
+  const half alpha_cdf = NormalCdfConstantF16(H(-2.0f));
+  return {alpha_cdf, H(F(NormalCdfConstantF16(H(2.0f))) - F(alpha_cdf))};
+}
+
+namespace {
+
 struct TruncatedNormalF16 {
-  static half Cdf(half x) {
-    const half sqrt2 = H(static_cast<float>(std::sqrt(2.0)));
-    const half erf = H(XlaErfConstantF32(F(H(F(x) / F(sqrt2)))));
-    return H(F(H(1.0f + F(erf))) / 2.0f);
-  }
-  half alpha_cdf = Cdf(H(-2.0f));
-  half z = H(F(Cdf(H(2.0f))) - F(alpha_cdf));
+  half alpha_cdf = XlaTruncatedNormalConstantsF16().alpha_cdf;
+  half z = XlaTruncatedNormalConstantsF16().z;
   half operator()(half u) const {
     // XLA's float16 uniform path ignores [minval, maxval) (it returns bits - 1.0 directly), so
     // there is no "+ tiny" here; the multiply-add runs in float32 with one rounding.

@@ -21,4 +21,13 @@ float XlaTruncatedNormalF32(float uniform);
 double XlaTruncatedNormalF64(double uniform);
 half XlaTruncatedNormalF16(half uniform);
 
+// The transform's constants as XLA's constant folder computes them (shared with the GPU
+// kernels): alpha_cdf = Phi(-2) and z = Phi(2) - Phi(-2), Phi the N(0, 1) CDF.
+template <typename T>
+struct TruncatedNormalConstants {
+  T alpha_cdf, z;
+};
+TruncatedNormalConstants<float> XlaTruncatedNormalConstantsF32();
+TruncatedNormalConstants<half> XlaTruncatedNormalConstantsF16();
+
 }  // namespace troupe::random::xla

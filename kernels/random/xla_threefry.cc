@@ -21,14 +21,7 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return p;
 }
 
-// XLA's SplitShapeIntoHalves: the first even dimension, else the (first) largest one.
-struct Split {
-  int64_t pre = 1;   // product of dims before the split dim
-  int64_t d = 1;     // size of the split dim
-  int64_t h = 1;     // ceil(d / 2)
-  int64_t post = 1;  // product of dims after the split dim
-  int dim = 0;
-};
+}  // namespace
 
 Split SplitShapeIntoHalves(const std::vector<int64_t>& dims) {
   Split s;
@@ -54,6 +47,8 @@ Split SplitShapeIntoHalves(const std::vector<int64_t>& dims) {
   s.post = Product(dims, static_cast<size_t>(sd) + 1, dims.size());
   return s;
 }
+
+namespace {
 
 template <typename Fn>
 void Parallel(int64_t n, int64_t min_grain, ThreadPool* pool, const Fn& fn) {

@@ -18,6 +18,17 @@
 
 namespace troupe::random::xla {
 
+// XLA's SplitShapeIntoHalves (shared with the GPU kernels): the first even dimension, else the
+// (first) largest one. A scalar is treated as [1] (dim 0, all sizes 1).
+struct Split {
+  int64_t pre = 1;   // product of dims before the split dim
+  int64_t d = 1;     // size of the split dim
+  int64_t h = 1;     // ceil(d / 2)
+  int64_t post = 1;  // product of dims after the split dim
+  int dim = 0;
+};
+Split SplitShapeIntoHalves(const std::vector<int64_t>& dims);
+
 // Raw bits for `dims` (row-major), as RngBitGenerator(THREE_FRY) produces them.
 void ThreeFryBits32(uint64_t key, uint64_t counter, const std::vector<int64_t>& dims, uint32_t* out,
                     ThreadPool* pool);
