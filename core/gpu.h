@@ -78,5 +78,7 @@ Result<Tensor> DeepCopy(const Tensor& tensor);
 // MemcpyToHost returns once `host_dst` holds the data.
 Status MemcpyToDevice(int index, void* device_dst, const void* host_src, size_t bytes);
 Status MemcpyToHost(int index, void* host_dst, const void* device_src, size_t bytes);
+// Device-to-device copy within GPU `index`, queued on its stream (returns at once).
+Status MemcpyOnDevice(int index, void* device_dst, const void* device_src, size_t bytes);
 
 }  // namespace troupe::gpu

@@ -188,4 +188,13 @@ Status MemcpyToHost(int index, void* host_dst, const void* device_src, size_t by
   return internal::StageToHost(*s, host_dst, device_src, bytes);
 }
 
+Status MemcpyOnDevice(int index, void* device_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return Status::OK();
+  TROUPE_ASSIGN_OR_RETURN(internal::DeviceState * s, internal::Activate(index));
+  TROUPE_CUDA_RETURN_IF_ERROR(
+      index, "cudaMemcpyAsync (device to device)",
+      cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, s->stream));
+  return Status::OK();
+}
+
 }  // namespace troupe::gpu

@@ -45,5 +45,8 @@ Status MemcpyToDevice(int index, void*, const void*, size_t) {
   return NotBuilt(Device::Gpu(index));
 }
 Status MemcpyToHost(int index, void*, const void*, size_t) { return NotBuilt(Device::Gpu(index)); }
+Status MemcpyOnDevice(int index, void*, const void*, size_t) {
+  return NotBuilt(Device::Gpu(index));
+}
 
 }  // namespace troupe::gpu
