@@ -6,14 +6,8 @@
 
 #include "tests/kernels/cuda/gpu_test_util.h"
 
-namespace troupe {
+namespace troupe::gpu_testing {
 namespace {
-
-using gpu_testing::ExpectDeterministic;
-using gpu_testing::ExpectExact;
-using gpu_testing::ExpectLinearClose;
-using gpu_testing::Random;
-using gpu_testing::RandomInts;
 
 TEST(GpuBiasAdd, LeNetShapes) {
   TROUPE_SKIP_WITHOUT_GPU();
@@ -78,4 +72,4 @@ TEST(GpuBiasAdd, Deterministic) {
 }
 
 }  // namespace
-}  // namespace troupe
+}  // namespace troupe::gpu_testing

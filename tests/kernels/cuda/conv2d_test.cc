@@ -7,14 +7,8 @@
 
 #include "tests/kernels/cuda/gpu_test_util.h"
 
-namespace troupe {
+namespace troupe::gpu_testing {
 namespace {
-
-using gpu_testing::ExpectDeterministic;
-using gpu_testing::ExpectExact;
-using gpu_testing::ExpectLinearClose;
-using gpu_testing::Random;
-using gpu_testing::RandomInts;
 
 struct Case {
   TensorShape x, f;
@@ -156,4 +150,4 @@ TEST(GpuConv2D, Deterministic) {
 }
 
 }  // namespace
-}  // namespace troupe
+}  // namespace troupe::gpu_testing

@@ -5,14 +5,8 @@
 
 #include "tests/kernels/cuda/gpu_test_util.h"
 
-namespace troupe {
+namespace troupe::gpu_testing {
 namespace {
-
-using gpu_testing::ExpectDeterministic;
-using gpu_testing::ExpectExact;
-using gpu_testing::ExpectLinearClose;
-using gpu_testing::Random;
-using gpu_testing::RandomInts;
 
 AttrMap Trans(bool ta, bool tb) { return AttrMap{{"transpose_a", ta}, {"transpose_b", tb}}; }
 
@@ -98,4 +92,4 @@ TEST(GpuMatMul, BadShapesGiveTheCpuError) {
 }
 
 }  // namespace
-}  // namespace troupe
+}  // namespace troupe::gpu_testing

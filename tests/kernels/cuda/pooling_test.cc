@@ -7,15 +7,8 @@
 
 #include "tests/kernels/cuda/gpu_test_util.h"
 
-namespace troupe {
+namespace troupe::gpu_testing {
 namespace {
-
-using gpu_testing::ExpectClose;
-using gpu_testing::ExpectDeterministic;
-using gpu_testing::ExpectExact;
-using gpu_testing::ExpectLinearClose;
-using gpu_testing::Random;
-using testing_util::Make;
 
 struct Case {
   TensorShape x;
@@ -91,7 +84,7 @@ TEST(GpuPooling, TiesGoToTheFirstMaximum) {
   }
   // Ties between a few values (integers in [0, 2]).
   Case c{{2, 9, 9, 3}, 3, 3, 1, 1, "SAME"};
-  CheckCase(c, gpu_testing::RandomInts<float>(c.x, 41, 0, 2), 42);
+  CheckCase(c, RandomInts<float>(c.x, 41, 0, 2), 42);
 }
 
 TEST(GpuPooling, Float64) {
@@ -121,4 +114,4 @@ TEST(GpuPooling, Deterministic) {
 }
 
 }  // namespace
-}  // namespace troupe
+}  // namespace troupe::gpu_testing
