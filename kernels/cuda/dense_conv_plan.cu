@@ -68,52 +68,46 @@ std::vector<int> PreferredAlgos(ConvKind kind) {
   return {};
 }
 
-// Algorithms cuDNN's heuristics rank for this problem that it reports as deterministic.
-std::vector<int> HeuristicAlgos(cudnnHandle_t handle, ConvKind kind, const ConvPlan& p) {
-  std::vector<int> out;
+// The algorithms of a cuDNN _v7 heuristic's answer (`query(kCount, &returned, perf)`) that it
+// reports as deterministic, in its order; none when the query fails.
+template <typename Perf, int kCount, typename Query>
+std::vector<int> DeterministicAlgos(Query query) {
+  Perf perf[kCount];
   int returned = 0;
-  switch (kind) {
-    case ConvKind::kForward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      if (cudnnGetConvolutionForwardAlgorithm_v7(handle, p.x, p.w, p.conv, p.y,
-                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
-                                                 perf) != CUDNN_STATUS_SUCCESS) {
-        return out;
-      }
-      for (int i = 0; i < returned; ++i) {
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC)
-          out.push_back(perf[i].algo);
-      }
-      break;
-    }
-    case ConvKind::kBackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      if (cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, p.w, p.y, p.conv, p.x,
-                                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                      &returned, perf) != CUDNN_STATUS_SUCCESS) {
-        return out;
-      }
-      for (int i = 0; i < returned; ++i) {
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC)
-          out.push_back(perf[i].algo);
-      }
-      break;
-    }
-    case ConvKind::kBackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, p.x, p.y, p.conv, p.w,
-                                                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                        &returned, perf) != CUDNN_STATUS_SUCCESS) {
-        return out;
-      }
-      for (int i = 0; i < returned; ++i) {
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC)
-          out.push_back(perf[i].algo);
-      }
-      break;
-    }
+  std::vector<int> out;
+  if (query(kCount, &returned, perf) != CUDNN_STATUS_SUCCESS) return out;
+  for (int i = 0; i < returned; ++i) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC)
+      out.push_back(perf[i].algo);
   }
   return out;
+}
+
+// Algorithms cuDNN's heuristics rank for this problem that it reports as deterministic.
+std::vector<int> HeuristicAlgos(cudnnHandle_t handle, ConvKind kind, const ConvPlan& p) {
+  switch (kind) {
+    case ConvKind::kForward:
+      return DeterministicAlgos<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+          [&](int n, int* r, auto* perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(handle, p.x, p.w, p.conv, p.y, n, r,
+                                                          perf);
+          });
+    case ConvKind::kBackwardData:
+      return DeterministicAlgos<cudnnConvolutionBwdDataAlgoPerf_t,
+                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+          [&](int n, int* r, auto* perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, p.w, p.y, p.conv, p.x, n, r,
+                                                               perf);
+          });
+    case ConvKind::kBackwardFilter:
+      return DeterministicAlgos<cudnnConvolutionBwdFilterAlgoPerf_t,
+                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+          [&](int n, int* r, auto* perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, p.x, p.y, p.conv, p.w, n,
+                                                                 r, perf);
+          });
+  }
+  return {};
 }
 
 // TROUPE_CUDNN_AUTOTUNE=1 times the candidates once per shape (cudnnFind*) and tries the
