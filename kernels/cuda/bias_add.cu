@@ -27,15 +27,6 @@ __global__ void BiasAddKernel(const T* __restrict__ x, const T* __restrict__ b, 
   }
 }
 
-template <typename Fn>
-Status Dispatch(DType dtype, Fn&& fn) {
-  Status s = Status::OK();
-  if (!kernels::DispatchReal(dtype, [&](auto tag) { s = fn(tag); })) {
-    return InvalidArgumentError("unsupported dtype " + std::string(DTypeName(dtype)));
-  }
-  return s;
-}
-
 Status GpuBiasAdd(KernelContext& ctx) {
   const int device = ctx.device().index;
   const std::string op(ctx.op_name());
@@ -47,7 +38,7 @@ Status GpuBiasAdd(KernelContext& ctx) {
   gpu::ScopedDevice scoped(device);
   TROUPE_RETURN_IF_ERROR(scoped.status());
   const cudaStream_t stream = gpu::CudaStream(device);
-  return Dispatch(y.dtype(), [&](auto tag) -> Status {
+  return gpu_dense::DispatchRealStatus(y.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     BiasAddKernel<T><<<BlocksFor(total), kThreads, 0, stream>>>(x.data<T>(), ctx.input(1).data<T>(),
                                                                 c, total, y.data<T>());

@@ -228,15 +228,6 @@ Status RunConv(int device, std::string_view op, ConvKind kind, DType dtype, cons
                             "): " + why);
 }
 
-template <typename Fn>
-Status DispatchConv(DType dtype, Fn&& fn) {
-  Status s = Status::OK();
-  if (!kernels::DispatchFloat(dtype, [&](auto tag) { s = fn(tag); })) {
-    return InvalidArgumentError("unsupported dtype " + std::string(DTypeName(dtype)));
-  }
-  return s;
-}
-
 Status GpuConv2D(KernelContext& ctx) {
   const int device = ctx.device().index;
   const std::string op(ctx.op_name());
@@ -245,7 +236,7 @@ Status GpuConv2D(KernelContext& ctx) {
                           MakeGeo(op, ctx.attrs(), ctx.input(0).shape(), ctx.input(1).shape()));
   TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
   if (y.num_elements() == 0) return Status::OK();
-  return DispatchConv(y.dtype(), [&](auto tag) {
+  return gpu_dense::DispatchFloatStatus(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return RunConv<T>(device, op, ConvKind::kForward, y.dtype(), g,
                       {ctx.input(0).data<T>(), ctx.input(1).data<T>(), y.data<T>()});
@@ -259,7 +250,7 @@ Status GpuConv2DBackpropInput(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(ConvGeo g, MakeGeo(op, ctx.attrs(), out[0].shape, ctx.input(0).shape()));
   TROUPE_ASSIGN_OR_RETURN(Tensor dx, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
   if (dx.num_elements() == 0) return Status::OK();
-  return DispatchConv(dx.dtype(), [&](auto tag) {
+  return gpu_dense::DispatchFloatStatus(dx.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return RunConv<T>(device, op, ConvKind::kBackwardData, dx.dtype(), g,
                       {dx.data<T>(), ctx.input(0).data<T>(), ctx.input(1).data<T>()});
@@ -282,7 +273,7 @@ Status GpuConv2DBackpropFilter(KernelContext& ctx) {
         cudaMemsetAsync(dw.raw_data(), 0, dw.byte_size(), gpu::CudaStream(device)));
     return Status::OK();
   }
-  return DispatchConv(dw.dtype(), [&](auto tag) {
+  return gpu_dense::DispatchFloatStatus(dw.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return RunConv<T>(device, op, ConvKind::kBackwardFilter, dw.dtype(), g,
                       {ctx.input(0).data<T>(), dw.data<T>(), ctx.input(1).data<T>()});

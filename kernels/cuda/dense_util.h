@@ -27,6 +27,27 @@ inline Result<std::vector<TensorSpec>> InferOutputs(const KernelContext& ctx) {
   return def->infer_shapes(kernels::InputSpecs(ctx), ctx.attrs());
 }
 
+// fn(T{}) -> Status for the dtype's element type, through a kernels::Dispatch* visitor
+// (DispatchReal, DispatchFloat); other dtypes: InvalidArgument "unsupported dtype".
+template <typename Fn, typename Visit>
+Status DispatchStatus(DType dtype, Visit visit, Fn&& fn) {
+  Status s = Status::OK();
+  if (!visit(dtype, [&](auto tag) { s = fn(tag); })) {
+    return InvalidArgumentError("unsupported dtype " + std::string(DTypeName(dtype)));
+  }
+  return s;
+}
+template <typename Fn>
+Status DispatchRealStatus(DType dtype, Fn&& fn) {
+  return DispatchStatus(
+      dtype, [](DType d, auto&& f) { return kernels::DispatchReal(d, f); }, fn);
+}
+template <typename Fn>
+Status DispatchFloatStatus(DType dtype, Fn&& fn) {
+  return DispatchStatus(
+      dtype, [](DType d, auto&& f) { return kernels::DispatchFloat(d, f); }, fn);
+}
+
 // "gpu:0: Conv2D: "
 inline std::string Where(int device, std::string_view op) {
   return "gpu:" + std::to_string(device) + ": " + std::string(op) + ": ";

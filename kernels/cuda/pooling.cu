@@ -168,15 +168,6 @@ __global__ void AvgPoolGradKernel(const T* __restrict__ dy, PoolGeo g, int64_t t
   }
 }
 
-template <typename Fn>
-Status Dispatch(DType dtype, Fn&& fn) {
-  Status s = Status::OK();
-  if (!kernels::DispatchFloat(dtype, [&](auto tag) { s = fn(tag); })) {
-    return InvalidArgumentError("unsupported dtype " + std::string(DTypeName(dtype)));
-  }
-  return s;
-}
-
 Status GpuPool(KernelContext& ctx, bool is_max) {
   const int device = ctx.device().index;
   const std::string op(ctx.op_name());
@@ -188,7 +179,7 @@ Status GpuPool(KernelContext& ctx, bool is_max) {
   gpu::ScopedDevice scoped(device);
   TROUPE_RETURN_IF_ERROR(scoped.status());
   const cudaStream_t stream = gpu::CudaStream(device);
-  return Dispatch(y.dtype(), [&](auto tag) -> Status {
+  return gpu_dense::DispatchFloatStatus(y.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     const T* x = ctx.input(0).data<T>();
     if (is_max) {
@@ -218,7 +209,7 @@ Status GpuMaxPoolGrad(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(
       gpu::DeviceScratch argmax,
       gpu::DeviceScratch::Allocate(device, static_cast<size_t>(outputs) * sizeof(int32_t), op));
-  return Dispatch(dx.dtype(), [&](auto tag) -> Status {
+  return gpu_dense::DispatchFloatStatus(dx.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     if (outputs > 0) {
       ArgMaxKernel<T><<<BlocksFor(outputs), kThreads, 0, stream>>>(ctx.input(0).data<T>(), g,
@@ -241,7 +232,7 @@ Status GpuAvgPoolGrad(KernelContext& ctx) {
   gpu::ScopedDevice scoped(device);
   TROUPE_RETURN_IF_ERROR(scoped.status());
   const cudaStream_t stream = gpu::CudaStream(device);
-  return Dispatch(dx.dtype(), [&](auto tag) -> Status {
+  return gpu_dense::DispatchFloatStatus(dx.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     AvgPoolGradKernel<T>
         <<<BlocksFor(total), kThreads, 0, stream>>>(ctx.input(0).data<T>(), g, total, dx.data<T>());
