@@ -413,6 +413,23 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
     return Status::OK();
   };
 
+  // A collective that fails because a peer died races the coordinator, whose verdict names the
+  // lost worker: wait (up to the peer timeout) for that verdict and report it, with what this
+  // rank saw.
+  auto job_failed = [&](const Status& local) -> Status {
+    if (local.code() != StatusCode::kUnavailable && local.code() != StatusCode::kDeadlineExceeded &&
+        local.code() != StatusCode::kAborted) {
+      return local;
+    }
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(config.peer_timeout_s);
+    while (!plane->stop_requested() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!plane->stop_requested()) return local;
+    return UnavailableError(plane->stop_reason() + " (this rank saw: " + local.ToString() + ")");
+  };
+
   // Sums (loss, correct, count, stop) over every replica of the job, in replica-id order.
   auto sum_metrics =
       [&](const std::vector<std::array<double, 4>>& local) -> Result<std::array<double, 4>> {
@@ -494,20 +511,24 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
         }
       }
     });
-    for (const Status& s : errors)
-      TROUPE_RETURN_IF_ERROR(s.WithContext("step " + std::to_string(step)));
-    if (nccl) {
-      TROUPE_RETURN_IF_ERROR(
-          AllReduceFlat(*cluster.comm, replica_devices[0], grads[0], &nccl_bucket)
-              .WithContext("gradient allreduce (nccl)"));
-    } else if (!device_grads) {
-      TROUPE_RETURN_IF_ERROR(bucketer->Finish().WithContext("gradient allreduce"));
+    for (const Status& s : errors) {
+      if (!s.ok()) return job_failed(s.WithContext("step " + std::to_string(step)));
     }
+    Status reduced;
+    if (nccl) {
+      reduced = AllReduceFlat(*cluster.comm, replica_devices[0], grads[0], &nccl_bucket)
+                    .WithContext("gradient allreduce (nccl)");
+    } else if (!device_grads) {
+      reduced = bucketer->Finish().WithContext("gradient allreduce");
+    }
+    if (!reduced.ok()) return job_failed(reduced);
     TROUPE_RETURN_IF_ERROR(replicas->Apply(grads[0]));
     // One flag in the metrics sum makes every rank stop at the same step on SIGTERM.
     bool stop_here = (launch.stop_signal && launch.stop_signal->load()) || plane->stop_requested();
     local[0][3] = stop_here ? 1 : 0;
-    TROUPE_ASSIGN_OR_RETURN(auto sums, sum_metrics(local));
+    Result<std::array<double, 4>> summed = sum_metrics(local);
+    if (!summed.ok()) return job_failed(summed.status());
+    const std::array<double, 4>& sums = *summed;
     ++step;
     plane->ReportProgress(step, step / steps_per_epoch, {});
     window_loss += sums[0];
