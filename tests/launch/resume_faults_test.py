@@ -1,5 +1,5 @@
 """Bit-equal resume under faults: the reference job trained uninterrupted, and again while a
-random rank is SIGKILLed at 20 random moments (checkpoint writes included) under
+random rank is SIGKILLed at 20 random points of its progress (checkpoint writes included) under
 `troupe supervise`, ends in a bit-identical checkpoint. Both single-process and mpirun -np 2.
 Prints the restart overhead (kill -> first new step) it observed."""
 import os
@@ -62,8 +62,15 @@ def run_with_kills(run, procs, reps):
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     kills = 0
     restarts = []
+    # Kills are spread over the run by progress, not by time (a faster build must not finish
+    # before all of them): the k-th waits until the latest checkpoint passes a random step,
+    # then a random moment more (so some land inside checkpoint writes).
+    marks = sorted(rng.randint(10, STEPS - 20) for _ in range(KILLS))
     while kills < KILLS and sup.poll() is None:
-        time.sleep(rng.uniform(0.1, 0.8))
+        time.sleep(0.02)
+        if latest_step(run) < marks[kills]:
+            continue
+        time.sleep(rng.uniform(0.0, 0.3))
         ranks = descendants(sup.pid)
         if len(ranks) < procs or latest_step(run) < 0:
             continue  # between restarts or before the first checkpoint
