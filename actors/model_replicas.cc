@@ -111,20 +111,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
 }
 
 Status ModelReplicas::PlaceVariables(Device device) {
-  // Weights and slots move; the step counter and learning rate stay host scalars (the update
-  // reads them on the host).
-  std::vector<Variable> vars = trainable_;
-  for (const auto& [name, v] : optimizer_->NamedVariables()) {
-    if (v.state() == optimizer_->iterations().state() ||
-        v.state() == optimizer_->learning_rate().state()) {
-      continue;
-    }
-    vars.push_back(v);
-  }
-  for (const Variable& v : vars) {
-    TROUPE_ASSIGN_OR_RETURN(Tensor placed, gpu::CopyTo(v.value(), device));
-    TROUPE_RETURN_IF_ERROR(v.SetValue(placed).WithContext("placing '" + v.name() + "'"));
-  }
+  TROUPE_RETURN_IF_ERROR(nn::PlaceWeightsAndSlots(trainable_, *optimizer_, device));
   variable_device_ = device;
   return Status::OK();
 }

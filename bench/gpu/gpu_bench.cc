@@ -101,14 +101,7 @@ int TrainBench(const std::string& name, Model& model, TensorShape image_shape, i
   nn::Adam adam(nn::AdamOptions{1e-3, 0.9, 0.999, 1e-7});
   if (!adam.Build(vars).ok()) return 1;
   // As the trainer does for one GPU: weights and Adam slots live on the GPU.
-  std::vector<Variable> placed = vars;
-  for (const auto& [slot_name, v] : adam.NamedVariables()) {
-    if (v.state() != adam.iterations().state() && v.state() != adam.learning_rate().state())
-      placed.push_back(v);
-  }
-  for (const Variable& v : placed) {
-    if (!v.SetValue(*gpu::CopyTo(v.value(), gpu0)).ok()) return 1;
-  }
+  if (!nn::PlaceWeightsAndSlots(vars, adam, gpu0).ok()) return 1;
   Function step(
       "train_step",
       [&model, vars](const Args& a) -> Outputs {

@@ -1,5 +1,6 @@
 #include "graph/nn/optimizers.h"
 
+#include "core/gpu.h"
 #include "graph/ops.h"
 
 namespace troupe::nn {
@@ -46,6 +47,19 @@ std::vector<std::pair<std::string, Variable>> Optimizer::NamedVariables() const 
 std::vector<Variable> Optimizer::Slots(const Variable& var) const {
   auto it = slots_.find(var.id());
   return it == slots_.end() ? std::vector<Variable>{} : it->second;
+}
+
+Status PlaceWeightsAndSlots(const std::vector<Variable>& vars, const Optimizer& optimizer,
+                            Device device) {
+  std::vector<Variable> all = vars;
+  for (const Variable& v : vars) {
+    for (const Variable& slot : optimizer.Slots(v)) all.push_back(slot);
+  }
+  for (const Variable& v : all) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor placed, gpu::CopyTo(v.value(), device));
+    TROUPE_RETURN_IF_ERROR(v.SetValue(placed).WithContext("placing '" + v.name() + "'"));
+  }
+  return Status::OK();
 }
 
 Status Optimizer::ApplyGradients(const std::vector<Value>& grads,

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "core/result.h"
 #include "graph/value.h"
 #include "graph/variable.h"
@@ -56,6 +57,11 @@ class Optimizer {
   std::vector<std::pair<std::string, Variable>> variables_;
   std::map<int64_t, std::vector<Variable>> slots_;  // by weight id
 };
+
+// Moves `vars` and their slots in `optimizer` to `device` (weights living on a GPU). The step
+// counter and learning rate stay on the host, where the fused updates read them.
+Status PlaceWeightsAndSlots(const std::vector<Variable>& vars, const Optimizer& optimizer,
+                            Device device);
 
 struct SgdOptions {
   double learning_rate = 0.01;

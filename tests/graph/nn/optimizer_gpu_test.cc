@@ -33,14 +33,7 @@ void ExpectSameBits(const std::function<std::unique_ptr<nn::Optimizer>()>& make,
   auto cpu_opt = make(), gpu_opt = make();
   ASSERT_TRUE(cpu_opt->Build(cpu).ok());
   ASSERT_TRUE(gpu_opt->Build(gpu_vars).ok());
-  std::vector<Variable> placed = gpu_vars;
-  for (const auto& [name, v] : gpu_opt->NamedVariables()) {
-    if (v.state() != gpu_opt->iterations().state() && v.state() != gpu_opt->learning_rate().state())
-      placed.push_back(v);
-  }
-  for (const Variable& v : placed) {
-    ASSERT_TRUE(v.SetValue(*gpu::CopyTo(v.value(), Device::Gpu(0))).ok());
-  }
+  ASSERT_TRUE(nn::PlaceWeightsAndSlots(gpu_vars, *gpu_opt, Device::Gpu(0)).ok());
   for (int s = 0; s < steps; ++s) {
     std::vector<Value> grads_cpu, grads_gpu;
     for (size_t i = 0; i < shapes.size(); ++i) {
