@@ -1,71 +1,31 @@
-#include "graph/control_flow.h"
-
-#include <algorithm>
+// WhileLoop: the While op (iterates until its condition fails, recording the iterations when a
+// gradient needs them), WhileGrad (runs the body's gradient backwards over them), and the public
+// loops built on it (WhileLoop, ForRange, ForEachRow).
 #include <atomic>
-#include <mutex>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
+#include "graph/control_flow.h"
+#include "graph/control_flow_subgraph.h"
 #include "graph/executor.h"
-#include "graph/func_graph.h"
 #include "graph/graph_op.h"
 #include "graph/ops.h"
 #include "graph/row_ops.h"
-#include "graph/tape.h"
 
 namespace troupe {
 namespace {
 
-using SubgraphFn = std::function<Outputs(const std::vector<Value>& inputs)>;
-
-// Traces `fn` into a new graph nested in the current one, with placeholders for `specs`.
-Result<std::shared_ptr<FuncGraph>> TraceSubgraph(const std::string& name,
-                                                 const std::vector<TensorSpec>& specs,
-                                                 const SubgraphFn& fn) {
-  auto g = std::make_shared<FuncGraph>(name, CurrentGraphPtr());
-  BuildScope scope(g);
-  std::vector<Value> inputs;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    inputs.push_back(g->AddInput(specs[i], specs[i].name.empty() ? "input" : specs[i].name));
-  }
-  Outputs out = fn(inputs);
-  TROUPE_RETURN_IF_ERROR(out.status());
-  TROUPE_RETURN_IF_ERROR(g->status());
-  for (size_t i = 0; i < out.values().size(); ++i) {
-    const Value& v = out.values()[i];
-    if (!v.defined()) {
-      return InvalidArgumentError(name + " output " + std::to_string(i) + " is undefined");
-    }
-    TROUPE_ASSIGN_OR_RETURN(NodeOut o, g->Resolve(v));
-    g->outputs.push_back(o);
-  }
-  return g;
-}
-
-// Gives every graph the same trailing inputs: the union of what any of them captured from the
-// enclosing graph. Returns those enclosing values (the op's extra inputs) and finishes the
-// graphs.
-Result<std::vector<Value>> UnifyCaptures(const std::vector<FuncGraph*>& graphs,
-                                         size_t num_declared) {
-  std::vector<Value> all;
-  std::vector<int64_t> ids;
-  for (FuncGraph* g : graphs) {
-    for (const Capture& c : g->captures()) {
-      if (std::find(ids.begin(), ids.end(), c.outer.id()) == ids.end()) {
-        ids.push_back(c.outer.id());
-        all.push_back(c.outer);
-      }
-    }
-  }
-  for (FuncGraph* g : graphs) {
-    std::vector<int> inputs(g->inputs.begin(), g->inputs.begin() + static_cast<long>(num_declared));
-    for (const Value& v : all) {
-      TROUPE_ASSIGN_OR_RETURN(NodeOut o, g->Resolve(v));
-      inputs.push_back(o.node);
-    }
-    g->inputs = std::move(inputs);
-  }
-  for (FuncGraph* g : graphs) g->FinishBuilding();
-  return all;
-}
+using control_flow_internal::Concat;
+using control_flow_internal::GradientSubgraph;
+using control_flow_internal::HasState;
+using control_flow_internal::LazyExecutor;
+using control_flow_internal::RecordAndReturn;
+using control_flow_internal::ScalarBool;
+using control_flow_internal::SpecsOf;
+using control_flow_internal::TraceSubgraph;
+using control_flow_internal::UnifyCaptures;
 
 // `shape` fits `spec` (every known dim of spec is matched).
 bool IsCompatibleSubshape(const TensorShape& shape, const TensorShape& spec) {
@@ -76,177 +36,6 @@ bool IsCompatibleSubshape(const TensorShape& shape, const TensorShape& spec) {
   }
   return true;
 }
-
-bool HasState(const FuncGraph& g) {
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    if (g.node(i).stateful) return true;
-  }
-  return false;
-}
-
-// Lazily built executor of a subgraph, shared by all runs.
-class LazyExecutor {
- public:
-  explicit LazyExecutor(std::shared_ptr<FuncGraph> g) : graph_(std::move(g)) {}
-  Result<std::vector<Tensor>> Run(std::span<const Tensor> inputs) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!ex_) {
-        TROUPE_ASSIGN_OR_RETURN(ex_, Executor::Create(graph_));
-      }
-    }
-    return ex_->Run(inputs);
-  }
-  const std::shared_ptr<FuncGraph>& graph() const { return graph_; }
-
- private:
-  std::shared_ptr<FuncGraph> graph_;
-  std::mutex mu_;
-  std::unique_ptr<Executor> ex_;
-};
-
-Result<bool> ScalarBool(const Tensor& t, const std::string& what) {
-  if (t.dtype() != DType::kBool || t.num_elements() != 1) {
-    return InvalidArgumentError(what + " must be a bool scalar, got " +
-                                TensorSpec::From(t).ToString());
-  }
-  return *t.data<bool>();
-}
-
-Status CheckPredSpec(const Value& pred, const std::string& name) {
-  TensorSpec s = pred.spec();
-  if (s.dtype != DType::kBool || (!s.shape.unknown_rank() && s.shape.rank() != 0)) {
-    return InvalidArgumentError(name + ": the predicate must be a bool scalar, got " +
-                                s.ToString());
-  }
-  return Status::OK();
-}
-
-std::vector<Value> Concat(std::vector<Value> a, const std::vector<Value>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-std::vector<TensorSpec> SpecsOf(const std::vector<Value>& vs, const std::string& prefix) {
-  std::vector<TensorSpec> specs;
-  for (size_t i = 0; i < vs.size(); ++i) {
-    TensorSpec s = vs[i].spec();
-    s.name = prefix + std::to_string(i);
-    specs.push_back(s);
-  }
-  return specs;
-}
-
-// ------------------------------------------------------------------------------------ If
-
-class IfOp final : public GraphOp {
- public:
-  IfOp(std::shared_ptr<FuncGraph> then_graph, std::shared_ptr<FuncGraph> else_graph,
-       std::vector<TensorSpec> out_specs, std::string name)
-      : then_(then_graph),
-        else_(else_graph),
-        out_specs_(std::move(out_specs)),
-        name_(std::move(name)),
-        stateful_(HasState(*then_graph) || HasState(*else_graph)) {}
-
-  std::string_view type() const override { return "If"; }
-  Effect effect() const override { return stateful_ ? Effect::kBarrier : Effect::kNone; }
-  Result<std::vector<TensorSpec>> InferSpecs(std::span<const TensorSpec>) const override {
-    return out_specs_;
-  }
-  Status Run(std::span<const Tensor> in, std::vector<Tensor>& out, const GraphOpContext&) override {
-    TROUPE_ASSIGN_OR_RETURN(bool pred, ScalarBool(in[0], name_ + " predicate"));
-    TROUPE_ASSIGN_OR_RETURN(out, (pred ? then_ : else_).Run(in.subspan(1)));
-    return Status::OK();
-  }
-  std::vector<Value> RunEager(const std::vector<Value>& inputs) override {
-    Result<bool> pred = ScalarBool(inputs[0].eager_tensor(), name_ + " predicate");
-    if (!pred.ok()) return {Value::Error(pred.status())};
-    Result<std::vector<Value>> out =
-        InlineGraph(*(*pred ? then_ : else_).graph(), {inputs.begin() + 1, inputs.end()});
-    if (!out.ok()) return {Value::Error(out.status())};
-    return *out;
-  }
-  bool differentiable() const override { return true; }
-  Status Gradient(const OpCall& call, const std::vector<Value>& dys,
-                  std::vector<Value>* dxs) const override;
-
- private:
-  LazyExecutor then_;
-  LazyExecutor else_;
-  std::vector<TensorSpec> out_specs_;
-  std::string name_;
-  bool stateful_;
-};
-
-// The gradient of a subgraph as a subgraph: inputs (xs..., dys...), outputs d/dx for the
-// floating-point xs in `diff` (zeros where unconnected). Recomputes the forward inside.
-Result<std::shared_ptr<FuncGraph>> GradientSubgraph(const std::string& name,
-                                                    const std::shared_ptr<FuncGraph>& fwd,
-                                                    const std::vector<TensorSpec>& x_specs,
-                                                    const std::vector<TensorSpec>& dy_specs,
-                                                    const std::vector<int>& diff_x,
-                                                    const std::vector<int>& diff_out) {
-  std::vector<TensorSpec> specs = x_specs;
-  specs.insert(specs.end(), dy_specs.begin(), dy_specs.end());
-  return TraceSubgraph(name, specs, [&](const std::vector<Value>& in) -> Outputs {
-    std::vector<Value> xs(in.begin(), in.begin() + static_cast<long>(x_specs.size()));
-    std::vector<Value> ds(in.begin() + static_cast<long>(x_specs.size()), in.end());
-    GradientTape tape;
-    std::vector<Value> sources;
-    for (int i : diff_x) {
-      tape.Watch(xs[static_cast<size_t>(i)]);
-      sources.push_back(xs[static_cast<size_t>(i)]);
-    }
-    Result<std::vector<Value>> outs = InlineGraph(*fwd, xs);
-    if (!outs.ok()) return outs.status();
-    std::vector<Value> targets;
-    for (int k : diff_out) targets.push_back((*outs)[static_cast<size_t>(k)]);
-    if (targets.empty() || sources.empty()) {
-      std::vector<Value> zeros;
-      for (const Value& s : sources) zeros.push_back(ops::ZerosLike(s));
-      return zeros;
-    }
-    Result<std::vector<Value>> g = tape.Gradient(targets, sources, ds, UnconnectedGradients::kZero);
-    if (!g.ok()) return g.status();
-    return *g;
-  });
-}
-
-Status IfOp::Gradient(const OpCall& call, const std::vector<Value>& dys,
-                      std::vector<Value>* dxs) const {
-  std::vector<Value> xs(call.inputs.begin() + 1, call.inputs.end());
-  std::vector<int> diff_x, diff_out;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (IsFloating(xs[i].dtype())) diff_x.push_back(static_cast<int>(i));
-  }
-  std::vector<Value> ds;
-  for (size_t k = 0; k < call.outputs.size(); ++k) {
-    if (!IsFloating(call.outputs[k].dtype())) continue;
-    diff_out.push_back(static_cast<int>(k));
-    ds.push_back(dys[k].defined() ? dys[k] : ops::ZerosLike(call.outputs[k]));
-  }
-  dxs->assign(call.inputs.size(), Value());
-  if (diff_x.empty() || diff_out.empty()) return Status::OK();
-  std::vector<TensorSpec> x_specs = SpecsOf(xs, "x");
-  std::vector<TensorSpec> dy_specs = SpecsOf(ds, "dy");
-  TROUPE_ASSIGN_OR_RETURN(auto tg, GradientSubgraph(name_ + "_true_grad", then_.graph(), x_specs,
-                                                    dy_specs, diff_x, diff_out));
-  TROUPE_ASSIGN_OR_RETURN(auto eg, GradientSubgraph(name_ + "_false_grad", else_.graph(), x_specs,
-                                                    dy_specs, diff_x, diff_out));
-  TROUPE_ASSIGN_OR_RETURN(std::vector<Value> extra,
-                          UnifyCaptures({tg.get(), eg.get()}, x_specs.size() + dy_specs.size()));
-  std::vector<TensorSpec> specs;
-  for (int i : diff_x) specs.push_back(xs[static_cast<size_t>(i)].spec());
-  auto op = std::make_shared<IfOp>(tg, eg, specs, name_ + "_grad");
-  std::vector<Value> inputs = Concat(Concat(Concat({call.inputs[0]}, xs), ds), extra);
-  std::vector<Value> grads = ApplyGraphOp(op, inputs, name_ + "_grad");
-  TROUPE_RETURN_IF_ERROR(FirstError(grads));
-  for (size_t j = 0; j < diff_x.size(); ++j) (*dxs)[static_cast<size_t>(diff_x[j]) + 1] = grads[j];
-  return Status::OK();
-}
-
-// --------------------------------------------------------------------------------- While
 
 using History = std::vector<std::vector<Tensor>>;  // loop variables entering each iteration
 
@@ -451,58 +240,7 @@ Status WhileOp::Gradient(const OpCall& call, const std::vector<Value>& dys,
   return Status::OK();
 }
 
-Status RecordAndReturn(const Status& s) {
-  if (!s.ok()) {
-    if (FuncGraph* g = CurrentGraph()) g->RecordError(s);
-  }
-  return s;
-}
-
 }  // namespace
-
-// ---------------------------------------------------------------------------- public API
-
-Result<std::vector<Value>> Cond(const Value& pred, const BranchFn& true_fn,
-                                const BranchFn& false_fn, const std::string& name) {
-  if (!pred.ok()) return pred.status();
-  if (CurrentGraph() == nullptr) {
-    TROUPE_ASSIGN_OR_RETURN(Tensor p, pred.tensor());
-    TROUPE_ASSIGN_OR_RETURN(bool take, ScalarBool(p, name + " predicate"));
-    Outputs out = take ? true_fn() : false_fn();
-    TROUPE_RETURN_IF_ERROR(out.status());
-    TROUPE_RETURN_IF_ERROR(FirstError(out.values()));
-    return out.values();
-  }
-  TROUPE_RETURN_IF_ERROR(RecordAndReturn(CheckPredSpec(pred, name)));
-  auto wrap = [](const BranchFn& fn) { return [&fn](const std::vector<Value>&) { return fn(); }; };
-  auto tg = TraceSubgraph(name + "_true", {}, wrap(true_fn));
-  if (!tg.ok()) return RecordAndReturn(tg.status().WithContext(name + " true branch"));
-  auto fg = TraceSubgraph(name + "_false", {}, wrap(false_fn));
-  if (!fg.ok()) return RecordAndReturn(fg.status().WithContext(name + " false branch"));
-  std::vector<TensorSpec> ts = (*tg)->OutputSpecs(), fs = (*fg)->OutputSpecs();
-  if (ts.size() != fs.size()) {
-    return RecordAndReturn(
-        InvalidArgumentError(name + ": true_fn returns " + std::to_string(ts.size()) +
-                             " outputs but false_fn returns " + std::to_string(fs.size())));
-  }
-  std::vector<TensorSpec> specs;
-  for (size_t i = 0; i < ts.size(); ++i) {
-    if (ts[i].dtype != fs[i].dtype || !ts[i].shape.IsCompatibleWith(fs[i].shape)) {
-      return RecordAndReturn(InvalidArgumentError(
-          name + ": output " + std::to_string(i) + " of true_fn is " +
-          TensorSpec{ts[i].shape, ts[i].dtype, ""}.ToString() + " but output " + std::to_string(i) +
-          " of false_fn is " + TensorSpec{fs[i].shape, fs[i].dtype, ""}.ToString() +
-          "; both branches must return the same dtypes and compatible shapes"));
-    }
-    specs.push_back({ts[i].shape.MostSpecificCommonShape(fs[i].shape), ts[i].dtype, ""});
-  }
-  auto extra = UnifyCaptures({tg->get(), fg->get()}, 0);
-  if (!extra.ok()) return RecordAndReturn(extra.status());
-  auto op = std::make_shared<IfOp>(*tg, *fg, specs, name);
-  std::vector<Value> out = ApplyGraphOp(op, Concat({pred}, *extra), name);
-  TROUPE_RETURN_IF_ERROR(FirstError(out));
-  return out;
-}
 
 Result<std::vector<Value>> WhileLoop(const LoopCondFn& cond, const LoopBodyFn& body,
                                      const std::vector<Value>& loop_vars,
