@@ -117,20 +117,43 @@ Status ModelReplicas::PlaceVariables(Device device) {
 }
 
 Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels,
-                                       bool grads_on_device) {
-  TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                          steps_[static_cast<size_t>(r)]->Run({images, labels}));
-  if (out.size() != 2 + trainable_.size()) {
+                                       bool grads_on_device, const GradientReadyFn& on_grad) {
+  constexpr int kMetrics = 2;  // train_step returns loss sum, correct count, then gradients
+  const Tensor inputs[] = {images, labels};
+  TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<ConcreteFunction> fn,
+                          steps_[static_cast<size_t>(r)]->GetConcreteFunction({images, labels}));
+  // Gradients wanted on the host are copied as they appear (a GPU replica with host weights).
+  std::vector<Tensor> moved(trainable_.size());
+  Status copy_failed;
+  Executor::OutputReadyFn ready;
+  if (on_grad || (!grads_on_device && !devices_[static_cast<size_t>(r)].is_cpu())) {
+    ready = [&](int output, const Tensor& value) {
+      const int i = output - kMetrics;
+      if (i < 0 || !copy_failed.ok()) return;
+      const Tensor* grad = &value;
+      if (!grads_on_device && !value.device().is_cpu()) {
+        Result<Tensor> host = gpu::ToHost(value);
+        if (!host.ok()) {
+          copy_failed = host.status();
+          return;
+        }
+        moved[static_cast<size_t>(i)] = *std::move(host);
+        grad = &moved[static_cast<size_t>(i)];
+      }
+      if (on_grad) on_grad(i, *grad);
+    };
+  }
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out, fn->RunFlat(inputs, ready));
+  TROUPE_RETURN_IF_ERROR(copy_failed);
+  if (out.size() != kMetrics + trainable_.size()) {
     return InternalError("train_step returned " + std::to_string(out.size()) + " tensors");
   }
   StepOutput s;
   TROUPE_ASSIGN_OR_RETURN(s.loss_sum, ScalarOf(out[0]));
   TROUPE_ASSIGN_OR_RETURN(s.correct, ScalarOf(out[1]));
-  s.grads.assign(out.begin() + 2, out.end());
-  if (!grads_on_device) {
-    for (Tensor& g : s.grads) {
-      TROUPE_ASSIGN_OR_RETURN(g, gpu::ToHost(g));
-    }
+  s.grads.assign(out.begin() + kMetrics, out.end());
+  for (size_t i = 0; i < s.grads.size(); ++i) {
+    if (moved[i].initialized()) s.grads[i] = std::move(moved[i]);
   }
   return s;
 }

@@ -5,6 +5,7 @@
 // replicas run their forward/backward passes concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,10 +39,15 @@ class ModelReplicas {
   nn::Optimizer& optimizer() { return *optimizer_; }
   const std::vector<Variable>& trainable() const { return trainable_; }
 
+  // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
+  // thread running Step, while later layers' gradients are still being computed. The tensor
+  // is the one StepOutput::grads will hold.
+  using GradientReadyFn = std::function<void(int index, const Tensor& grad)>;
+
   // Replica `r`'s forward and backward pass on images float32 [b,28,28,1], labels int32 [b].
   // Gradients come back on the host unless `grads_on_device` (then on the replica's device).
   Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels,
-                          bool grads_on_device = false);
+                          bool grads_on_device = false, const GradientReadyFn& on_grad = nullptr);
   // Where the weights live: a GPU (see Create) or the CPU.
   Device variable_device() const { return variable_device_; }
   // One optimizer update with the (allreduced) gradients, on the host or the variables' GPU.

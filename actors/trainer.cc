@@ -1,7 +1,5 @@
 #include "actors/trainer.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,13 +11,10 @@
 #include "actors/model_replicas.h"
 #include "actors/progress.h"
 #include "actors/train_state.h"
+#include "actors/trainer_setup.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "collectives/gradient_bucketer.h"
 #include "collectives/in_process_communicator.h"
-#if TROUPE_COLLECTIVES_WITH_NCCL
-#include "collectives/nccl_communicator.h"
-#endif
-#include "core/gpu.h"
 #include "core/logging.h"
 #include "core/thread_pool.h"
 #include "graph/random/generator.h"
@@ -35,175 +30,6 @@ namespace troupe::actors {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string CheckpointDir(const TrainConfig& c) { return c.run_dir + "/checkpoints"; }
-
-// The process-level setup every rank shares: token, coordinator, topology, communicator.
-struct Cluster {
-  std::string job_token;
-  std::string coordinator_host;
-  uint16_t coordinator_port = 0;
-  ProcessGroup group;
-  std::unique_ptr<Communicator> comm;
-  bool mpi = false;
-  ~Cluster() {
-    comm.reset();
-#if TROUPE_HAVE_MPI
-    if (mpi) FinalizeMpi();
-#endif
-  }
-};
-
-Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& text) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return InvalidArgumentError("'" + text + "' is not host:port");
-  int port = std::atoi(text.c_str() + colon + 1);
-  if (port < 0 || port > 65535) return InvalidArgumentError("bad port in '" + text + "'");
-  return std::make_pair(text.substr(0, colon), static_cast<uint16_t>(port));
-}
-
-// Rank 0 broadcasts a string to every rank (MPI only).
-Status Broadcast(std::string* value, int rank) {
-#if TROUPE_HAVE_MPI
-  int size = static_cast<int>(value->size());
-  if (MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-    return UnavailableError("MPI_Bcast of the coordinator address failed");
-  }
-  value->resize(static_cast<size_t>(size));
-  if (MPI_Bcast(value->data(), size, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-    return UnavailableError("MPI_Bcast of the coordinator address failed");
-  }
-  return Status::OK();
-#else
-  return FailedPreconditionError("built without MPI");
-#endif
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "localhost";
-}
-
-CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
-  CollectiveOptions o;
-  o.deterministic = c.deterministic;
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.collective_timeout_s * 1000));
-  return o;
-}
-
-// The NCCL communicator of this process's one GPU replica: the unique id comes from rank 0
-// over MPI, or is made here for a single process.
-Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(const ProcessGroup& group,
-                                                             const TrainConfig& config,
-                                                             Device device, bool over_mpi) {
-#if TROUPE_COLLECTIVES_WITH_NCCL
-#if TROUPE_HAVE_MPI
-  if (over_mpi) {
-    TROUPE_ASSIGN_OR_RETURN(auto comm,
-                            NcclCommunicator::CreateWithMpi(group, CollectiveOptionsFor(config),
-                                                            MPI_COMM_WORLD, device.index));
-    return std::unique_ptr<Communicator>(std::move(comm));
-  }
-#endif
-  if (over_mpi) return FailedPreconditionError("collectives.backend = \"nccl\" needs MPI here");
-  TROUPE_ASSIGN_OR_RETURN(NcclId id, NcclCommunicator::NewUniqueId());
-  TROUPE_ASSIGN_OR_RETURN(
-      auto comm, NcclCommunicator::Create(group, CollectiveOptionsFor(config), id, device.index));
-  return std::unique_ptr<Communicator>(std::move(comm));
-#else
-  (void)group, (void)config, (void)device, (void)over_mpi;
-  return FailedPreconditionError(
-      "collectives.backend = \"nccl\": this troupe was built without NCCL; use backend = "
-      "\"auto\"");
-#endif
-}
-
-// Restores the newest checkpoint that reads back cleanly; a damaged one is reported and
-// skipped (nothing is deleted). Returns the restored path, or empty when there is none.
-Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager) {
-  std::vector<std::string> all = manager.checkpoints();
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    Result<ckpt::RestoreStatus> r = state.root().Restore(*it);
-    if (r.ok()) {
-      if (it != all.rbegin()) {
-        TROUPE_LOG(WARNING) << "resuming from the older checkpoint " << *it;
-      }
-      return *it;
-    }
-    TROUPE_LOG(WARNING) << "checkpoint " << *it << " cannot be restored (" << r.status()
-                        << "); trying the previous one (nothing is deleted)";
-  }
-  if (!all.empty()) {
-    return DataLossError("no checkpoint in " + manager.directory() +
-                         " restores cleanly; start over with --fresh --force");
-  }
-  return std::string();
-}
-
-// Averages `grads` (float32, on `device`) over the job with ONE collective: they are packed
-// into a flat device buffer, reduced, and handed back as views of it. NCCL's fixed cost per
-// call (~35 us on one H100, one rank) then comes once per step instead of once per tensor; each
-// element's sum is the same either way.
-Status AllReduceFlat(Communicator& comm, Device device, std::vector<Tensor>& grads,
-                     Tensor* bucket) {
-  int64_t total = 0;
-  for (const Tensor& g : grads) total += g.num_elements();
-  if (!bucket->initialized() || bucket->num_elements() != total) {
-    TROUPE_ASSIGN_OR_RETURN(*bucket, Tensor::Allocate(DType::kFloat32, TensorShape{total},
-                                                      gpu::DeviceAllocator(device.index)));
-  }
-  int64_t at = 0;
-  for (const Tensor& g : grads) {
-    if (g.dtype() != DType::kFloat32 || g.device() != device) {
-      return InternalError("gradient " + g.DebugString() + " is not float32 on " +
-                           device.ToString());
-    }
-    TROUPE_RETURN_IF_ERROR(gpu::MemcpyOnDevice(device.index, bucket->data<float>() + at,
-                                               g.data<float>(), g.byte_size()));
-    at += g.num_elements();
-  }
-  // NCCL runs on its own stream: the packing must be done first.
-  TROUPE_RETURN_IF_ERROR(gpu::Synchronize(device.index));
-  TROUPE_RETURN_IF_ERROR(comm.AllReduce({*bucket}, ReduceOp::kMean)->Wait());
-  at = 0;
-  for (Tensor& g : grads) {
-    TROUPE_ASSIGN_OR_RETURN(Tensor part, bucket->Slice(at, at + g.num_elements()));
-    TROUPE_ASSIGN_OR_RETURN(g, part.Reshape(g.shape()));
-    at += part.num_elements();
-  }
-  return Status::OK();
-}
-
-// Where each local replica runs: the CPU, or gpu:((L * R + r) / replicas_per_gpu).
-Result<std::vector<Device>> ReplicaDevices(const TrainConfig& config, int local_rank) {
-  const int R = static_cast<int>(config.replicas_per_process);
-  if (config.device != "gpu") return std::vector<Device>(static_cast<size_t>(R), Device::Cpu());
-  if (!gpu::Built()) {
-    return FailedPreconditionError(
-        "train.device = \"gpu\": this troupe was built without CUDA (no nvcc/cuDNN under "
-        "/usr/local/cuda when it was configured); rebuild on a CUDA machine or use device = "
-        "\"cpu\"");
-  }
-  const int visible = gpu::DeviceCount();
-  std::vector<Device> devices;
-  for (int r = 0; r < R; ++r) {
-    const int64_t index = (static_cast<int64_t>(local_rank) * R + r) / config.replicas_per_gpu;
-    if (index >= visible) {
-      const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-      return FailedPreconditionError(
-          "train.device = \"gpu\": local rank " + std::to_string(local_rank) + "'s replica " +
-          std::to_string(r) + " needs gpu:" + std::to_string(index) + ", but " +
-          std::to_string(visible) + " GPU(s) are visible" +
-          (cvd ? std::string(" (CUDA_VISIBLE_DEVICES=") + cvd + ")" : std::string()) +
-          "; start fewer processes or replicas per host, or share GPUs with "
-          "train.replicas_per_gpu");
-    }
-    devices.push_back(Device::Gpu(static_cast<int>(index)));
-    TROUPE_RETURN_IF_ERROR(gpu::CheckDevice(devices.back()));
-  }
-  return devices;
-}
-
 }  // namespace
 
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch) {
@@ -267,7 +93,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
     if (coordinator.empty()) coordinator = Hostname() + ":" + std::to_string(port);
   }
   if (launch.world_size > 1 && launch.coordinator.empty()) {
-    TROUPE_RETURN_IF_ERROR(Broadcast(&coordinator, launch.rank));
+    TROUPE_RETURN_IF_ERROR(BroadcastFromRank0(&coordinator));
   }
   std::string host;
   uint16_t port = 0;
@@ -388,15 +214,18 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   for (const auto& [name, var] : replicas->model().NamedVariables()) {
     if (var.trainable()) params.push_back({name, var.dtype(), var.shape()});
   }
-  BucketOptions bopts;
-  bopts.bucket_bytes = static_cast<size_t>(config.bucket_mib * (1 << 20));
-  TROUPE_ASSIGN_OR_RETURN(auto bucketer,
-                          GradientBucketer::Create(cluster.comm.get(), params, bopts));
-  ThreadPool replica_pool(std::max(1, R - 1), "replicas");
   // Gradients stay on the GPU when NCCL reduces them, or when a single replica's weights live
   // on its GPU (nothing to reduce; the update runs there).
   const bool resident = !replicas->variable_device().is_cpu();
   const bool device_grads = nccl || (resident && N == 1);
+  const bool reduce = nccl || !device_grads;
+  BucketOptions bopts;
+  bopts.bucket_bytes = static_cast<size_t>(config.bucket_mib * (1 << 20));
+  // NCCL reduces the gradients where the backward pass makes them.
+  if (nccl) bopts.device = replica_devices[0];
+  TROUPE_ASSIGN_OR_RETURN(auto bucketer,
+                          GradientBucketer::Create(cluster.comm.get(), params, bopts));
+  ThreadPool replica_pool(std::max(1, R - 1), "replicas");
   const int64_t per_replica = config.global_batch_size / N;
   const int first = assignment.first_replica;
 
@@ -482,7 +311,6 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   int64_t window_examples = 0;
   int64_t last_saved = resumed_from.empty() ? -1 : step;
   std::vector<std::vector<Tensor>> grads(static_cast<size_t>(R));
-  Tensor nccl_bucket;  // reused flat buffer of every gradient
   while (step < total_steps) {
     TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, iterator->Next());
     if (!raw) return InternalError("the repeated training stream ended");
@@ -490,38 +318,38 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
     std::vector<Status> errors(static_cast<size_t>(R));
     replica_pool.ParallelFor(R, 1, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
+        Status& error = errors[static_cast<size_t>(r)];
+        // Each gradient joins its bucket as soon as backward makes it: a full bucket's
+        // allreduce runs while earlier layers' gradients are still being computed.
+        auto on_grad = [&](int i, const Tensor& grad) {
+          Status s =
+              bucketer->MarkReady(static_cast<int>(r), params[static_cast<size_t>(i)].name, grad);
+          if (!s.ok() && error.ok()) error = s;
+        };
         const int64_t g = first + r;
         Result<Batch> batch = ConvertRows(*raw, g * per_replica, (g + 1) * per_replica);
-        Result<StepOutput> out = batch.ok() ? replicas->Step(static_cast<int>(r), batch->images,
-                                                             batch->labels, device_grads)
-                                            : Result<StepOutput>(batch.status());
+        Result<StepOutput> out =
+            batch.ok()
+                ? replicas->Step(static_cast<int>(r), batch->images, batch->labels, device_grads,
+                                 reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
+                : Result<StepOutput>(batch.status());
         if (!out.ok()) {
-          errors[static_cast<size_t>(r)] = out.status();
+          error = out.status();
           continue;
         }
         local[static_cast<size_t>(r)] = {out->loss_sum, out->correct,
                                          static_cast<double>(per_replica), 0};
         grads[static_cast<size_t>(r)] = std::move(out->grads);
-        if (device_grads) continue;  // one replica per process: reduced below, on the GPU
-        // Last layer first, as the backward pass produces them: buckets launch early.
-        for (size_t i = params.size(); i-- > 0;) {
-          Status s = bucketer->MarkReady(static_cast<int>(r), params[i].name,
-                                         grads[static_cast<size_t>(r)][i]);
-          if (!s.ok()) errors[static_cast<size_t>(r)] = s;
-        }
       }
     });
     for (const Status& s : errors) {
       if (!s.ok()) return job_failed(s.WithContext("step " + std::to_string(step)));
     }
-    Status reduced;
-    if (nccl) {
-      reduced = AllReduceFlat(*cluster.comm, replica_devices[0], grads[0], &nccl_bucket)
-                    .WithContext("gradient allreduce (nccl)");
-    } else if (!device_grads) {
-      reduced = bucketer->Finish().WithContext("gradient allreduce");
+    if (reduce) {
+      Status reduced =
+          bucketer->Finish().WithContext(nccl ? "gradient allreduce (nccl)" : "gradient allreduce");
+      if (!reduced.ok()) return job_failed(reduced);
     }
-    if (!reduced.ok()) return job_failed(reduced);
     TROUPE_RETURN_IF_ERROR(replicas->Apply(grads[0]));
     // One flag in the metrics sum makes every rank stop at the same step on SIGTERM.
     bool stop_here = (launch.stop_signal && launch.stop_signal->load()) || plane->stop_requested();

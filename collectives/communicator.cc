@@ -181,6 +181,7 @@ WorkPtr Communicator::Barrier() {
 }
 
 WorkPtr Communicator::Enqueue(Op op) {
+  if (op.local_error.ok()) op.local_error = CaptureCallerState(op);
   std::lock_guard<std::mutex> lock(mu_);
   op.seq = next_seq_++;
   TensorShape shape;

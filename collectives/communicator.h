@@ -106,6 +106,8 @@ class Communicator {
     Deadline deadline;
     std::string description;
     Status local_error;  // argument error found on this rank; peers learn of it via the header
+    // What the backend captured on the caller's thread (CaptureCallerState).
+    std::shared_ptr<void> caller_state;
   };
 
   // Exchanges this rank's header with every rank of the group by `deadline` (this exchange is
@@ -113,6 +115,11 @@ class Communicator {
   // answer.
   virtual Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
                                  std::vector<OpHeader>* all) = 0;
+  // Called on the caller's thread as `op` is issued. A backend that reads device tensors
+  // records here how far the caller's device work has gone, so the collective sees what the
+  // caller's kernels wrote up to the call without waiting for anything queued later (NCCL
+  // records an event on the compute stream). An error fails the op on every rank.
+  virtual Status CaptureCallerState(Op& op) { return Status::OK(); }
   // Called on the progress thread right before ExchangeHeaders for `op` (the shared-memory
   // backend publishes where its tensors live).
   virtual void BeforeHeaderExchange(const Op& op) {}

@@ -3,7 +3,22 @@
 #include <cstring>
 #include <set>
 
+#include "core/gpu.h"
+
 namespace troupe {
+namespace {
+
+// Copies `bytes` between two buffers on `device` (a host memcpy, or a copy queued on the GPU's
+// compute stream behind the kernels that made `src`).
+Status CopyOn(Device device, void* dst, const void* src, size_t bytes) {
+  if (device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return Status::OK();
+  }
+  return gpu::MemcpyOnDevice(device.index, dst, src, bytes);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<GradientBucketer>> GradientBucketer::Create(Communicator* comm,
                                                                    std::vector<Param> params,
@@ -23,12 +38,23 @@ Result<std::unique_ptr<GradientBucketer>> GradientBucketer::Create(Communicator*
                                   p.shape.ToString() + "; gradients need fully defined shapes");
     }
   }
+  Allocator* device_allocator = nullptr;
+  if (!options.device.is_cpu()) {
+    TROUPE_RETURN_IF_ERROR(gpu::CheckDevice(options.device).WithContext("GradientBucketer"));
+    device_allocator = AllocatorFor(options.device);
+  }
   std::unique_ptr<GradientBucketer> b(new GradientBucketer(comm, std::move(params), options));
-  // Through the communicator, so the shared-memory backend can reduce the buckets in place.
   for (Bucket& bucket : b->buckets_) {
     for (int r = 0; r < b->replicas_; ++r) {
-      TROUPE_ASSIGN_OR_RETURN(Tensor t,
-                              comm->AllocateTensor(bucket.dtype, TensorShape{bucket.elements}));
+      const TensorShape shape{bucket.elements};
+      if (device_allocator != nullptr) {
+        // Every element is overwritten by a gradient before each launch.
+        TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(bucket.dtype, shape, device_allocator));
+        bucket.buffers.push_back(std::move(t));
+        continue;
+      }
+      // Through the communicator, so the shared-memory backend can reduce them in place.
+      TROUPE_ASSIGN_OR_RETURN(Tensor t, comm->AllocateTensor(bucket.dtype, shape));
       std::memset(t.raw_data(), 0, t.byte_size());
       bucket.buffers.push_back(std::move(t));
     }
@@ -100,6 +126,11 @@ Status GradientBucketer::MarkReady(int replica, std::string_view name, const Ten
                                 " but the parameter is " + std::string(DTypeName(p.dtype)) +
                                 p.shape.ToString());
   }
+  if (grad.device() != options_.device) {
+    return InvalidArgumentError("GradientBucketer: gradient of '" + p.name + "' is on " +
+                                grad.device().ToString() + " but the buckets are on " +
+                                options_.device.ToString());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (ready_[i][replica].initialized()) {
     return FailedPreconditionError("GradientBucketer: gradient of '" + p.name + "' (replica " +
@@ -108,9 +139,10 @@ Status GradientBucketer::MarkReady(int replica, std::string_view name, const Ten
   }
   Bucket& b = buckets_[bucket_of_[i]];
   const size_t esize = DTypeSize(p.dtype);
-  std::memcpy(
+  TROUPE_RETURN_IF_ERROR(CopyOn(
+      options_.device,
       static_cast<char*>(b.buffers[replica].raw_data()) + b.offsets[slot_in_bucket_[i]] * esize,
-      grad.raw_data(), grad.byte_size());
+      grad.raw_data(), grad.byte_size()));
   ready_[i][replica] = grad;
   --b.pending;
   LaunchReadyLocked();
@@ -161,15 +193,15 @@ Status GradientBucketer::Finish(Deadline deadline) {
   Status s = WaitAll(works, deadline);
   std::lock_guard<std::mutex> lock(mu_);
   if (s.ok() && missing.empty()) {
-    for (size_t i = 0; i < params_.size(); ++i) {
+    for (size_t i = 0; i < params_.size() && s.ok(); ++i) {
       const Bucket& b = buckets_[bucket_of_[i]];
       const size_t esize = DTypeSize(b.dtype);
-      for (int r = 0; r < replicas_; ++r) {
+      for (int r = 0; r < replicas_ && s.ok(); ++r) {
         const Tensor& g = ready_[i][r];
-        std::memcpy(g.raw_data(),
-                    static_cast<const char*>(b.buffers[r].raw_data()) +
-                        b.offsets[slot_in_bucket_[i]] * esize,
-                    g.byte_size());
+        s = CopyOn(options_.device, g.raw_data(),
+                   static_cast<const char*>(b.buffers[r].raw_data()) +
+                       b.offsets[slot_in_bucket_[i]] * esize,
+                   g.byte_size());
       }
     }
   }

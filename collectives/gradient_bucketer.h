@@ -6,7 +6,10 @@
 // and all earlier buckets have been launched, so every rank issues the same collectives in
 // the same order — its allreduce starts while backward goes on. Finish() waits on the handles
 // and writes the reduced values back into the gradient tensors before the optimizer step.
-// It knows nothing about graphs: callers notify it with (name, Tensor).
+// It knows nothing about graphs: callers notify it with (name, Tensor). Buckets live on
+// options.device: on a GPU, gradients must be on that GPU and every copy is queued on its
+// compute stream (a communicator that reads device tensors, NCCL, orders itself after the
+// copies that precede each launch).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +28,7 @@ struct BucketOptions {
   size_t bucket_bytes = size_t{25} << 20;
   size_t first_bucket_bytes = size_t{1} << 20;
   ReduceOp op = ReduceOp::kMean;  // gradients are averaged over replicas
+  Device device = Device::Cpu();  // where the buckets (and the gradients) live
 };
 
 class GradientBucketer {

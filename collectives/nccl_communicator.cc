@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "collectives/nccl_fold.h"
+#include "core/gpu.h"
 
 namespace troupe {
 namespace {
@@ -268,9 +269,33 @@ Status NcclCommunicator::ExchangeHeaders(const OpHeader& mine, Deadline deadline
   return s.Sync("header exchange", deadline);
 }
 
+Status NcclCommunicator::CaptureCallerState(Op& op) {
+  bool on_device = false;
+  for (const Tensor& t : op.inputs) on_device |= !t.device().is_cpu();
+  for (const Tensor& t : op.outputs) on_device |= !t.device().is_cpu();
+  if (!on_device) return Status::OK();
+  // Also makes the device current on this thread, so the event is created on it.
+  auto* compute = static_cast<cudaStream_t>(gpu::Stream(state_->device));
+  if (compute == nullptr) {
+    return UnavailableError("NCCL: gpu:" + std::to_string(state_->device) +
+                            " has no compute stream to order the collective after");
+  }
+  cudaEvent_t event = nullptr;
+  TROUPE_RETURN_IF_ERROR(
+      CudaError(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "event create"));
+  op.caller_state =
+      std::shared_ptr<void>(event, [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+  return CudaError(cudaEventRecord(event, compute), "event record on the compute stream");
+}
+
 Status NcclCommunicator::Run(Op& op) {
   State& s = *state_;
   cudaSetDevice(s.device);
+  if (op.caller_state != nullptr) {
+    TROUPE_RETURN_IF_ERROR(
+        CudaError(cudaStreamWaitEvent(s.stream, static_cast<cudaEvent_t>(op.caller_state.get())),
+                  "waiting for the caller's kernels"));
+  }
   const size_t esize = DTypeSize(op.dtype);
   const size_t bytes = static_cast<size_t>(op.count) * esize;
   const ncclDataType_t type = NcclType(op.dtype);

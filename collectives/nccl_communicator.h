@@ -5,6 +5,9 @@
 // GPU in global-replica-id order with the CPU's exact arithmetic, then ncclAllGather — bits
 // equal every other backend's. The communicator is non-blocking: every call is polled against
 // the deadline, and on timeout it is aborted (ncclCommAbort) and reports DeadlineExceeded.
+// Device tensors are read and written in the order of the device's compute stream
+// (gpu::Stream) as it stood when the collective was issued: the call records an event there and
+// NCCL's stream waits for it, so kernels queued after the call overlap with the collective.
 // Built only when CUDA and NCCL are found; the NCCL unique id comes from rank 0 through MPI
 // (CreateWithMpi) or from the caller (NewUniqueId + Create).
 #pragma once
@@ -48,6 +51,7 @@ class NcclCommunicator : public Communicator {
  protected:
   Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
                          std::vector<OpHeader>* all) override;
+  Status CaptureCallerState(Op& op) override;
   Status Run(Op& op) override;
   bool AcceptsDevice(const Device& device) const override;
 

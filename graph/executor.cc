@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "core/gpu.h"
 #include "graph/graph_op.h"
@@ -116,7 +117,21 @@ Status Executor::Build() {
     steps_.push_back(std::move(step));
   }
 
+  HoistOutputIdentities();
   TROUPE_RETURN_IF_ERROR(PlaceConstants());
+
+  std::vector<int> made_by(static_cast<size_t>(num_slots_), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (int k = 0; k < steps_[s].num_outputs; ++k) {
+      made_by[static_cast<size_t>(steps_[s].out_base + k)] = static_cast<int>(s);
+    }
+  }
+  outputs_after_.resize(steps_.size());
+  for (size_t i = 0; i < output_slots_.size(); ++i) {
+    const int s = made_by[static_cast<size_t>(output_slots_[i])];
+    (s < 0 ? outputs_at_start_ : outputs_after_[static_cast<size_t>(s)])
+        .push_back(static_cast<int>(i));
+  }
 
   // A fast step's output stays in its slot from run to run (the step checks that nobody else
   // holds it before writing it again), so such slots are never released or cleared.
@@ -165,6 +180,46 @@ Status Executor::Build() {
     st.rel = std::span<const int>(flat_.data() + at + st.in_slots.size(), st.release.size());
   }
   return Status::OK();
+}
+
+void Executor::HoistOutputIdentities() {
+  std::vector<char> is_output(static_cast<size_t>(num_slots_), 0);
+  for (int slot : output_slots_) is_output[static_cast<size_t>(slot)] = 1;
+  std::vector<int> made_by(static_cast<size_t>(num_slots_), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (int k = 0; k < steps_[s].num_outputs; ++k) {
+      made_by[static_cast<size_t>(steps_[s].out_base + k)] = static_cast<int>(s);
+    }
+  }
+  // dependents[s + 1]: the movable Identities reading step s's output (s = -1: a feed/const).
+  std::vector<std::vector<int>> dependents(steps_.size() + 1);
+  std::vector<char> movable(steps_.size(), 0);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (st.kind != NodeKind::kKernel || st.op != "Identity" || st.in_slots.size() != 1 ||
+        st.num_outputs != 1 || !is_output[static_cast<size_t>(st.out_base)] ||
+        !graph_->node(st.node).control_inputs.empty()) {
+      continue;
+    }
+    movable[s] = 1;
+    dependents[static_cast<size_t>(made_by[static_cast<size_t>(st.in_slots[0])] + 1)].push_back(
+        static_cast<int>(s));
+  }
+  std::vector<Step> order;
+  order.reserve(steps_.size());
+  std::function<void(int)> emit_dependents = [&](int s) {
+    for (int m : dependents[static_cast<size_t>(s + 1)]) {
+      order.push_back(std::move(steps_[static_cast<size_t>(m)]));
+      emit_dependents(m);
+    }
+  };
+  emit_dependents(-1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (movable[s]) continue;
+    order.push_back(std::move(steps_[s]));
+    emit_dependents(static_cast<int>(s));
+  }
+  steps_ = std::move(order);
 }
 
 Status Executor::PlaceConstants() {
@@ -356,7 +411,8 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   return Status::OK();
 }
 
-Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs) {
+Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs,
+                                          const OutputReadyFn& on_ready) {
   if (inputs.size() != input_slots_.size()) {
     return InvalidArgumentError("graph '" + graph_->name() + "' takes " +
                                 std::to_string(input_slots_.size()) + " inputs, got " +
@@ -380,7 +436,20 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs) {
     }
   }
   Status status;
-  for (size_t s = 0; s < steps_.size() && status.ok(); ++s) status = RunStep(*rs, s);
+  if (on_ready) {
+    auto report = [&](const std::vector<int>& outputs) {
+      for (int i : outputs) {
+        on_ready(i, rs->values[static_cast<size_t>(output_slots_[static_cast<size_t>(i)])]);
+      }
+    };
+    report(outputs_at_start_);
+    for (size_t s = 0; s < steps_.size() && status.ok(); ++s) {
+      status = RunStep(*rs, s);
+      if (status.ok()) report(outputs_after_[s]);
+    }
+  } else {
+    for (size_t s = 0; s < steps_.size() && status.ok(); ++s) status = RunStep(*rs, s);
+  }
   if (status.ok() && !device_.is_cpu()) {
     // Kernels run asynchronously: a fault inside one surfaces here (or, with
     // TROUPE_GPU_SYNC=1, at the op itself; see RunStep).

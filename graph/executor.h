@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -38,9 +39,17 @@ class Executor {
                                                   ThreadPool* pool = ThreadPool::Default());
   ~Executor();
 
+  // Told each output as soon as the step that makes it has run, in schedule order (outputs
+  // that are feeds or constants come first). On a GPU the value's kernel has been enqueued on
+  // the device's stream, not necessarily finished. Lets a caller start on early outputs (a
+  // gradient's allreduce) while the rest of the graph still runs. An error returned by Run
+  // still applies to outputs already reported.
+  using OutputReadyFn = std::function<void(int output, const Tensor& value)>;
+
   // `inputs` feed graph->inputs in order (declared inputs, then captures). The caller has
   // checked them against the input specs.
-  Result<std::vector<Tensor>> Run(std::span<const Tensor> inputs);
+  Result<std::vector<Tensor>> Run(std::span<const Tensor> inputs,
+                                  const OutputReadyFn& on_ready = nullptr);
 
   int num_steps() const { return static_cast<int>(steps_.size()); }
   ExecutorStats stats() const;
@@ -70,6 +79,10 @@ class Executor {
 
   Executor(std::shared_ptr<const FuncGraph> graph, Device device, ThreadPool* pool);
   Status Build();
+  // Tracing ends each output with an Identity (as TF does), which creation order would run
+  // last; each runs right after the step that makes its input instead, so early outputs
+  // (gradients) are reported early. Identity has no side effects: only its input orders it.
+  void HoistOutputIdentities();
   // Picks the device's allocator and moves kernel-only constants to the device.
   Status PlaceConstants();
   std::unique_ptr<RunState> AcquireState();
@@ -90,7 +103,9 @@ class Executor {
   std::vector<int> input_slots_;
   std::vector<std::pair<int, Tensor>> const_slots_;
   std::vector<int> output_slots_;
-  std::vector<int> clear_slots_;  // slots still set after a successful run
+  std::vector<int> outputs_at_start_;            // outputs that no step makes
+  std::vector<std::vector<int>> outputs_after_;  // per step: the outputs it makes
+  std::vector<int> clear_slots_;                 // slots still set after a successful run
   std::vector<char> is_const_;
   std::vector<int> slot_home_;
   std::vector<int> flat_;  // per slot: the fast step whose cache owns it, or -1

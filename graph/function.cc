@@ -423,7 +423,8 @@ ExecutorStats ConcreteFunction::stats() const {
   return executor_ ? executor_->stats() : ExecutorStats{};
 }
 
-Result<std::vector<Tensor>> ConcreteFunction::RunFlat(std::span<const Tensor> inputs) {
+Result<std::vector<Tensor>> ConcreteFunction::RunFlat(std::span<const Tensor> inputs,
+                                                      const Executor::OutputReadyFn& on_ready) {
   if (inputs.size() != specs_.size()) {
     return InvalidArgumentError(name_ + " takes " + std::to_string(specs_.size()) +
                                 " tensor inputs, got " + std::to_string(inputs.size()));
@@ -432,7 +433,7 @@ Result<std::vector<Tensor>> ConcreteFunction::RunFlat(std::span<const Tensor> in
     TROUPE_RETURN_IF_ERROR(CheckInput(static_cast<int>(i), TensorSpec::From(inputs[i])));
   }
   TROUPE_ASSIGN_OR_RETURN(Executor * ex, GetExecutor());
-  return ex->Run(inputs);
+  return ex->Run(inputs, on_ready);
 }
 
 Result<std::vector<Value>> ConcreteFunction::CallInputs(std::vector<Value> inputs) {

@@ -169,7 +169,9 @@ class ConcreteFunction {
   // Works in any context: eager (runs), while tracing (inlines the graph).
   Result<std::vector<Value>> Call(const std::vector<Arg>& args, const Kwargs& kwargs = {});
   // Runs on the tensor parameters in order, after checking them against the specs.
-  Result<std::vector<Tensor>> RunFlat(std::span<const Tensor> inputs);
+  // `on_ready` hears each output as soon as it is made (Executor::OutputReadyFn).
+  Result<std::vector<Tensor>> RunFlat(std::span<const Tensor> inputs,
+                                      const Executor::OutputReadyFn& on_ready = nullptr);
 
   // "double(a)\n  Args:\n    a: string Tensor, shape=()\n  Returns:\n    string Tensor, shape=()"
   std::string SignatureString() const;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "collectives/in_process_communicator.h"
+#include "core/gpu.h"
 #include "tests/collectives/collective_testing.h"
 
 namespace troupe {
@@ -113,6 +114,22 @@ TEST(GradientBucketer, ErrorsNameTheGradient) {
   ASSERT_TRUE(b->MarkReady("b", *Tensor::Zeros(DType::kFloat32, TensorShape{2})).ok());
   EXPECT_TRUE(b->Finish().ok());
   EXPECT_FALSE(GradientBucketer::Create(comm.get(), {params[0], params[0]}).ok());
+}
+
+TEST(GradientBucketer, DeviceBucketsNeedTheDeviceAndGradientsThere) {
+  auto comm = Comm(1);
+  std::vector<Param> params = {{"w", DType::kFloat32, TensorShape{4}}};
+  BucketOptions o;
+  o.device = Device::Gpu(gpu::DeviceCount());  // one past the last visible GPU
+  auto b = GradientBucketer::Create(comm.get(), params, o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find(o.device.ToString()), std::string::npos) << b.status();
+  if (gpu::DeviceCount() == 0) return;
+  o.device = Device::Gpu(0);
+  b = GradientBucketer::Create(comm.get(), params, o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  Status s = (*b)->MarkReady("w", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
+  EXPECT_NE(s.message().find("gradient of 'w' is on cpu:0"), std::string::npos) << s;
 }
 
 }  // namespace

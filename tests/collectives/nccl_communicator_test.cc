@@ -9,7 +9,9 @@
 
 #include <cstring>
 
+#include "collectives/gradient_bucketer.h"
 #include "collectives/nccl_fold.h"
+#include "core/gpu.h"
 #include "tests/collectives/collective_testing.h"
 
 namespace troupe {
@@ -94,6 +96,47 @@ TEST(NcclCommunicator, OneRankEveryOpOnCpuAndGpuTensors) {
       }
     }
     EXPECT_TRUE((*comm)->Barrier()->Wait().ok());
+  }
+}
+
+// Gradients made by kernels still queued on the compute stream: the bucket copies and the
+// NCCL allreduce must wait for them (the call records an event; NCCL's stream waits on it)
+// without the caller synchronizing. A large copy queued first makes the race real.
+TEST(NcclCommunicator, DeviceBucketsFollowTheComputeStream) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  auto id = NcclCommunicator::NewUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto comm = NcclCommunicator::Create(ProcessGroup::SingleProcess(1), {}, *id, 0);
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  std::vector<GradientBucketer::Param> params;
+  for (int i = 0; i < 4; ++i) {
+    params.push_back({"p" + std::to_string(i), DType::kFloat32, TensorShape{1 << 16}});
+  }
+  BucketOptions o;
+  o.first_bucket_bytes = o.bucket_bytes = 1;  // one bucket per gradient
+  o.device = Device::Gpu(0);
+  auto bucketer = GradientBucketer::Create(comm->get(), params, o);
+  ASSERT_TRUE(bucketer.ok()) << bucketer.status();
+  Tensor big = *Tensor::Zeros(DType::kFloat32, TensorShape{1 << 26});  // 256 MiB
+  for (int step = 0; step < 3; ++step) {
+    // Keeps the compute stream busy while the gradients below are still to be written.
+    auto busy = gpu::CopyTo(big, Device::Gpu(0));
+    ASSERT_TRUE(busy.ok()) << busy.status();
+    std::vector<Tensor> grads;
+    for (int i = 3; i >= 0; --i) {
+      Tensor host = testing::MakeReplicaInput(DType::kFloat32, params[i].shape, 0, step * 4 + i);
+      auto dev = gpu::CopyTo(host, Device::Gpu(0));
+      ASSERT_TRUE(dev.ok()) << dev.status();
+      ASSERT_TRUE((*bucketer)->MarkReady(params[i].name, *dev).ok());
+      grads.push_back(*dev);
+    }
+    ASSERT_TRUE((*bucketer)->Finish().ok());
+    for (int k = 0; k < 4; ++k) {
+      const int i = 3 - k;
+      Tensor want = testing::MakeReplicaInput(DType::kFloat32, params[i].shape, 0, step * 4 + i);
+      EXPECT_EQ(testing::BitDiff(*gpu::ToHost(grads[static_cast<size_t>(k)]), want), "")
+          << "step " << step << " p" << i;
+    }
   }
 }
 

@@ -83,6 +83,40 @@ TEST(ExecutorTest, KernelErrorNamesGraphAndNode) {
   EXPECT_NE(out.status().message().find("node 'add'"), std::string::npos) << out.status();
 }
 
+// Outputs are reported as soon as the step that makes them has run, before later steps (a
+// stateful Print in between shows the order); feeds returned as outputs come first.
+TEST(ExecutorTest, ReportsEachOutputAsSoonAsItIsMade) {
+  auto g = std::make_shared<FuncGraph>("f");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{2}, DType::kFloat32, ""}, "x");
+    Value early = x * 2.0;
+    ASSERT_TRUE(Print({"between"}).ok());
+    Value late = early + 1.0;
+    g->outputs.push_back(late.node_out());
+    g->outputs.push_back(early.node_out());
+    g->outputs.push_back(x.node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  std::vector<std::string> log;
+  PrintSink previous = SetPrintSink([&](std::string_view line) { log.emplace_back(line); });
+  std::vector<Tensor> reported(3);
+  Tensor in[] = {Floats({1, 2}, {2})};
+  auto out = (*ex)->Run(in, [&](int i, const Tensor& t) {
+    log.push_back("output " + std::to_string(i));
+    reported[static_cast<size_t>(i)] = t;
+  });
+  SetPrintSink(previous);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(log, (std::vector<std::string>{"output 2", "output 1", "between", "output 0"}));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(reported[i].raw_data(), (*out)[i].raw_data()) << "output " << i;
+  }
+  EXPECT_EQ(reported[0].flat<float>()[1], 5.0f);
+}
+
 TEST(PrintTest, FormatsLikeTfPrint) {
   EXPECT_EQ(FormatTensorForPrint(Tensor::Scalar<int32_t>(10)), "10");
   EXPECT_EQ(FormatTensorForPrint(*Tensor::FromVector<int32_t>({4, 1}, {2})), "[4 1]");

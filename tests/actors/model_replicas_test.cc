@@ -1,0 +1,70 @@
+#include "actors/model_replicas.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace troupe::actors {
+namespace {
+
+Tensor Images(int64_t batch) {
+  Tensor t = *Tensor::Allocate(DType::kFloat32, TensorShape{batch, 28, 28, 1});
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = static_cast<float>((i * 37) % 255) / 255;
+  return t;
+}
+
+Tensor Labels(int64_t batch) {
+  Tensor t = *Tensor::Allocate(DType::kInt32, TensorShape{batch});
+  for (int64_t i = 0; i < batch; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  return t;
+}
+
+// Gradients are handed over as the backward pass makes them: last layer first, first layer
+// last (a report after the step would come in variable order), each exactly once and in the
+// very tensor the step returns, so a bucketer's in-place result reaches the optimizer.
+TEST(ModelReplicas, ReportsGradientsAsBackwardMakesThem) {
+  TrainConfig config;
+  auto replicas = ModelReplicas::Create(config, {Device::Cpu()});
+  ASSERT_TRUE(replicas.ok()) << replicas.status();
+  const int n = static_cast<int>((*replicas)->trainable().size());
+  ASSERT_EQ(n, 10);  // LeNet-5: 5 layers x (kernel, bias)
+  for (int run = 0; run < 2; ++run) {
+    std::vector<int> order;
+    std::vector<const void*> reported(static_cast<size_t>(n), nullptr);
+    auto out = (*replicas)->Step(0, Images(8), Labels(8), false, [&](int i, const Tensor& g) {
+      order.push_back(i);
+      reported[static_cast<size_t>(i)] = g.raw_data();
+    });
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(static_cast<int>(order.size()), n);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < n; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
+    EXPECT_GE(order.front(), n - 2) << "the output layer's gradients come first";
+    EXPECT_LE(order.back(), 1) << "the first conv layer's gradients come last";
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(reported[static_cast<size_t>(i)], out->grads[static_cast<size_t>(i)].raw_data());
+    }
+  }
+}
+
+// The same gradients, bit for bit, whether or not anyone listens.
+TEST(ModelReplicas, ListeningChangesNoBits) {
+  TrainConfig config;
+  auto replicas = ModelReplicas::Create(config, {Device::Cpu()});
+  ASSERT_TRUE(replicas.ok()) << replicas.status();
+  auto quiet = (*replicas)->Step(0, Images(16), Labels(16));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  std::vector<Tensor> want;
+  for (const Tensor& g : quiet->grads) want.push_back(g.DeepCopy());
+  auto heard = (*replicas)->Step(0, Images(16), Labels(16), false, [](int, const Tensor&) {});
+  ASSERT_TRUE(heard.ok()) << heard.status();
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(want[i].BitEqual(heard->grads[i])) << "gradient " << i;
+  }
+  EXPECT_EQ(quiet->loss_sum, heard->loss_sum);
+}
+
+}  // namespace
+}  // namespace troupe::actors
