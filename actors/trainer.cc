@@ -221,6 +221,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   const bool reduce = nccl || !device_grads;
   BucketOptions bopts;
   bopts.bucket_bytes = static_cast<size_t>(config.bucket_mib * (1 << 20));
+  // Buckets smaller than the default 1 MiB first bucket make every bucket that small.
+  bopts.first_bucket_bytes = std::min(bopts.first_bucket_bytes, bopts.bucket_bytes);
   // NCCL reduces the gradients where the backward pass makes them.
   if (nccl) bopts.device = replica_devices[0];
   TROUPE_ASSIGN_OR_RETURN(auto bucketer,
