@@ -1,5 +1,5 @@
-// Internal to graph/function*.cc: how tensor specs are printed and matched in signatures and
-// trace lookups, shared by Arg, ConcreteFunction and Function.
+// Internal to graph/: how tensor specs are printed and matched in signatures, trace lookups
+// and value descriptions (Arg, ConcreteFunction, Function, Value).
 #pragma once
 
 #include <string>
@@ -9,7 +9,7 @@
 
 namespace troupe::internal {
 
-// Python's spelling of a shape: "(2, None)", "(3,)", "<unknown>".
+// TF prints shapes as Python tuples: "()", "(None,)", "(2, None)"; "<unknown>" without a rank.
 std::string PyShape(const TensorShape& shape);
 // "float32 Tensor, shape=(2, None)"
 std::string TensorDesc(const TensorSpec& s);

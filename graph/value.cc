@@ -1,6 +1,7 @@
 #include "graph/value.h"
 
 #include "graph/func_graph.h"
+#include "graph/function_internal.h"
 #include "graph/graph_op.h"
 #include "graph/tape.h"
 #include "graph/variable.h"
@@ -13,18 +14,6 @@ thread_local std::vector<std::shared_ptr<FuncGraph>> g_graph_stack;
 const TensorShape& EmptyShape() {
   static const TensorShape* shape = new TensorShape();
   return *shape;
-}
-
-// TF prints shapes as Python tuples: (), (None,), (2, 2).
-std::string PyShape(const TensorShape& shape) {
-  if (shape.unknown_rank()) return "<unknown>";
-  std::string out = "(";
-  for (int i = 0; i < shape.rank(); ++i) {
-    if (i) out += ", ";
-    out += shape.dim(i) < 0 ? "None" : std::to_string(shape.dim(i));
-  }
-  if (shape.rank() == 1) out += ",";
-  return out + ")";
 }
 
 // As many error values as `op` has outputs, so callers may index any output.
@@ -91,7 +80,7 @@ std::string Value::ToString() const {
   if (graph_) {
     const TensorSpec& s = graph_->spec(out_);
     std::string out = "Tensor(\"" + graph_->OutputName(out_) + "\"";
-    if (!s.shape.unknown_rank()) out += ", shape=" + PyShape(s.shape);
+    if (!s.shape.unknown_rank()) out += ", shape=" + internal::PyShape(s.shape);
     return out + ", dtype=" + std::string(DTypeName(s.dtype)) + ")";
   }
   if (!tensor_.initialized()) return "<undefined>";
