@@ -1,0 +1,66 @@
+// ckpt_tool write / dump: a tensor bundle with exactly the manifest's keys, and every tensor of
+// a bundle back out.
+#include <cstdlib>
+#include <string>
+
+#include "checkpoint/bundle_reader.h"
+#include "checkpoint/bundle_writer.h"
+#include "checkpoint/checkpoint_state.h"
+#include "checkpoint/file_util.h"
+#include "core/dtype.h"
+#include "tests/checkpoint/ckpt_tool.h"
+
+namespace troupe::ckpt::tool {
+
+int Write(int argc, char** argv) {
+  if (argc < 4) return Fail(InvalidArgumentError("write PREFIX MANIFEST [flags]"));
+  BundleWriterOptions options;
+  for (int i = 4; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--shards" && i + 1 < argc) {
+      options.num_shards = std::atoi(argv[++i]);
+    } else if (flag == "--block-size" && i + 1 < argc) {
+      options.index.block_size = static_cast<size_t>(std::atoll(argv[++i]));
+    } else if (flag == "--snappy-index") {
+      options.index.snappy = true;
+    } else {
+      return Fail(InvalidArgumentError("unknown write flag " + flag));
+    }
+  }
+  auto lines = ReadManifest(argv[3]);
+  if (!lines.ok()) return Fail(lines.status());
+  auto writer = BundleWriter::Create(argv[2], options);
+  if (!writer.ok()) return Fail(writer.status());
+  for (const auto& m : *lines) {
+    auto t = LoadTensor(m);
+    if (!t.ok()) return Fail(t.status());
+    Status s = m.shard >= 0 ? (*writer)->AddToShard(m.key, *t, m.shard) : (*writer)->Add(m.key, *t);
+    if (!s.ok()) return Fail(s);
+  }
+  Status s = (*writer)->Finish();
+  return s.ok() ? 0 : Fail(s);
+}
+
+int Dump(int argc, char** argv) {
+  if (argc < 4) return Fail(InvalidArgumentError("dump PREFIX OUTDIR"));
+  auto prefix = ResolveCheckpointPrefix(argv[2]);
+  if (!prefix.ok()) return Fail(prefix.status());
+  auto reader = BundleReader::Open(*prefix);
+  if (!reader.ok()) return Fail(reader.status());
+  std::string out = argv[3];
+  if (Status s = CreateDirectories(out); !s.ok()) return Fail(s);
+  std::string manifest;
+  int i = 0;
+  for (const BundleEntry& e : (*reader)->entries()) {
+    auto t = (*reader)->Read(e.key);
+    if (!t.ok()) return Fail(t.status());
+    std::string file = "t" + std::to_string(i++) + ".bin";
+    if (Status s = SaveTensor(*t, JoinPath(out, file)); !s.ok()) return Fail(s);
+    manifest += e.key + "\t" + std::string(DTypeName(t->dtype())) + "\t" + Dims(t->shape()) + "\t" +
+                file + "\n";
+  }
+  Status s = WriteFileAtomically(JoinPath(out, "manifest.tsv"), manifest);
+  return s.ok() ? 0 : Fail(s);
+}
+
+}  // namespace troupe::ckpt::tool
