@@ -1,6 +1,7 @@
-// Internal: the CUDA launchers of random_kernels.cu, called by random_gpu.cc. Plain parameters
-// only (no CUDA types); every launcher enqueues on `stream` (a cudaStream_t) and returns the
-// launch error as a Status naming `op`.
+// Internal: the CUDA launchers of random_philox_kernels.cu and random_threefry_kernels.cu (and
+// the copy in random_copy.cu), called by random_gpu.cc. Plain parameters only (no CUDA types);
+// every launcher enqueues on `stream` (a cudaStream_t) and returns the launch error as a Status
+// naming `op`.
 #pragma once
 
 #include <cstddef>
