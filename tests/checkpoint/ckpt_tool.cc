@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   if (cmd == "tree-read") return TreeRead(argc, argv);
   if (cmd == "crash-writer") return CrashWriter(argc, argv);
   if (cmd == "verify-latest") return VerifyLatest(argc, argv);
-  std::cerr << "usage: ckpt_tool write|dump|keras-write|keras-read|crash-writer|verify-latest "
-               "...\n";
+  std::cerr << "usage: ckpt_tool write|dump|keras-write|keras-read|tree-write|tree-read|"
+               "crash-writer|verify-latest ...\n";
   return 2;
 }
