@@ -177,13 +177,7 @@ Result<std::vector<Value>> ConcreteFunction::Call(const std::vector<Arg>& args,
 Result<std::vector<Tensor>> ConcreteFunction::Run(const std::vector<Arg>& args,
                                                   const Kwargs& kwargs) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<Value> out, Call(args, kwargs));
-  std::vector<Tensor> tensors;
-  tensors.reserve(out.size());
-  for (const Value& v : out) {
-    TROUPE_ASSIGN_OR_RETURN(Tensor t, v.tensor());
-    tensors.push_back(std::move(t));
-  }
-  return tensors;
+  return internal::TensorsOf(out);
 }
 
 }  // namespace troupe

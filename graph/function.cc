@@ -393,13 +393,7 @@ Result<std::vector<Value>> Function::Call(const std::vector<Arg>& args, const Kw
 
 Result<std::vector<Tensor>> Function::Run(const std::vector<Arg>& args, const Kwargs& kwargs) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<Value> out, Call(args, kwargs));
-  std::vector<Tensor> tensors;
-  tensors.reserve(out.size());
-  for (const Value& v : out) {
-    TROUPE_ASSIGN_OR_RETURN(Tensor t, v.tensor());
-    tensors.push_back(std::move(t));
-  }
-  return tensors;
+  return internal::TensorsOf(out);
 }
 
 Result<Tensor> Function::Run1(const std::vector<Arg>& args, const Kwargs& kwargs) {

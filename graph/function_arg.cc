@@ -31,6 +31,16 @@ bool IsSubtype(const TensorSpec& call, const TensorSpec& traced) {
   return true;
 }
 
+Result<std::vector<Tensor>> TensorsOf(const std::vector<Value>& values) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(values.size());
+  for (const Value& v : values) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, v.tensor());
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
 }  // namespace internal
 
 using internal::TensorDesc;
