@@ -77,7 +77,8 @@ void* CachingAllocator::Allocate(size_t bytes) {
       return cudaMalloc(out, size);
     };
     cudaError_t err = malloc_within_limit(&ptr);
-    if (err != cudaSuccess) {
+    // After a kernel fault (sticky error) every call fails: freeing the cache cannot help.
+    if (err != cudaSuccess && !IsStickyCudaError(err)) {
       // Clear the (non-sticky) failure so CheckLastError does not blame the next kernel, give
       // every cached block back once the stream is done with it, and try once more.
       cudaGetLastError();
@@ -119,7 +120,10 @@ void CachingAllocator::Deallocate(void* ptr, size_t) {
 
 void CachingAllocator::FreeCachedLocked() {
   for (auto& [size, ptr] : free_) {
-    cudaFree(ptr);
+    // Errors are ignored: after a kernel fault cudaFree fails like every other call, and the
+    // blocks go away with the process. A failure must not be left for CheckLastError to blame
+    // on the next kernel.
+    if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
     stats_.cached -= size;
   }
   free_.clear();
@@ -165,6 +169,11 @@ std::string DescribeOutOfMemory(int index, size_t bytes) {
   const std::string device = "gpu:" + std::to_string(index);
   Result<internal::DeviceState*> s = internal::Activate(index);
   if (!s.ok()) return s.status().message();
+  internal::CachingAllocator::Failure failure = (*s)->allocator->last_failure();
+  if (failure.bytes == bytes && IsStickyCudaError(failure.error)) {
+    // Not a lack of memory: an earlier kernel faulted and every CUDA call now fails.
+    return CudaError(index, "cudaMalloc of " + HumanBytes(bytes), failure.error).message();
+  }
   AllocatorStats stats = (*s)->allocator->Stats();
   std::string msg = device + ": out of memory allocating " + HumanBytes(bytes) + " (" +
                     std::to_string(bytes) + " bytes) (in use " + HumanBytes(stats.in_use) +
@@ -176,7 +185,6 @@ std::string DescribeOutOfMemory(int index, size_t bytes) {
     cudaGetLastError();
   }
   msg += ")";
-  internal::CachingAllocator::Failure failure = (*s)->allocator->last_failure();
   if (failure.bytes == bytes && failure.error != cudaSuccess &&
       failure.error != cudaErrorMemoryAllocation) {
     msg += std::string("; cudaMalloc: ") + cudaGetErrorString(failure.error);

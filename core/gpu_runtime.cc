@@ -183,7 +183,10 @@ Status Synchronize(int index) {
 }
 
 Status CheckLastError(int index, std::string_view op) {
-  TROUPE_ASSIGN_OR_RETURN(internal::DeviceState * s, internal::Activate(index));
+  Result<internal::DeviceState*> state = internal::Activate(index);
+  // After a fault even cudaSetDevice may fail with it: still say what was being checked.
+  if (!state.ok()) return state.status().WithContext(op);
+  internal::DeviceState* s = *state;
   cudaError_t err = cudaGetLastError();
   if (err == cudaSuccess) {
     // A kernel fault (illegal address, trap) corrupts the context; the error is sticky and
@@ -191,6 +194,8 @@ Status CheckLastError(int index, std::string_view op) {
     err = cudaStreamQuery(s->stream);
     if (err == cudaErrorNotReady) err = cudaSuccess;
   }
+  // CudaError adds, for a fault, that TROUPE_GPU_SYNC=1 names the op and that the process must
+  // restart.
   if (err != cudaSuccess) return CudaError(index, op, err);
   return Status::OK();
 }

@@ -96,6 +96,28 @@ std::vector<std::string> OpRegistry::OpNames() const {
   return names;
 }
 
+std::vector<std::string> OpRegistry::KernelOpNames(Device::Type device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  for (const auto& [key, kernel] : kernels_) {
+    if (key.second == device) names.push_back(key.first);
+  }
+  return names;
+}
+
+Status OpRegistry::WrapKernel(std::string_view op, Device::Type device,
+                              const std::function<KernelFn(KernelFn)>& wrap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(std::make_pair(std::string(op), device));
+  if (it == kernels_.end()) {
+    return NotFoundError("no " + std::string(device == Device::Type::kCpu ? "CPU" : "GPU") +
+                         " kernel for op '" + std::string(op) + "' to wrap");
+  }
+  KernelFn wrapped = wrap(std::move(*it->second));
+  *it->second = std::move(wrapped);
+  return Status::OK();
+}
+
 Result<std::vector<Tensor>> RunOp(std::string_view op, std::span<const Tensor> inputs,
                                   const AttrMap& attrs, Device device) {
   OpRegistry& registry = OpRegistry::Global();

@@ -88,6 +88,14 @@ class OpRegistry {
   Result<const OpDef*> LookupOp(std::string_view name) const;
   Result<const KernelFn*> LookupKernel(std::string_view name, Device::Type device) const;
   std::vector<std::string> OpNames() const;
+  // Ops with a kernel for `device`, sorted.
+  std::vector<std::string> KernelOpNames(Device::Type device) const;
+
+  // Replaces the kernel of `op` on `device` by wrap(kernel) (NotFound without one). For
+  // registration-time decorators such as the GPU fault injector: the pointer LookupKernel hands
+  // out stays the same and calls the new function, so wrap only before kernels run.
+  Status WrapKernel(std::string_view op, Device::Type device,
+                    const std::function<KernelFn(KernelFn)>& wrap);
 
  private:
   mutable std::mutex mu_;

@@ -1,3 +1,4 @@
+#include "kernels/cuda/fault_injection.h"
 #include "kernels/cuda/gpu_kernels.h"
 
 namespace troupe {
@@ -11,6 +12,8 @@ void RegisterGpuKernels(OpRegistry& registry) {
   RegisterGpuReductionKernels(registry);
   RegisterGpuSoftmaxKernels(registry);
   RegisterGpuArrayKernels(registry);
+  // Last: wraps every kernel registered above (fault reports, TROUPE_GPU_INJECT_FAULT).
+  InstallGpuFaultHandling(registry);
 }
 
 }  // namespace troupe

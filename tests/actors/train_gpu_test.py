@@ -3,7 +3,10 @@
   - the NCCL backend (one replica, one rank) gives the same bits as the host reduction;
   - two replicas sharing one GPU (replicas_per_gpu = 2) train;
   - one epoch on the GPU reaches the CPU's test accuracy (within 1 point);
-  - running out of GPU memory is a clear error that leaves the checkpoints as they were.
+  - running out of GPU memory is a clear error that leaves the checkpoints as they were;
+  - a real fault inside a kernel (TROUPE_GPU_INJECT_FAULT) stops the job with exit 1 and an
+    error naming the device, the illegal access and TROUPE_GPU_SYNC (with TROUPE_GPU_SYNC=1:
+    the op), leaves the checkpoints as they were, and a plain resume then matches.
 Exits 77 (reported as skipped) where no GPU is visible."""
 import os
 import re
@@ -62,6 +65,51 @@ try:
     after = {f: open(os.path.join(ckpts, f), "rb").read() for f in sorted(os.listdir(ckpts))}
     assert before == after, "checkpoints changed after the out-of-memory failure"
     print("out of memory: " + p.stderr.strip().splitlines()[-1][:300])
+
+    # A real CUDA fault inside a kernel while resuming: TROUPE_GPU_INJECT_FAULT queues a write
+    # through an invalid pointer after the N-th Conv2DBackpropFilter (two per step), part-way
+    # through. Exit 1 (not a signal, not a hang), an error naming the device, the illegal access
+    # and TROUPE_GPU_SYNC=1 (which, set, names the op), the checkpoints exactly as they were,
+    # and a plain resume afterwards gives the uninterrupted run's bits.
+    def snapshot(d):
+        files = {}
+        for root, _, names in os.walk(d):
+            for name in names:
+                path = os.path.join(root, name)
+                files[os.path.relpath(path, d)] = open(path, "rb").read()
+        return files
+
+    fdir = os.path.join(base, "fault")
+    train(fdir, STEPS // 2, 1, extra=GPU)
+    fckpts = os.path.join(fdir, "checkpoints")
+    before = snapshot(fckpts)
+    assert "checkpoint" in before, sorted(before)
+    fault = "Conv2DBackpropFilter:%d" % max(1, STEPS // 4)
+    for sync in (False, True):
+        env = dict(os.environ, TROUPE_GPU_INJECT_FAULT=fault)
+        env.pop("TROUPE_GPU_SYNC", None)
+        if sync:
+            env["TROUPE_GPU_SYNC"] = "1"
+        cmd = [BIN, "train", CONFIG] + settings(fdir, STEPS, 1, GPU)
+        try:
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError("GPU fault (TROUPE_GPU_SYNC=%d): no exit within 300 s:\n%s\n%s"
+                                 % (sync, e.stdout, e.stderr))
+        what = "GPU fault (TROUPE_GPU_SYNC=%d)" % sync
+        assert p.returncode == 1, (what, p.returncode, p.stdout, p.stderr)
+        errors = [l for l in p.stderr.splitlines() if "illegal memory access" in l]
+        assert errors, (what, p.stderr)
+        assert any("gpu:0" in l and "TROUPE_GPU_SYNC=1" in l for l in errors), (what, p.stderr)
+        if sync:
+            assert any("Conv2DBackpropFilter" in l for l in errors), (what, p.stderr)
+        assert snapshot(fckpts) == before, what + ": the checkpoints changed"
+        print("%s: %s" % (what, errors[-1][:400]))
+    p = train(fdir, STEPS, 1, extra=GPU)
+    assert "resuming from" in p.stdout, p.stdout
+    r = ckpt_diff(os.path.join(a, "checkpoints"), fckpts)
+    assert r.returncode == 0, "GPU run resumed after a fault differs:\n" + r.stdout + r.stderr
+    print("resumed after a GPU fault == uninterrupted")
 
     shared = os.path.join(base, "shared")
     train(shared, 20, 2, extra=GPU + ["train.replicas_per_gpu=2"])
