@@ -31,8 +31,14 @@ std::vector<Value> BatchMetrics(const Value& labels, const Value& logits, Value*
   return {Sum(per_example), correct};
 }
 
-Result<double> ScalarOf(const Tensor& metric) {
-  TROUPE_ASSIGN_OR_RETURN(Tensor t, gpu::ToHost(metric));
+// `graph` names the function in errors: a GPU fault often surfaces first in this copy.
+Result<double> ScalarOf(const Tensor& metric, const char* graph) {
+  Result<Tensor> host = gpu::ToHost(metric);
+  if (!host.ok()) {
+    return host.status().WithContext(std::string("reading ") + graph + "'s metrics from " +
+                                     metric.device().ToString());
+  }
+  const Tensor& t = *host;
   if (t.num_elements() != 1 || t.dtype() != DType::kFloat32) {
     return InternalError("expected a float32 scalar metric, got " + t.DebugString());
   }
@@ -149,8 +155,8 @@ Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor
     return InternalError("train_step returned " + std::to_string(out.size()) + " tensors");
   }
   StepOutput s;
-  TROUPE_ASSIGN_OR_RETURN(s.loss_sum, ScalarOf(out[0]));
-  TROUPE_ASSIGN_OR_RETURN(s.correct, ScalarOf(out[1]));
+  TROUPE_ASSIGN_OR_RETURN(s.loss_sum, ScalarOf(out[0], "train_step"));
+  TROUPE_ASSIGN_OR_RETURN(s.correct, ScalarOf(out[1], "train_step"));
   s.grads.assign(out.begin() + kMetrics, out.end());
   for (size_t i = 0; i < s.grads.size(); ++i) {
     if (moved[i].initialized()) s.grads[i] = std::move(moved[i]);
@@ -167,8 +173,8 @@ Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const Tensor& i
                                                           const Tensor& labels) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                           evals_[static_cast<size_t>(r)]->Run({images, labels}));
-  TROUPE_ASSIGN_OR_RETURN(double loss, ScalarOf(out[0]));
-  TROUPE_ASSIGN_OR_RETURN(double correct, ScalarOf(out[1]));
+  TROUPE_ASSIGN_OR_RETURN(double loss, ScalarOf(out[0], "eval_step"));
+  TROUPE_ASSIGN_OR_RETURN(double correct, ScalarOf(out[1], "eval_step"));
   return std::make_pair(loss, correct);
 }
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "collectives/nccl_fold.h"
-#include "core/gpu.h"
+#include "core/cuda_util.h"
 
 namespace troupe {
 namespace {
@@ -74,7 +74,8 @@ struct NcclCommunicator::State {
   ~State() {
     cudaSetDevice(device);
     if (comm != nullptr) {
-      if (aborted) {
+      // After a kernel fault the context is gone: a clean destroy could wait forever.
+      if (aborted || gpu::IsStickyCudaError(cudaPeekAtLastError())) {
         ncclCommAbort(comm);
       } else {
         ncclCommDestroy(comm);
@@ -288,7 +289,7 @@ Status NcclCommunicator::CaptureCallerState(Op& op) {
   for (const Tensor& t : op.outputs) on_device |= !t.device().is_cpu();
   if (!on_device) return Status::OK();
   // Also makes the device current on this thread, so the event is created on it.
-  auto* compute = static_cast<cudaStream_t>(gpu::Stream(state_->device));
+  cudaStream_t compute = gpu::CudaStream(state_->device);
   if (compute == nullptr) {
     return UnavailableError("NCCL: gpu:" + std::to_string(state_->device) +
                             " has no compute stream to order the collective after");
