@@ -6,6 +6,22 @@
 #include "core/logging.h"
 
 namespace troupe {
+namespace {
+
+// Allgather and reduce_scatter outputs (already checked among themselves) must have the
+// inputs' dtype and the shape `expected` derives from the inputs' shape.
+Status CheckOutputsMatch(const char* what, const Tensor& input, const Tensor& output,
+                         const Result<TensorShape>& expected) {
+  TROUPE_RETURN_IF_ERROR(expected.status());
+  if (output.dtype() == input.dtype() && output.shape() == *expected) return Status::OK();
+  const std::string dtype(DTypeName(input.dtype()));
+  return InvalidArgumentError(std::string(what) + ": outputs are " +
+                              std::string(DTypeName(output.dtype())) + output.shape().ToString() +
+                              " but inputs " + dtype + input.shape().ToString() + " need " + dtype +
+                              expected->ToString());
+}
+
+}  // namespace
 
 Communicator::Communicator(ProcessGroup group, CollectiveOptions options)
     : group_(std::move(group)), options_(options) {
@@ -133,14 +149,8 @@ WorkPtr Communicator::AllGather(std::vector<Tensor> inputs, std::vector<Tensor> 
   DType out_dtype = DType::kInvalid;
   if (o.local_error.ok()) o.local_error = ValidateLocal(outputs, "allgather outputs", &out_dtype);
   if (o.local_error.ok()) {
-    auto shape = AllGatherShape(inputs[0].shape(), group_.num_replicas());
-    if (out_dtype != o.dtype || outputs[0].shape() != *shape) {
-      o.local_error =
-          InvalidArgumentError("allgather: outputs are " + std::string(DTypeName(out_dtype)) +
-                               outputs[0].shape().ToString() + " but inputs " +
-                               std::string(DTypeName(o.dtype)) + inputs[0].shape().ToString() +
-                               " need " + std::string(DTypeName(o.dtype)) + shape->ToString());
-    }
+    o.local_error = CheckOutputsMatch("allgather", inputs[0], outputs[0],
+                                      AllGatherShape(inputs[0].shape(), group_.num_replicas()));
   }
   o.inputs = std::move(inputs);
   o.outputs = std::move(outputs);
@@ -158,16 +168,8 @@ WorkPtr Communicator::ReduceScatter(std::vector<Tensor> inputs, std::vector<Tens
     o.local_error = ValidateLocal(outputs, "reduce_scatter outputs", &out_dtype);
   }
   if (o.local_error.ok()) {
-    auto shape = ReduceScatterShape(inputs[0].shape(), group_.num_replicas());
-    if (!shape.ok()) {
-      o.local_error = shape.status();
-    } else if (out_dtype != o.dtype || outputs[0].shape() != *shape) {
-      o.local_error =
-          InvalidArgumentError("reduce_scatter: outputs are " + std::string(DTypeName(out_dtype)) +
-                               outputs[0].shape().ToString() + " but inputs " +
-                               std::string(DTypeName(o.dtype)) + inputs[0].shape().ToString() +
-                               " need " + std::string(DTypeName(o.dtype)) + shape->ToString());
-    }
+    o.local_error = CheckOutputsMatch("reduce_scatter", inputs[0], outputs[0],
+                                      ReduceScatterShape(inputs[0].shape(), group_.num_replicas()));
   }
   o.inputs = std::move(inputs);
   o.outputs = std::move(outputs);

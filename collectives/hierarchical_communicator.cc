@@ -4,11 +4,10 @@
 #include <cstring>
 #include <numeric>
 
-#include "collectives/in_process_communicator.h"
+#include "collectives/backend_plans.h"
 #include "collectives/mpi_bootstrap.h"
 #include "collectives/mpi_collectives.h"
 #include "collectives/mpi_communicator.h"
-#include "collectives/shm_communicator.h"
 
 namespace troupe {
 
@@ -66,9 +65,7 @@ HierarchicalCommunicator::HierarchicalCommunicator(ProcessGroup group, Collectiv
     : Communicator(std::move(group), options) {
   host_ranks_ = group_.RanksOnHost(group_.host());
   host_order_ = ReplicaFoldOrder(group_, host_ranks_);
-  std::vector<int> all(static_cast<size_t>(group_.world_size));
-  std::iota(all.begin(), all.end(), 0);
-  world_order_ = ReplicaFoldOrder(group_, all);
+  world_order_ = ReplicaFoldOrder(group_);
   // Runs of consecutive replica ids on one host, in id order; [begin, end) index that host's
   // contributions in its own fold order.
   std::vector<int> next_on_host(static_cast<size_t>(group_.num_hosts()), 0);
@@ -127,11 +124,8 @@ Status HierarchicalCommunicator::ChainStep(const Op& op, int64_t n,
 }
 
 Status HierarchicalCommunicator::RunAllReduce(Op& op) {
-  const int k = group_.local_size;
-  const int me = group_.local_rank;
   const size_t esize = DTypeSize(op.dtype);
-  std::vector<void*> outs;
-  for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
+  const std::vector<void*> outs = DataPointers(op.outputs);
   ReducePlan plan;
   plan.dtype = op.dtype;
   plan.op = op.reduce_op;
@@ -139,20 +133,16 @@ Status HierarchicalCommunicator::RunAllReduce(Op& op) {
   const Deadline deadline = op.deadline;
   if (options_.deterministic) {
     plan.order = host_order_;
-    for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
+    plan.my_inputs = ConstDataPointers(op.inputs);
     plan.owner_step = [&](int, int64_t, int64_t n, const std::vector<const void*>& srcs,
                           const std::vector<void*>& dsts) {
       return ChainStep(op, n, srcs, dsts, deadline);
     };
   } else {
     const ReduceOp local = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
-    if (outs.size() > 1) {
-      std::vector<const void*> srcs;
-      for (const Tensor& t : op.inputs) srcs.push_back(t.raw_data());
-      ParallelFold(op.dtype, local, srcs, {outs[0]}, op.count, 1);
-    }
+    PreReduceLocal(op.dtype, op.reduce_op, op.inputs, outs[0], op.count);
     layout = &per_process_;
-    for (int r = 0; r < k; ++r) plan.order.push_back({r, 0});
+    for (int r = 0; r < group_.local_size; ++r) plan.order.push_back({r, 0});
     plan.my_inputs = {outs[0]};
     plan.owner_step = [&, local](int, int64_t, int64_t n, const std::vector<const void*>& srcs,
                                  const std::vector<void*>& dsts) -> Status {
@@ -168,19 +158,7 @@ Status HierarchicalCommunicator::RunAllReduce(Op& op) {
       return Status::OK();
     };
   }
-  const auto bounds = EvenBounds(op.count, k, 64 / static_cast<int64_t>(esize));
-  for (int j = 0; j < k; ++j) {
-    ReducePlan::Segment s;
-    s.begin = bounds[j];
-    s.end = bounds[j + 1];
-    s.owner = j;
-    s.publish = true;
-    if (j == me) {
-      for (void* o : outs) s.dsts.push_back(static_cast<char*>(o) + s.begin * esize);
-    }
-    plan.segments.push_back(std::move(s));
-  }
-  plan.copy_out = outs;
+  AddAllReduceSegments(op.count, group_.local_size, group_.local_rank, outs, &plan);
   return ShmReduce(*layout, plan, op.deadline);
 }
 
@@ -190,50 +168,17 @@ Status HierarchicalCommunicator::Run(Op& op) {
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
       return RunAllReduce(op);
-    case CollectiveKind::kReduceScatter: {
-      const int n = group_.num_replicas();
-      const int64_t chunk = op.count / n;
-      const auto& my_ids = group_.local_replica_ids();
-      ReducePlan plan;
-      plan.dtype = op.dtype;
-      plan.op = op.reduce_op;
-      plan.mean_divisor = n;
-      plan.order = world_order_;
-      for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
-      for (int g = 0; g < n; ++g) {
-        ReducePlan::Segment s;
-        s.begin = g * chunk;
-        s.end = (g + 1) * chunk;
-        s.owner = group_.RankOfReplica(g);
-        if (s.owner == group_.world_rank) {
-          s.dsts.push_back(
-              op.outputs[std::find(my_ids.begin(), my_ids.end(), g) - my_ids.begin()].raw_data());
-        }
-        plan.segments.push_back(std::move(s));
-      }
-      return MpiReduce(*world_, plan, static_cast<int64_t>(options_.piece_bytes / esize),
-                       op.deadline);
-    }
-    case CollectiveKind::kAllGather: {
-      std::vector<const void*> ins;
-      std::vector<void*> outs;
-      for (const Tensor& t : op.inputs) ins.push_back(t.raw_data());
-      for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
-      return MpiAllGather(*world_, group_.replica_ids, ins, outs, bytes, op.deadline);
-    }
-    case CollectiveKind::kBroadcast: {
-      const int root_rank = group_.RankOfReplica(op.root);
-      void* buffer = op.outputs[0].raw_data();
-      if (root_rank == group_.world_rank) {
-        const auto& ids = group_.local_replica_ids();
-        buffer = op.outputs[std::find(ids.begin(), ids.end(), op.root) - ids.begin()].raw_data();
-      }
-      TROUPE_RETURN_IF_ERROR(MpiBroadcast(*world_, root_rank, buffer, bytes, op.deadline));
-      std::vector<void*> outs;
-      for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
-      ParallelCopy(buffer, outs, bytes);
-      return Status::OK();
-    }
+    case CollectiveKind::kReduceScatter:
+      return MpiReduce(*world_,
+                       ReduceScatterPlan(group_, op.dtype, op.reduce_op, op.count, world_order_,
+                                         op.inputs, op.outputs),
+                       static_cast<int64_t>(options_.piece_bytes / esize), op.deadline);
+    case CollectiveKind::kAllGather:
+      return MpiAllGather(*world_, group_.replica_ids, ConstDataPointers(op.inputs),
+                          DataPointers(op.outputs), bytes, op.deadline);
+    case CollectiveKind::kBroadcast:
+      return MpiBroadcastReplica(*world_, group_, op.root, DataPointers(op.outputs), bytes,
+                                 op.deadline);
     case CollectiveKind::kBarrier:
       return Status::OK();
   }

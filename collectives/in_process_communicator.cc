@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/backend_plans.h"
 #include "core/thread_pool.h"
 
 namespace troupe {
@@ -68,18 +69,13 @@ Status InProcessCommunicator::Run(Op& op) {
   switch (op.kind) {
     case CollectiveKind::kAllReduce: {
       std::vector<const void*> srcs;
-      std::vector<void*> dsts;
       for (int i : order) srcs.push_back(op.inputs[i].raw_data());
-      for (const Tensor& t : op.outputs) dsts.push_back(t.raw_data());
-      ParallelFold(op.dtype, op.reduce_op, srcs, dsts, op.count, n);
+      ParallelFold(op.dtype, op.reduce_op, srcs, DataPointers(op.outputs), op.count, n);
       return Status::OK();
     }
     case CollectiveKind::kBroadcast: {
-      const auto& ids = group_.local_replica_ids();
-      const int root = static_cast<int>(std::find(ids.begin(), ids.end(), op.root) - ids.begin());
-      std::vector<void*> dsts;
-      for (const Tensor& t : op.outputs) dsts.push_back(t.raw_data());
-      ParallelCopy(op.inputs[root].raw_data(), dsts, op.inputs[root].byte_size());
+      const Tensor& root = op.inputs[group_.LocalIndexOfReplica(op.root)];
+      ParallelCopy(root.raw_data(), DataPointers(op.outputs), root.byte_size());
       return Status::OK();
     }
     case CollectiveKind::kAllGather: {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "collectives/in_process_communicator.h"
 #include "collectives/mpi_bootstrap.h"
 #include "core/dtype_traits.h"
 
@@ -241,6 +242,16 @@ Status MpiBroadcast(MpiChannel& channel, int root, void* buffer, size_t bytes, D
     b.AddCollective(req);
     TROUPE_RETURN_IF_ERROR(channel.Wait(b, deadline, "broadcast"));
   }
+  return Status::OK();
+}
+
+Status MpiBroadcastReplica(MpiChannel& channel, const ProcessGroup& group, int root_replica,
+                           const std::vector<void*>& outputs, size_t bytes, Deadline deadline) {
+  const int root_rank = group.RankOfReplica(root_replica);
+  void* buffer = outputs[0];
+  if (root_rank == group.world_rank) buffer = outputs[group.LocalIndexOfReplica(root_replica)];
+  TROUPE_RETURN_IF_ERROR(MpiBroadcast(channel, root_rank, buffer, bytes, deadline));
+  ParallelCopy(buffer, outputs, bytes);
   return Status::OK();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/mpi_channel.h"
+#include "collectives/process_group.h"
 #include "collectives/reduce_plan.h"
 
 namespace troupe {
@@ -25,6 +26,12 @@ Status MpiAllGather(MpiChannel& channel, const std::vector<std::vector<int>>& id
 
 // MPI_Ibcast of `bytes` from `root`'s buffer into everyone's.
 Status MpiBroadcast(MpiChannel& channel, int root, void* buffer, size_t bytes, Deadline deadline);
+
+// Broadcast of global replica `root_replica`'s `bytes` into every local output of every rank;
+// `outputs` are this process's replicas in local order (the root's among them) and the
+// channel's ranks are `group`'s world ranks.
+Status MpiBroadcastReplica(MpiChannel& channel, const ProcessGroup& group, int root_replica,
+                           const std::vector<void*>& outputs, size_t bytes, Deadline deadline);
 
 // MPI's own MPI_Iallreduce, in place (fast mode: MPI picks the order). kMean sums then
 // divides by `mean_divisor`; half and bfloat16 use user-defined MPI ops.

@@ -34,7 +34,6 @@ class MpiCommunicator : public Communicator {
   MpiCommunicator(ProcessGroup group, CollectiveOptions options,
                   std::unique_ptr<MpiChannel> channel);
   Status RunAllReduce(Op& op);
-  Status RunReduceScatter(Op& op);
 
   std::unique_ptr<MpiChannel> channel_;
   std::vector<std::pair<int, int>> id_order_;  // (rank, local index) by replica id

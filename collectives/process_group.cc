@@ -115,6 +115,12 @@ int ProcessGroup::RankOfReplica(int id) const {
   return -1;
 }
 
+int ProcessGroup::LocalIndexOfReplica(int id) const {
+  const auto& ids = local_replica_ids();
+  const auto it = std::find(ids.begin(), ids.end(), id);
+  return it == ids.end() ? -1 : static_cast<int>(it - ids.begin());
+}
+
 int ProcessGroup::NumReplicasOnHost(int h) const {
   int n = 0;
   for (int r : RanksOnHost(h)) n += static_cast<int>(replica_ids[r].size());

@@ -43,6 +43,8 @@ struct ProcessGroup {
   std::vector<int> RanksOnHost(int host) const;
   // World rank that holds replica `id`, or -1.
   int RankOfReplica(int id) const;
+  // Index of replica `id` in local_replica_ids(), or -1 when this process does not hold it.
+  int LocalIndexOfReplica(int id) const;
   // Replicas held by processes on `host`.
   int NumReplicasOnHost(int host) const;
 

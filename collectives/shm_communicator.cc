@@ -1,24 +1,10 @@
 #include "collectives/shm_communicator.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "collectives/in_process_communicator.h"
+#include "collectives/backend_plans.h"
 
 namespace troupe {
-
-std::vector<std::pair<int, int>> ReplicaFoldOrder(const ProcessGroup& group,
-                                                  const std::vector<int>& ranks) {
-  std::vector<std::pair<int, std::pair<int, int>>> keyed;
-  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
-    const auto& ids = group.replica_ids[ranks[i]];
-    for (int c = 0; c < static_cast<int>(ids.size()); ++c) keyed.push_back({ids[c], {i, c}});
-  }
-  std::sort(keyed.begin(), keyed.end());
-  std::vector<std::pair<int, int>> out;
-  for (const auto& k : keyed) out.push_back(k.second);
-  return out;
-}
 
 Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::Create(ProcessGroup group,
                                                                  CollectiveOptions options,
@@ -57,9 +43,7 @@ ShmCommunicator::ShmCommunicator(ProcessGroup group, CollectiveOptions options,
     per_replica_.contributions.push_back(static_cast<int>(ids.size()));
     per_process_.contributions.push_back(1);
   }
-  std::vector<int> ranks(static_cast<size_t>(group_.world_size));
-  for (int r = 0; r < group_.world_size; ++r) ranks[r] = r;
-  id_order_ = ReplicaFoldOrder(group_, ranks);
+  id_order_ = ReplicaFoldOrder(group_);
 }
 
 ShmCommunicator::~ShmCommunicator() { Shutdown(); }
@@ -130,95 +114,46 @@ Status ShmCommunicator::RunAllReduce(Op& op) {
     // Every rank reads the same published offsets, so all take the same path.
     if (all_shared) return RunZeroCopyAllReduce(op);
   }
-  const int k = group_.world_size;
-  const int me = group_.world_rank;
   ReducePlan plan;
   plan.dtype = op.dtype;
   plan.op = op.reduce_op;
   plan.mean_divisor = group_.num_replicas();
-  std::vector<void*> outs;
-  for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
+  const std::vector<void*> outs = DataPointers(op.outputs);
   const ShmLayout* layout = &per_replica_;
   if (options_.deterministic || group_.num_local_replicas() == 1) {
     plan.order = id_order_;
-    for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
+    plan.my_inputs = ConstDataPointers(op.inputs);
   } else {
     // Fast mode: fold the local replicas first (any order), then one contribution per rank.
-    std::vector<const void*> srcs;
-    for (const Tensor& t : op.inputs) srcs.push_back(t.raw_data());
-    const ReduceOp local_op = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
-    ParallelFold(op.dtype, local_op, srcs, {outs[0]}, op.count, 1);
+    PreReduceLocal(op.dtype, op.reduce_op, op.inputs, outs[0], op.count);
     layout = &per_process_;
-    for (int r = 0; r < k; ++r) plan.order.push_back({r, 0});
+    for (int r = 0; r < group_.world_size; ++r) plan.order.push_back({r, 0});
     plan.my_inputs = {outs[0]};
   }
-  const size_t esize = DTypeSize(op.dtype);
-  const std::vector<int64_t> bounds = EvenBounds(op.count, k, 64 / static_cast<int64_t>(esize));
-  for (int j = 0; j < k; ++j) {
-    ReducePlan::Segment s;
-    s.begin = bounds[j];
-    s.end = bounds[j + 1];
-    s.owner = j;
-    s.publish = true;
-    if (j == me) {
-      for (void* o : outs) s.dsts.push_back(static_cast<char*>(o) + s.begin * esize);
-    }
-    plan.segments.push_back(std::move(s));
-  }
-  plan.copy_out = outs;
+  AddAllReduceSegments(op.count, group_.world_size, group_.world_rank, outs, &plan);
   return ShmReduce(*layout, plan, op.deadline);
 }
 
-Status ShmCommunicator::RunReduceScatter(Op& op) {
-  const int n = group_.num_replicas();
-  const int64_t chunk = op.count / n;
-  const auto& my_ids = group_.local_replica_ids();
-  ReducePlan plan;
-  plan.dtype = op.dtype;
-  plan.op = op.reduce_op;
-  plan.mean_divisor = n;
-  plan.order = id_order_;
-  for (const Tensor& t : op.inputs) plan.my_inputs.push_back(t.raw_data());
-  for (int g = 0; g < n; ++g) {
-    ReducePlan::Segment s;
-    s.begin = g * chunk;
-    s.end = (g + 1) * chunk;
-    s.owner = group_.RankOfReplica(g);
-    if (s.owner == group_.world_rank) {
-      const int local =
-          static_cast<int>(std::find(my_ids.begin(), my_ids.end(), g) - my_ids.begin());
-      s.dsts.push_back(op.outputs[local].raw_data());
-    }
-    plan.segments.push_back(std::move(s));
-  }
-  return ShmReduce(per_replica_, plan, op.deadline);
-}
-
 Status ShmCommunicator::Run(Op& op) {
+  const size_t bytes = static_cast<size_t>(op.count) * DTypeSize(op.dtype);
   switch (op.kind) {
     case CollectiveKind::kAllReduce:
       return RunAllReduce(op);
     case CollectiveKind::kReduceScatter:
-      return RunReduceScatter(op);
-    case CollectiveKind::kAllGather: {
-      std::vector<const void*> ins;
-      std::vector<void*> outs;
-      for (const Tensor& t : op.inputs) ins.push_back(t.raw_data());
-      for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
-      return ShmAllGather(per_replica_, group_.replica_ids, ins, outs,
-                          static_cast<size_t>(op.count) * DTypeSize(op.dtype), op.deadline);
-    }
+      return ShmReduce(per_replica_,
+                       ReduceScatterPlan(group_, op.dtype, op.reduce_op, op.count, id_order_,
+                                         op.inputs, op.outputs),
+                       op.deadline);
+    case CollectiveKind::kAllGather:
+      return ShmAllGather(per_replica_, group_.replica_ids, ConstDataPointers(op.inputs),
+                          DataPointers(op.outputs), bytes, op.deadline);
     case CollectiveKind::kBroadcast: {
       const int root_rank = group_.RankOfReplica(op.root);
-      const void* src = nullptr;
-      if (root_rank == group_.world_rank) {
-        const auto& ids = group_.local_replica_ids();
-        src = op.inputs[std::find(ids.begin(), ids.end(), op.root) - ids.begin()].raw_data();
-      }
-      std::vector<void*> outs;
-      for (const Tensor& t : op.outputs) outs.push_back(t.raw_data());
-      return ShmBroadcast(per_replica_, root_rank, src, outs,
-                          static_cast<size_t>(op.count) * DTypeSize(op.dtype), op.deadline);
+      const void* src = root_rank == group_.world_rank
+                            ? op.inputs[group_.LocalIndexOfReplica(op.root)].raw_data()
+                            : nullptr;
+      return ShmBroadcast(per_replica_, root_rank, src, DataPointers(op.outputs), bytes,
+                          op.deadline);
     }
     case CollectiveKind::kBarrier:
       return Status::OK();

@@ -46,7 +46,6 @@ class ShmCommunicator : public Communicator {
   Status RunAllReduce(Op& op);
   // Every segment owner folds straight from all processes' shared tensors into all of them.
   Status RunZeroCopyAllReduce(Op& op);
-  Status RunReduceScatter(Op& op);
 
   std::shared_ptr<ShmSegment> segment_;  // shared with tensors allocated in its heap
   std::shared_ptr<ShmHeap> heap_;
@@ -55,10 +54,5 @@ class ShmCommunicator : public Communicator {
   ShmLayout per_process_;  // one slot per process (fast mode's pre-reduced contribution)
   std::vector<std::pair<int, int>> id_order_;  // (local rank, local index) by replica id
 };
-
-// Contributions of the ranks in `ranks` listed in global-replica-id order:
-// (index into ranks, local replica index).
-std::vector<std::pair<int, int>> ReplicaFoldOrder(const ProcessGroup& group,
-                                                  const std::vector<int>& ranks);
 
 }  // namespace troupe

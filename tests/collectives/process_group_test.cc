@@ -18,6 +18,8 @@ TEST(ProcessGroup, UniformLayout) {
   EXPECT_EQ(g->num_replicas(), 8);
   EXPECT_EQ(g->local_replica_ids(), (std::vector<int>{6, 7}));
   EXPECT_EQ(g->RankOfReplica(5), 2);
+  EXPECT_EQ(g->LocalIndexOfReplica(7), 1);
+  EXPECT_EQ(g->LocalIndexOfReplica(5), -1);
   EXPECT_EQ(g->RanksOnHost(0), (std::vector<int>{0, 1}));
   EXPECT_EQ(g->NumReplicasOnHost(1), 4);
   EXPECT_EQ(g->ToString(), "rank 3/4 (host 1, local 1/2), replicas {6,7} of 8");
