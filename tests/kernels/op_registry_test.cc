@@ -25,6 +25,39 @@ TEST(OpRegistryTest, DuplicateRegistrationRejected) {
   EXPECT_EQ(r.RegisterOp({.name = "X"}).code(), StatusCode::kAlreadyExists);
 }
 
+// A wrapped kernel runs through the wrapper, and the pointer handed out before the wrap now
+// calls the wrapper too (the executor resolves kernels once).
+TEST(OpRegistryTest, WrapKernelKeepsTheLookedUpPointer) {
+  OpRegistry r;
+  for (const char* name : {"A", "B"}) {
+    OpDef def;
+    def.name = name;
+    ASSERT_TRUE(r.RegisterOp(def).ok());
+  }
+  int calls = 0, wrapped_calls = 0;
+  ASSERT_TRUE(r.RegisterKernel("A", Device::Type::kCpu, [&](KernelContext&) {
+                 ++calls;
+                 return Status::OK();
+               }).ok());
+  EXPECT_EQ(r.KernelOpNames(Device::Type::kCpu), std::vector<std::string>{"A"});
+  EXPECT_TRUE(r.KernelOpNames(Device::Type::kGpu).empty());
+  const KernelFn* before = *r.LookupKernel("A", Device::Type::kCpu);
+  ASSERT_TRUE(r.WrapKernel("A", Device::Type::kCpu, [&](KernelFn inner) -> KernelFn {
+                 return [&wrapped_calls, inner](KernelContext& ctx) {
+                   ++wrapped_calls;
+                   return inner(ctx);
+                 };
+               }).ok());
+  EXPECT_EQ(*r.LookupKernel("A", Device::Type::kCpu), before);
+  const AttrMap attrs;
+  KernelContext ctx("A", {}, attrs);
+  ASSERT_TRUE((*before)(ctx).ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(wrapped_calls, 1);
+  EXPECT_EQ(r.WrapKernel("B", Device::Type::kCpu, [](KernelFn f) { return f; }).code(),
+            StatusCode::kNotFound);
+}
+
 TEST(AttrMapTest, TypedGetters) {
   AttrMap a{{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}};
   EXPECT_EQ(a.GetInts("strides")->size(), 4u);
