@@ -5,9 +5,9 @@
 #include <cstring>
 #include <thread>
 
-#include "checkpoint/crc32c.h"
 #include "checkpoint/string_codec.h"
 #include "checkpoint/table.h"
+#include "core/crc32c.h"
 
 namespace troupe::ckpt {
 namespace {

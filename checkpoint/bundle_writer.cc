@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 #include "checkpoint/string_codec.h"
 
 namespace troupe::ckpt {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <limits>
 
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 
 namespace troupe::ckpt {
 namespace {

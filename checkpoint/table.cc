@@ -12,7 +12,7 @@
 #include <cstring>
 #include <memory>
 
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 
 namespace troupe::ckpt {
 namespace {

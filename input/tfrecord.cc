@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "core/crc32c.h"
 #include "core/logging.h"
-#include "input/crc32c.h"
 
 namespace troupe::input {
 namespace {
@@ -33,13 +33,13 @@ constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
 std::string TFRecordHeader(std::string_view data) {
   std::string h(kTFRecordHeaderBytes, '\0');
   PutFixed64(h.data(), data.size());
-  PutFixed32(h.data() + 8, MaskCrc32c(Crc32c(h.data(), 8)));
+  PutFixed32(h.data() + 8, crc32c::Mask(crc32c::Value(h.data(), 8)));
   return h;
 }
 
 std::string TFRecordFooter(std::string_view data) {
   std::string f(kTFRecordFooterBytes, '\0');
-  PutFixed32(f.data(), MaskCrc32c(Crc32c(data)));
+  PutFixed32(f.data(), crc32c::Mask(crc32c::Value(data)));
   return f;
 }
 
@@ -67,7 +67,7 @@ Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
                          ": the file ends inside the 12-byte record header");
   }
   const uint64_t length = GetFixed64(header);
-  if (UnmaskCrc32c(GetFixed32(header + 8)) != Crc32c(header, 8)) {
+  if (crc32c::Unmask(GetFixed32(header + 8)) != crc32c::Value(header, 8)) {
     return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
                          ": the length field's checksum does not match");
   }
@@ -86,7 +86,7 @@ Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
                          ": expected " + std::to_string(length) +
                          " data bytes and a 4-byte checksum, the file ends first");
   }
-  if (UnmaskCrc32c(GetFixed32(footer)) != Crc32c(*record)) {
+  if (crc32c::Unmask(GetFixed32(footer)) != crc32c::Value(*record)) {
     return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
                          ": the data checksum does not match (" + std::to_string(length) +
                          " bytes)");
@@ -127,7 +127,7 @@ Status TFRecordReader::Resync(uint64_t bad_offset) {
   char header[kTFRecordHeaderBytes];
   size_t got = 0;
   TROUPE_RETURN_IF_ERROR(Fill(header, sizeof(header), &got));
-  if (got == sizeof(header) && UnmaskCrc32c(GetFixed32(header + 8)) == Crc32c(header, 8)) {
+  if (got == sizeof(header) && crc32c::Unmask(GetFixed32(header + 8)) == crc32c::Value(header, 8)) {
     const uint64_t length = GetFixed64(header);
     offset_ = bad_offset + kTFRecordHeaderBytes + length + kTFRecordFooterBytes;
     return stream_->Seek(offset_);
@@ -138,7 +138,7 @@ Status TFRecordReader::Resync(uint64_t bad_offset) {
   std::string window(kTFRecordHeaderBytes, '\0');
   TROUPE_RETURN_IF_ERROR(Fill(window.data(), window.size(), &got));
   while (got == kTFRecordHeaderBytes) {
-    if (UnmaskCrc32c(GetFixed32(window.data() + 8)) == Crc32c(window.data(), 8) &&
+    if (crc32c::Unmask(GetFixed32(window.data() + 8)) == crc32c::Value(window.data(), 8) &&
         GetFixed64(window.data()) <= kMaxRecordBytes) {
       offset_ = pos;
       return stream_->Seek(pos);

@@ -4,7 +4,7 @@
 
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/bundle_writer.h"
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 #include "checkpoint/file_util.h"
 #include "core/dtype_traits.h"
 #include "tests/checkpoint/test_util.h"

@@ -4,7 +4,7 @@
 
 #include "checkpoint/bundle_format.h"
 #include "checkpoint/bundle_reader.h"
-#include "checkpoint/crc32c.h"
+#include "core/crc32c.h"
 #include "checkpoint/file_util.h"
 #include "checkpoint/proto/tensor_bundle.pb.h"
 #include "checkpoint/table.h"

@@ -1,22 +1,19 @@
-// CRC-32C (Castagnoli) as TensorFlow and LevelDB use it for checkpoint blocks and tensors, plus
-// the rotate-and-add masking TF applies before storing a crc next to the data it covers.
-// Extend() uses the SSE4.2 crc32 instruction when the CPU has it (checked once at run time)
-// and a table-driven software version otherwise; both give identical results.
+// CRC-32C (Castagnoli), the checksum of TensorFlow's checkpoint blocks and tensors, LevelDB
+// tables and TFRecord framing, plus the rotate-and-add masking TF applies before storing a crc
+// next to the data it covers. The checksum itself is Intel ISA-L's crc32_iscsi (Debian's
+// libisal), which picks the fastest instructions the CPU has at run time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace troupe::crc32c {
 
 // The crc of `data` appended to a stream whose crc so far is `init_crc` (0 for a new stream).
 uint32_t Extend(uint32_t init_crc, const void* data, size_t n);
 inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
-
-// The two implementations, exposed so tests can check they agree.
-uint32_t ExtendSoftware(uint32_t init_crc, const void* data, size_t n);
-uint32_t ExtendHardware(uint32_t init_crc, const void* data, size_t n);  // needs SSE4.2
-bool HardwareAvailable();
+inline uint32_t Value(std::string_view s) { return Value(s.data(), s.size()); }
 
 inline constexpr uint32_t kMaskDelta = 0xa282ead8u;
 
