@@ -4,31 +4,10 @@
 #include <limits>
 
 #include "core/crc32c.h"
+#include "core/varint.h"
 
 namespace troupe::ckpt {
 namespace {
-
-void PutVarint64(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint64(std::string_view* in, uint64_t* v) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
-    uint8_t byte = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 uint32_t ExtendLength(uint32_t crc, uint64_t len) {
   // Little-endian host: the first 4 (or 8) bytes of the integer are its LE encoding.

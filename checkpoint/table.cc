@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "core/crc32c.h"
+#include "core/varint.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -59,20 +60,6 @@ class StringSource : public leveldb::RandomAccessFile {
 constexpr size_t kFooterSize = 48;
 constexpr size_t kTrailerSize = 5;
 constexpr uint64_t kTableMagic = 0xdb4775248b80fb57ull;
-
-bool GetVarint64(std::string_view* in, uint64_t* v) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
-    uint8_t byte = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 bool GetVarint32(std::string_view* in, uint32_t* v) {
   uint64_t wide;

@@ -3,24 +3,18 @@
 #include <cstring>
 
 #include "core/dtype_traits.h"
+#include "core/varint.h"
 
 namespace troupe::input {
 namespace {
 
 // ---- wire format writing ----
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
 void PutTag(std::string* out, int field, int wire_type) {
-  PutVarint(out, (static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire_type));
+  PutVarint64(out, (static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire_type));
 }
 void PutLengthDelimited(std::string* out, int field, std::string_view payload) {
   PutTag(out, field, 2);
-  PutVarint(out, payload.size());
+  PutVarint64(out, payload.size());
   out->append(payload);
 }
 
@@ -47,7 +41,7 @@ std::string SerializeFeature(const Feature& f) {
       field = 3;
       if (!f.int64s.empty()) {
         std::string packed;
-        for (int64_t v : f.int64s) PutVarint(&packed, static_cast<uint64_t>(v));
+        for (int64_t v : f.int64s) PutVarint64(&packed, static_cast<uint64_t>(v));
         PutLengthDelimited(&list, 1, packed);
       }
       break;
@@ -61,31 +55,28 @@ std::string SerializeFeature(const Feature& f) {
 // ---- wire format reading ----
 class Reader {
  public:
-  explicit Reader(std::string_view data) : p_(data.data()), end_(data.data() + data.size()) {}
-  bool done() const { return p_ == end_; }
-  bool Varint(uint64_t* v) {
-    uint64_t result = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      uint8_t b = static_cast<uint8_t>(*p_++);
-      result |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) {
-        *v = result;
-        return true;
-      }
-    }
-    return false;
+  explicit Reader(std::string_view data) : rest_(data) {}
+  bool done() const { return rest_.empty(); }
+  bool Varint(uint64_t* v) { return GetVarint64(&rest_, v); }
+  // A field's key: its number and wire type.
+  bool Tag(int* field, int* wire_type) {
+    uint64_t tag;
+    if (!Varint(&tag)) return false;
+    *field = static_cast<int>(tag >> 3);
+    *wire_type = static_cast<int>(tag & 7);
+    return true;
   }
   bool Bytes(std::string_view* out) {
     uint64_t n;
-    if (!Varint(&n) || n > static_cast<uint64_t>(end_ - p_)) return false;
-    *out = std::string_view(p_, static_cast<size_t>(n));
-    p_ += n;
+    if (!Varint(&n) || n > rest_.size()) return false;
+    *out = rest_.substr(0, static_cast<size_t>(n));
+    rest_.remove_prefix(static_cast<size_t>(n));
     return true;
   }
   bool Fixed32(uint32_t* v) {
-    if (end_ - p_ < 4) return false;
-    std::memcpy(v, p_, 4);
-    p_ += 4;
+    if (rest_.size() < 4) return false;
+    std::memcpy(v, rest_.data(), 4);
+    rest_.remove_prefix(4);
     return true;
   }
   // Skips a field of `wire_type` we do not know.
@@ -96,23 +87,24 @@ class Reader {
       case 0:
         return Varint(&v);
       case 1:
-        if (end_ - p_ < 8) return false;
-        p_ += 8;
-        return true;
+        return SkipBytes(8);
       case 2:
         return Bytes(&s);
       case 5:
-        if (end_ - p_ < 4) return false;
-        p_ += 4;
-        return true;
+        return SkipBytes(4);
       default:
         return false;
     }
   }
 
  private:
-  const char* p_;
-  const char* end_;
+  bool SkipBytes(size_t n) {
+    if (rest_.size() < n) return false;
+    rest_.remove_prefix(n);
+    return true;
+  }
+
+  std::string_view rest_;
 };
 
 Status Malformed(std::string_view what) {
@@ -120,51 +112,112 @@ Status Malformed(std::string_view what) {
                               std::string(what));
 }
 
-Status ParseList(std::string_view payload, int kind_field, Feature* f) {
-  Reader r(payload);
+// Calls fn(payload) for every occurrence of length-delimited field 1 of `message` (the
+// Example's `features`, a Features map's entries), skipping other fields. `message_name` and
+// `field_name` name what was malformed.
+template <typename Fn>
+Status ForEachField1(std::string_view message, const char* message_name, const char* field_name,
+                     Fn fn) {
+  Reader r(message);
   while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("list tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
+    int field, wt;
+    if (!r.Tag(&field, &wt)) return Malformed(std::string(message_name) + " tag");
+    if (field != 1 || wt != 2) {
+      if (!r.Skip(wt)) return Malformed(std::string(message_name) + " field");
+      continue;
+    }
+    std::string_view payload;
+    if (!r.Bytes(&payload)) return Malformed(field_name);
+    TROUPE_RETURN_IF_ERROR(fn(payload));
+  }
+  return Status::OK();
+}
+
+// Reads one map<string, Feature> entry: the last key goes to `*key`; on_value(payload) runs for
+// every value on the wire, in order.
+template <typename OnValue>
+Status ReadMapEntry(std::string_view entry, std::string_view* key, OnValue on_value) {
+  Reader r(entry);
+  while (!r.done()) {
+    int field, wt;
+    if (!r.Tag(&field, &wt)) return Malformed("map entry tag");
+    std::string_view s;
+    if (field == 1 && wt == 2) {
+      if (!r.Bytes(key)) return Malformed("map key");
+    } else if (field == 2 && wt == 2) {
+      if (!r.Bytes(&s)) return Malformed("map value");
+      TROUPE_RETURN_IF_ERROR(on_value(s));
+    } else if (!r.Skip(wt)) {
+      return Malformed("map entry field");
+    }
+  }
+  return Status::OK();
+}
+
+// Calls fn(kind, list payload) for every list of a Feature message (a oneof: the last wins).
+template <typename Fn>
+Status ForEachFeatureList(std::string_view feature, Fn fn) {
+  Reader r(feature);
+  while (!r.done()) {
+    int field, wt;
+    if (!r.Tag(&field, &wt)) return Malformed("Feature tag");
+    if (field >= 1 && field <= 3 && wt == 2) {
+      std::string_view list;
+      if (!r.Bytes(&list)) return Malformed("Feature list");
+      TROUPE_RETURN_IF_ERROR(fn(field == 1   ? Feature::Kind::kBytes
+                                : field == 2 ? Feature::Kind::kFloat
+                                             : Feature::Kind::kInt64,
+                                list));
+    } else if (!r.Skip(wt)) {
+      return Malformed("Feature field");
+    }
+  }
+  return Status::OK();
+}
+
+// Decodes a BytesList / FloatList / Int64List payload (`kind` says which), handing the values
+// to `sink` in wire order: sink.Bytes(string_view), sink.Floats(little-endian floats, count)
+// (packed runs and single values alike), sink.Int64(value).
+template <typename Sink>
+Status DecodeList(std::string_view list, Feature::Kind kind, Sink& sink) {
+  Reader r(list);
+  while (!r.done()) {
+    int field, wt;
+    if (!r.Tag(&field, &wt)) return Malformed("list tag");
     if (field != 1) {
       if (!r.Skip(wt)) return Malformed("list field");
       continue;
     }
-    if (kind_field == 1) {
-      std::string_view s;
-      if (wt != 2 || !r.Bytes(&s)) return Malformed("BytesList value");
-      f->bytes.emplace_back(s);
-    } else if (kind_field == 2) {
+    if (kind == Feature::Kind::kBytes) {
+      std::string_view v;
+      if (wt != 2 || !r.Bytes(&v)) return Malformed("BytesList value");
+      sink.Bytes(v);
+    } else if (kind == Feature::Kind::kFloat) {
       if (wt == 2) {
-        std::string_view s;
-        if (!r.Bytes(&s) || s.size() % 4 != 0) return Malformed("packed FloatList");
-        size_t n = s.size() / 4;
-        size_t old = f->floats.size();
-        f->floats.resize(old + n);
-        std::memcpy(f->floats.data() + old, s.data(), s.size());
+        std::string_view v;
+        if (!r.Bytes(&v) || v.size() % 4 != 0) return Malformed("packed FloatList");
+        sink.Floats(v.data(), static_cast<int64_t>(v.size() / 4));
       } else if (wt == 5) {
         uint32_t bits;
         if (!r.Fixed32(&bits)) return Malformed("FloatList value");
-        float v;
-        std::memcpy(&v, &bits, 4);
-        f->floats.push_back(v);
+        sink.Floats(reinterpret_cast<const char*>(&bits), 1);
       } else {
         return Malformed("FloatList wire type");
       }
     } else {
       if (wt == 2) {
-        std::string_view s;
-        if (!r.Bytes(&s)) return Malformed("packed Int64List");
-        Reader pr(s);
+        std::string_view v;
+        if (!r.Bytes(&v)) return Malformed("packed Int64List");
+        Reader pr(v);
         while (!pr.done()) {
-          uint64_t v;
-          if (!pr.Varint(&v)) return Malformed("Int64List varint");
-          f->int64s.push_back(static_cast<int64_t>(v));
+          uint64_t x;
+          if (!pr.Varint(&x)) return Malformed("Int64List varint");
+          sink.Int64(static_cast<int64_t>(x));
         }
       } else if (wt == 0) {
-        uint64_t v;
-        if (!r.Varint(&v)) return Malformed("Int64List value");
-        f->int64s.push_back(static_cast<int64_t>(v));
+        uint64_t x;
+        if (!r.Varint(&x)) return Malformed("Int64List value");
+        sink.Int64(static_cast<int64_t>(x));
       } else {
         return Malformed("Int64List wire type");
       }
@@ -173,61 +226,38 @@ Status ParseList(std::string_view payload, int kind_field, Feature* f) {
   return Status::OK();
 }
 
-Status ParseFeature(std::string_view payload, Feature* f) {
-  Reader r(payload);
-  while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("Feature tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
-    if (field >= 1 && field <= 3 && wt == 2) {
-      std::string_view list;
-      if (!r.Bytes(&list)) return Malformed("Feature list");
-      // A oneof: the last one on the wire wins.
-      *f = Feature();
-      f->kind = field == 1 ? Feature::Kind::kBytes
-                           : (field == 2 ? Feature::Kind::kFloat : Feature::Kind::kInt64);
-      TROUPE_RETURN_IF_ERROR(ParseList(list, field, f));
-    } else if (!r.Skip(wt)) {
-      return Malformed("Feature field");
-    }
+// Appends a list's values to a Feature.
+struct FeatureSink {
+  Feature* f;
+  void Bytes(std::string_view v) { f->bytes.emplace_back(v); }
+  void Floats(const char* le, int64_t k) {
+    const size_t old = f->floats.size();
+    f->floats.resize(old + static_cast<size_t>(k));
+    std::memcpy(f->floats.data() + old, le, static_cast<size_t>(k) * 4);
   }
-  return Status::OK();
+  void Int64(int64_t v) { f->int64s.push_back(v); }
+};
+
+Status ParseFeature(std::string_view payload, Feature* f) {
+  return ForEachFeatureList(payload, [f](Feature::Kind kind, std::string_view list) {
+    *f = Feature();
+    f->kind = kind;
+    FeatureSink sink{f};
+    return DecodeList(list, kind, sink);
+  });
 }
 
 Status ParseFeatures(std::string_view payload, Example* ex) {
-  Reader r(payload);
-  while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("Features tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
-    if (field != 1 || wt != 2) {
-      if (!r.Skip(wt)) return Malformed("Features field");
-      continue;
-    }
-    std::string_view entry;
-    if (!r.Bytes(&entry)) return Malformed("map entry");
-    Reader er(entry);
-    std::string key;
+  return ForEachField1(payload, "Features", "map entry", [ex](std::string_view entry) {
+    std::string_view key;
     Feature value;
-    while (!er.done()) {
-      uint64_t etag;
-      if (!er.Varint(&etag)) return Malformed("map entry tag");
-      int ef = static_cast<int>(etag >> 3), ewt = static_cast<int>(etag & 7);
-      std::string_view s;
-      if (ef == 1 && ewt == 2) {
-        if (!er.Bytes(&s)) return Malformed("map key");
-        key.assign(s);
-      } else if (ef == 2 && ewt == 2) {
-        if (!er.Bytes(&s)) return Malformed("map value");
-        value = Feature();
-        TROUPE_RETURN_IF_ERROR(ParseFeature(s, &value));
-      } else if (!er.Skip(ewt)) {
-        return Malformed("map entry field");
-      }
-    }
-    (*ex)[key] = std::move(value);  // duplicate keys: last wins, as protobuf maps do
-  }
-  return Status::OK();
+    TROUPE_RETURN_IF_ERROR(ReadMapEntry(entry, &key, [&value](std::string_view v) {
+      value = Feature();
+      return ParseFeature(v, &value);
+    }));
+    (*ex)[std::string(key)] = std::move(value);  // duplicate keys: last wins, as protobuf maps do
+    return Status::OK();
+  });
 }
 
 std::string KindName(Feature::Kind k) {
@@ -260,19 +290,10 @@ std::string SerializeExample(const Example& example) {
 
 Result<Example> ParseExample(std::string_view serialized) {
   Example ex;
-  Reader r(serialized);
-  while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("Example tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
-    if (field == 1 && wt == 2) {
-      std::string_view features;
-      if (!r.Bytes(&features)) return Malformed("Example.features");
-      TROUPE_RETURN_IF_ERROR(ParseFeatures(features, &ex));  // repeated messages merge
-    } else if (!r.Skip(wt)) {
-      return Malformed("Example field");
-    }
-  }
+  // Repeated `features` messages merge.
+  TROUPE_RETURN_IF_ERROR(
+      ForEachField1(serialized, "Example", "Example.features",
+                    [&ex](std::string_view f) { return ParseFeatures(f, &ex); }));
   return ex;
 }
 
@@ -285,76 +306,37 @@ struct FeatureRef {
 };
 
 Status ScanFeature(std::string_view payload, FeatureRef* ref) {
-  Reader r(payload);
-  while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("Feature tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
-    if (field >= 1 && field <= 3 && wt == 2) {
-      if (!r.Bytes(&ref->list)) return Malformed("Feature list");
-      ref->kind = field == 1 ? Feature::Kind::kBytes
-                             : (field == 2 ? Feature::Kind::kFloat : Feature::Kind::kInt64);
-    } else if (!r.Skip(wt)) {
-      return Malformed("Feature field");
-    }
-  }
-  return Status::OK();
+  return ForEachFeatureList(payload, [ref](Feature::Kind kind, std::string_view list) {
+    ref->kind = kind;
+    ref->list = list;
+    return Status::OK();
+  });
 }
+
+// Writes a list's first `want` values straight into `t` and counts them all.
+struct TensorSink {
+  Tensor* t;
+  int64_t want;
+  int64_t n = 0;
+  void Bytes(std::string_view v) {
+    if (n < want) t->data<std::string>()[n].assign(v);
+    ++n;
+  }
+  void Floats(const char* le, int64_t k) {
+    if (n + k <= want) std::memcpy(t->data<float>() + n, le, static_cast<size_t>(k) * 4);
+    n += k;
+  }
+  void Int64(int64_t v) {
+    if (n < want) t->data<int64_t>()[n] = v;
+    ++n;
+  }
+};
 
 // Decodes a list straight into `t` (which holds `want` values); returns the count found.
 Result<int64_t> FillFromList(const FeatureRef& ref, int64_t want, Tensor* t) {
-  Reader r(ref.list);
-  int64_t n = 0;
-  while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("list tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
-    if (field != 1) {
-      if (!r.Skip(wt)) return Malformed("list field");
-      continue;
-    }
-    if (ref.kind == Feature::Kind::kBytes) {
-      std::string_view v;
-      if (wt != 2 || !r.Bytes(&v)) return Malformed("BytesList value");
-      if (n < want) t->data<std::string>()[n].assign(v);
-      ++n;
-    } else if (ref.kind == Feature::Kind::kFloat) {
-      if (wt == 2) {
-        std::string_view v;
-        if (!r.Bytes(&v) || v.size() % 4 != 0) return Malformed("packed FloatList");
-        const int64_t k = static_cast<int64_t>(v.size() / 4);
-        if (n + k <= want) std::memcpy(t->data<float>() + n, v.data(), v.size());
-        n += k;
-      } else if (wt == 5) {
-        uint32_t bits;
-        if (!r.Fixed32(&bits)) return Malformed("FloatList value");
-        if (n < want) std::memcpy(t->data<float>() + n, &bits, 4);
-        ++n;
-      } else {
-        return Malformed("FloatList wire type");
-      }
-    } else {
-      if (wt == 2) {
-        std::string_view v;
-        if (!r.Bytes(&v)) return Malformed("packed Int64List");
-        Reader pr(v);
-        while (!pr.done()) {
-          uint64_t x;
-          if (!pr.Varint(&x)) return Malformed("Int64List varint");
-          if (n < want) t->data<int64_t>()[n] = static_cast<int64_t>(x);
-          ++n;
-        }
-      } else if (wt == 0) {
-        uint64_t x;
-        if (!r.Varint(&x)) return Malformed("Int64List value");
-        if (n < want) t->data<int64_t>()[n] = static_cast<int64_t>(x);
-        ++n;
-      } else {
-        return Malformed("Int64List wire type");
-      }
-    }
-  }
-  return n;
+  TensorSink sink{t, want};
+  TROUPE_RETURN_IF_ERROR(DecodeList(ref.list, ref.kind, sink));
+  return sink.n;
 }
 
 Feature::Kind KindFor(DType d) {
@@ -388,51 +370,26 @@ Result<std::vector<Tensor>> ParseSingleExample(std::string_view serialized,
                                   "; Example features are float32, int64 or string");
     }
   }
-  Reader r(serialized);
-  while (!r.done()) {
-    uint64_t tag;
-    if (!r.Varint(&tag)) return Malformed("Example tag");
-    int field = static_cast<int>(tag >> 3), wt = static_cast<int>(tag & 7);
-    if (field != 1 || wt != 2) {
-      if (!r.Skip(wt)) return Malformed("Example field");
-      continue;
-    }
-    std::string_view feats;
-    if (!r.Bytes(&feats)) return Malformed("Example.features");
-    Reader fr(feats);
-    while (!fr.done()) {
-      if (!fr.Varint(&tag)) return Malformed("Features tag");
-      field = static_cast<int>(tag >> 3);
-      wt = static_cast<int>(tag & 7);
-      if (field != 1 || wt != 2) {
-        if (!fr.Skip(wt)) return Malformed("Features field");
-        continue;
-      }
-      std::string_view entry;
-      if (!fr.Bytes(&entry)) return Malformed("map entry");
-      Reader er(entry);
-      std::string_view key, value;
-      bool has_value = false;
-      while (!er.done()) {
-        if (!er.Varint(&tag)) return Malformed("map entry tag");
-        int ef = static_cast<int>(tag >> 3), ewt = static_cast<int>(tag & 7);
-        if (ef == 1 && ewt == 2) {
-          if (!er.Bytes(&key)) return Malformed("map key");
-        } else if (ef == 2 && ewt == 2) {
-          if (!er.Bytes(&value)) return Malformed("map value");
-          has_value = true;
-        } else if (!er.Skip(ewt)) {
-          return Malformed("map entry field");
-        }
-      }
-      for (size_t i = 0; i < features.size(); ++i) {
-        if (features[i].key == key) {
-          refs[i] = FeatureRef();
-          if (has_value) TROUPE_RETURN_IF_ERROR(ScanFeature(value, &refs[i]));
-        }
+  auto scan_entry = [&](std::string_view entry) -> Status {
+    std::string_view key, value;
+    bool has_value = false;
+    TROUPE_RETURN_IF_ERROR(ReadMapEntry(entry, &key, [&](std::string_view v) {
+      value = v;
+      has_value = true;
+      return Status::OK();
+    }));
+    for (size_t i = 0; i < features.size(); ++i) {
+      if (features[i].key == key) {
+        refs[i] = FeatureRef();
+        if (has_value) TROUPE_RETURN_IF_ERROR(ScanFeature(value, &refs[i]));
       }
     }
-  }
+    return Status::OK();
+  };
+  TROUPE_RETURN_IF_ERROR(
+      ForEachField1(serialized, "Example", "Example.features", [&](std::string_view feats) {
+        return ForEachField1(feats, "Features", "map entry", scan_entry);
+      }));
   std::vector<Tensor> out;
   out.reserve(features.size());
   for (size_t i = 0; i < features.size(); ++i) {
