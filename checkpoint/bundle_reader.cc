@@ -102,18 +102,23 @@ Result<const RandomAccessFile*> BundleReader::CheckedShard(const BundleEntry& e)
   return file;
 }
 
+Result<const BundleEntry*> BundleReader::SliceEntry(const BundleEntry& e,
+                                                    const TensorSliceSpec& spec) const {
+  const std::string key = SliceKey(e.key, spec);
+  auto it = std::lower_bound(slice_entries_.begin(), slice_entries_.end(), key,
+                             [](const BundleEntry& x, const std::string& k) { return x.key < k; });
+  if (it == slice_entries_.end() || it->key != key) {
+    return DataLossError("checkpoint " + prefix_ + ": tensor '" + e.key +
+                         "' is partitioned but one of its slices has no index entry");
+  }
+  return &*it;
+}
+
 Status BundleReader::CheckAvailable(const BundleEntry& e) const {
   if (!e.has_slices) return CheckedShard(e).status();
   for (const TensorSliceSpec& spec : e.slices) {
-    const std::string key = SliceKey(e.key, spec);
-    auto it =
-        std::lower_bound(slice_entries_.begin(), slice_entries_.end(), key,
-                         [](const BundleEntry& x, const std::string& k) { return x.key < k; });
-    if (it == slice_entries_.end() || it->key != key) {
-      return DataLossError("checkpoint " + prefix_ + ": tensor '" + e.key +
-                           "' is partitioned but one of its slices has no index entry");
-    }
-    TROUPE_RETURN_IF_ERROR(CheckedShard(*it).status());
+    TROUPE_ASSIGN_OR_RETURN(const BundleEntry* slice, SliceEntry(e, spec));
+    TROUPE_RETURN_IF_ERROR(CheckedShard(*slice).status());
   }
   return Status::OK();
 }
@@ -223,32 +228,25 @@ Status BundleReader::ReadSlices(const BundleEntry& e, const Tensor& dst) const {
   for (int d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * e.shape.dim(d + 1);
   int64_t covered = 0;
   for (const TensorSliceSpec& spec : e.slices) {
-    const std::string key = SliceKey(e.key, spec);
-    auto it =
-        std::lower_bound(slice_entries_.begin(), slice_entries_.end(), key,
-                         [](const BundleEntry& x, const std::string& k) { return x.key < k; });
-    if (it == slice_entries_.end() || it->key != key) {
-      return DataLossError("checkpoint " + prefix_ + ": tensor '" + e.key +
-                           "' is partitioned but one of its slices has no index entry");
-    }
+    TROUPE_ASSIGN_OR_RETURN(const BundleEntry* slice, SliceEntry(e, spec));
     std::vector<int64_t> start(static_cast<size_t>(rank)), len(static_cast<size_t>(rank));
     for (int d = 0; d < rank; ++d) {
       start[d] = spec[d].first;
       len[d] = spec[d].second < 0 ? e.shape.dim(d) - start[d] : spec[d].second;
     }
-    if (it->dtype_number != e.dtype_number || it->shape != TensorShape(len)) {
+    if (slice->dtype_number != e.dtype_number || slice->shape != TensorShape(len)) {
       return DataLossError("checkpoint " + prefix_ + ": a slice of tensor '" + e.key + "' is " +
-                           DataTypeNumberName(it->dtype_number) + it->shape.ToString() +
+                           DataTypeNumberName(slice->dtype_number) + slice->shape.ToString() +
                            ", expected " + DataTypeNumberName(e.dtype_number) +
                            TensorShape(len).ToString());
     }
-    std::string part(static_cast<size_t>(it->size), '\0');
-    TROUPE_RETURN_IF_ERROR(ReadChecked(*it, part.data()));
-    covered += it->num_elements();
-    if (it->num_elements() == 0) continue;
+    std::string part(static_cast<size_t>(slice->size), '\0');
+    TROUPE_RETURN_IF_ERROR(ReadChecked(*slice, part.data()));
+    covered += slice->num_elements();
+    if (slice->num_elements() == 0) continue;
     // Copy rows of the innermost dimension into place.
     const int64_t row = rank == 0 ? 1 : len[rank - 1];
-    const int64_t rows = it->num_elements() / row;
+    const int64_t rows = slice->num_elements() / row;
     std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
     char* out = static_cast<char*>(dst.raw_data());
     for (int64_t r = 0; r < rows; ++r) {

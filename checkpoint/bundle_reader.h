@@ -51,6 +51,8 @@ class BundleReader {
   // Reads [offset, offset+size) of the entry's shard into dst, checking the range and the crc.
   Status ReadChecked(const BundleEntry& e, void* dst) const;
   Status ReadString(const BundleEntry& e, std::string* out) const;
+  // The stored entry of one slice of partitioned tensor `e` (DataLoss when it is missing).
+  Result<const BundleEntry*> SliceEntry(const BundleEntry& e, const TensorSliceSpec& spec) const;
   // Assembles a partitioned tensor from its slice entries.
   Status ReadSlices(const BundleEntry& e, const Tensor& dst) const;
   std::string Describe(const BundleEntry& e) const;
