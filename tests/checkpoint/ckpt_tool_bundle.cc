@@ -47,19 +47,10 @@ int Dump(int argc, char** argv) {
   if (!prefix.ok()) return Fail(prefix.status());
   auto reader = BundleReader::Open(*prefix);
   if (!reader.ok()) return Fail(reader.status());
-  std::string out = argv[3];
-  if (Status s = CreateDirectories(out); !s.ok()) return Fail(s);
-  std::string manifest;
-  int i = 0;
-  for (const BundleEntry& e : (*reader)->entries()) {
-    auto t = (*reader)->Read(e.key);
-    if (!t.ok()) return Fail(t.status());
-    std::string file = "t" + std::to_string(i++) + ".bin";
-    if (Status s = SaveTensor(*t, JoinPath(out, file)); !s.ok()) return Fail(s);
-    manifest += e.key + "\t" + std::string(DTypeName(t->dtype())) + "\t" + Dims(t->shape()) + "\t" +
-                file + "\n";
-  }
-  Status s = WriteFileAtomically(JoinPath(out, "manifest.tsv"), manifest);
+  std::vector<std::string> keys;
+  for (const BundleEntry& e : (*reader)->entries()) keys.push_back(e.key);
+  Status s = WriteTensorDir(argv[3], "t", keys,
+                            [&](const std::string& key) { return (*reader)->Read(key); });
   return s.ok() ? 0 : Fail(s);
 }
 

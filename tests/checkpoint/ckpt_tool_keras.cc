@@ -33,12 +33,7 @@ Result<std::unique_ptr<KerasObjects>> BuildKeras(const std::vector<ManifestLine>
   std::map<std::string, std::map<int, Trackable*>> slot_lists;
   std::vector<std::string> slot_order;
   for (const auto& m : lines) {
-    Tensor value;
-    if (load_values) {
-      TROUPE_ASSIGN_OR_RETURN(value, LoadTensor(m));
-    } else {
-      TROUPE_ASSIGN_OR_RETURN(value, Tensor::Zeros(m.dtype, m.shape));
-    }
+    TROUPE_ASSIGN_OR_RETURN(Tensor value, InitialValue(m, load_values));
     auto var = std::make_unique<VariableTrackable>(m.key, value);
     Trackable* raw = var.get();
     k->vars[m.key] = std::move(var);
@@ -86,13 +81,7 @@ Result<std::unique_ptr<KerasObjects>> BuildKeras(const std::vector<ManifestLine>
 }  // namespace
 
 int KerasWrite(int argc, char** argv) {
-  if (argc < 4) return Fail(InvalidArgumentError("keras-write PREFIX MANIFEST"));
-  auto lines = ReadManifest(argv[3]);
-  if (!lines.ok()) return Fail(lines.status());
-  auto k = BuildKeras(*lines, true);
-  if (!k.ok()) return Fail(k.status());
-  Status s = (*k)->root.Write(argv[2]);
-  return s.ok() ? 0 : Fail(s);
+  return WriteObjects(argc, argv, "keras-write PREFIX MANIFEST", BuildKeras);
 }
 
 int KerasRead(int argc, char** argv) {
@@ -104,21 +93,14 @@ int KerasRead(int argc, char** argv) {
   auto status = (*k)->root.Restore(argv[2]);
   if (!status.ok()) return Fail(status.status());
   if (Status s = status->AssertExistingObjectsMatched(); !s.ok()) return Fail(s);
-  std::string out = argv[4];
-  if (Status s = CreateDirectories(out); !s.ok()) return Fail(s);
-  std::string manifest;
-  int i = 0;
-  for (const auto& m : *lines) {
-    const Tensor& t =
-        m.key == "save_counter" ? (*k)->root.save_counter().value() : (*k)->vars[m.key]->value();
-    std::string file = "r" + std::to_string(i++) + ".bin";
-    if (Status s = SaveTensor(t, JoinPath(out, file)); !s.ok()) return Fail(s);
-    manifest += m.key + "\t" + std::string(DTypeName(t.dtype())) + "\t" + Dims(t.shape()) + "\t" +
-                file + "\n";
-  }
-  Status s = WriteFileAtomically(JoinPath(out, "manifest.tsv"), manifest);
+  std::vector<std::string> keys;
+  for (const auto& m : *lines) keys.push_back(m.key);
+  Status s = WriteTensorDir(argv[4], "r", keys, [&](const std::string& key) -> Result<Tensor> {
+    return key == "save_counter" ? (*k)->root.save_counter().value() : (*k)->vars[key]->value();
+  });
+  if (!s.ok()) return Fail(s);
   std::cout << "restored " << status->restored_tensors() << " tensors\n";
-  return s.ok() ? 0 : Fail(s);
+  return 0;
 }
 
 }  // namespace troupe::ckpt::tool

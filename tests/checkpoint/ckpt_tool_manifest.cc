@@ -10,21 +10,16 @@
 #include "tests/checkpoint/ckpt_tool.h"
 
 namespace troupe::ckpt::tool {
+namespace {
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
+// The manifest's dims field: "d0,d1,..", empty for a scalar.
+std::string Dims(const TensorShape& s) {
+  std::string out;
+  for (int i = 0; i < s.rank(); ++i) out += (i ? "," : "") + std::to_string(s.dim(i));
   return out;
 }
+
+}  // namespace
 
 Result<std::vector<ManifestLine>> ReadManifest(const std::string& path) {
   TROUPE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
@@ -91,10 +86,24 @@ Status SaveTensor(const Tensor& t, const std::string& path) {
   return f->Close();
 }
 
-std::string Dims(const TensorShape& s) {
-  std::string out;
-  for (int i = 0; i < s.rank(); ++i) out += (i ? "," : "") + std::to_string(s.dim(i));
-  return out;
+Result<Tensor> InitialValue(const ManifestLine& m, bool load_values) {
+  return load_values ? LoadTensor(m) : Tensor::Zeros(m.dtype, m.shape);
+}
+
+Status WriteTensorDir(const std::string& out_dir, const std::string& file_prefix,
+                      const std::vector<std::string>& keys,
+                      const std::function<Result<Tensor>(const std::string& key)>& value) {
+  TROUPE_RETURN_IF_ERROR(CreateDirectories(out_dir));
+  std::string manifest;
+  int i = 0;
+  for (const std::string& key : keys) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, value(key));
+    std::string file = file_prefix + std::to_string(i++) + ".bin";
+    TROUPE_RETURN_IF_ERROR(SaveTensor(t, JoinPath(out_dir, file)));
+    manifest += key + "\t" + std::string(DTypeName(t.dtype())) + "\t" + Dims(t.shape()) + "\t" +
+                file + "\n";
+  }
+  return WriteFileAtomically(JoinPath(out_dir, "manifest.tsv"), manifest);
 }
 
 int Fail(const Status& s) {

@@ -48,12 +48,7 @@ Result<std::unique_ptr<TreeObjects>> BuildTree(const std::vector<ManifestLine>& 
   };
   std::vector<std::pair<std::string, VariableTrackable*>> slots;
   for (const auto& m : lines) {
-    Tensor value;
-    if (load_values) {
-      TROUPE_ASSIGN_OR_RETURN(value, LoadTensor(m));
-    } else {
-      TROUPE_ASSIGN_OR_RETURN(value, Tensor::Zeros(m.dtype, m.shape));
-    }
+    TROUPE_ASSIGN_OR_RETURN(Tensor value, InitialValue(m, load_values));
     auto var = std::make_unique<VariableTrackable>(m.key, value);
     VariableTrackable* raw = var.get();
     t->vars[m.key] = std::move(var);
@@ -90,13 +85,7 @@ Result<std::unique_ptr<TreeObjects>> BuildTree(const std::vector<ManifestLine>& 
 }  // namespace
 
 int TreeWrite(int argc, char** argv) {
-  if (argc < 4) return Fail(InvalidArgumentError("tree-write PREFIX MANIFEST"));
-  auto lines = ReadManifest(argv[3]);
-  if (!lines.ok()) return Fail(lines.status());
-  auto t = BuildTree(*lines, true);
-  if (!t.ok()) return Fail(t.status());
-  Status s = (*t)->root.Write(argv[2]);
-  return s.ok() ? 0 : Fail(s);
+  return WriteObjects(argc, argv, "tree-write PREFIX MANIFEST", BuildTree);
 }
 
 int TreeRead(int argc, char** argv) {
@@ -113,32 +102,20 @@ int TreeRead(int argc, char** argv) {
   auto status = (*t)->root.Restore(argv[2]);
   if (!status.ok()) return Fail(status.status());
   if (Status s = status->AssertConsumed(); !s.ok()) return Fail(s);
-  std::string out = argv[4];
-  if (Status s = CreateDirectories(out); !s.ok()) return Fail(s);
-  std::string manifest;
-  int i = 0;
-  for (const auto& m : *lines) {
-    Tensor value;
-    if (m.key == "save_counter") {
-      value = (*t)->root.save_counter().value();
-    } else if (m.key.find("/.OPTIMIZER_SLOT/") != std::string::npos) {
-      const std::string marker = "/.OPTIMIZER_SLOT/";
-      size_t at = m.key.find(marker);
-      std::string rest = m.key.substr(at + marker.size());
-      size_t slash = rest.rfind('/');
-      Trackable* slot = (*t)->nodes[rest.substr(0, slash)]->GetSlot(
-          (*t)->vars[m.key.substr(0, at)].get(), rest.substr(slash + 1));
-      if (slot == nullptr) return Fail(NotFoundError("slot " + m.key + " was not restored"));
-      value = static_cast<VariableTrackable*>(slot)->value();
-    } else {
-      value = (*t)->vars[m.key]->value();
-    }
-    std::string file = "r" + std::to_string(i++) + ".bin";
-    if (Status s = SaveTensor(value, JoinPath(out, file)); !s.ok()) return Fail(s);
-    manifest += m.key + "\t" + std::string(DTypeName(value.dtype())) + "\t" + Dims(value.shape()) +
-                "\t" + file + "\n";
-  }
-  Status s = WriteFileAtomically(JoinPath(out, "manifest.tsv"), manifest);
+  std::vector<std::string> keys;
+  for (const auto& m : *lines) keys.push_back(m.key);
+  Status s = WriteTensorDir(argv[4], "r", keys, [&](const std::string& key) -> Result<Tensor> {
+    if (key == "save_counter") return (*t)->root.save_counter().value();
+    const std::string marker = "/.OPTIMIZER_SLOT/";
+    const size_t at = key.find(marker);
+    if (at == std::string::npos) return (*t)->vars[key]->value();
+    std::string rest = key.substr(at + marker.size());
+    size_t slash = rest.rfind('/');
+    Trackable* slot = (*t)->nodes[rest.substr(0, slash)]->GetSlot(
+        (*t)->vars[key.substr(0, at)].get(), rest.substr(slash + 1));
+    if (slot == nullptr) return NotFoundError("slot " + key + " was not restored");
+    return static_cast<VariableTrackable*>(slot)->value();
+  });
   return s.ok() ? 0 : Fail(s);
 }
 

@@ -27,24 +27,12 @@
 #include "input/idx.h"
 #include "input/tfrecord.h"
 #include "state_file.h"
+#include "tests/testutil/strings.h"
 
 namespace troupe::input {
 namespace {
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
+using troupe::testutil::Split;
 
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
