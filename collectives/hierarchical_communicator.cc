@@ -7,7 +7,6 @@
 #include "collectives/backend_plans.h"
 #include "collectives/mpi_bootstrap.h"
 #include "collectives/mpi_collectives.h"
-#include "collectives/mpi_communicator.h"
 
 namespace troupe {
 
@@ -26,10 +25,11 @@ Result<std::unique_ptr<HierarchicalCommunicator>> HierarchicalCommunicator::Crea
     }
   }
   const Deadline deadline = DeadlineAfter(options.timeout);
-  std::unique_ptr<HierarchicalCommunicator> c(new HierarchicalCommunicator(group, options));
   std::vector<int> world(static_cast<size_t>(group.world_size));
   std::iota(world.begin(), world.end(), 0);
-  TROUPE_ASSIGN_OR_RETURN(c->world_, MpiChannel::Create(comm, world, deadline));
+  TROUPE_ASSIGN_OR_RETURN(auto world_channel, MpiChannel::Create(comm, world, deadline));
+  std::unique_ptr<HierarchicalCommunicator> c(
+      new HierarchicalCommunicator(group, options, std::move(world_channel)));
   // Cross-host channel: same local rank on every host, ordered by host index.
   MPI_Comm cross;
   int rc = MPI_Comm_split(comm, group.local_rank, group.host(), &cross);
@@ -61,15 +61,15 @@ Result<std::unique_ptr<HierarchicalCommunicator>> HierarchicalCommunicator::Crea
   return c;
 }
 
-HierarchicalCommunicator::HierarchicalCommunicator(ProcessGroup group, CollectiveOptions options)
-    : Communicator(std::move(group), options) {
+HierarchicalCommunicator::HierarchicalCommunicator(ProcessGroup group, CollectiveOptions options,
+                                                   std::unique_ptr<MpiChannel> world)
+    : MpiCommunicator(std::move(group), options, std::move(world)) {
   host_ranks_ = group_.RanksOnHost(group_.host());
   host_order_ = ReplicaFoldOrder(group_, host_ranks_);
-  world_order_ = ReplicaFoldOrder(group_);
   // Runs of consecutive replica ids on one host, in id order; [begin, end) index that host's
   // contributions in its own fold order.
   std::vector<int> next_on_host(static_cast<size_t>(group_.num_hosts()), 0);
-  for (const auto& [r, c] : world_order_) {
+  for (const auto& [r, c] : id_order_) {
     const int h = group_.host_of_rank[r];
     if (runs_.empty() || runs_.back().host != h) {
       runs_.push_back({h, next_on_host[h], next_on_host[h]});
@@ -80,11 +80,6 @@ HierarchicalCommunicator::HierarchicalCommunicator(ProcessGroup group, Collectiv
 }
 
 HierarchicalCommunicator::~HierarchicalCommunicator() { Shutdown(); }
-
-Status HierarchicalCommunicator::ExchangeHeaders(const OpHeader& mine, Deadline deadline,
-                                                 std::vector<OpHeader>* all) {
-  return world_->ExchangeHeaders(mine, deadline, all);
-}
 
 Status HierarchicalCommunicator::ChainStep(const Op& op, int64_t n,
                                            const std::vector<const void*>& srcs,
@@ -160,29 +155,6 @@ Status HierarchicalCommunicator::RunAllReduce(Op& op) {
   }
   AddAllReduceSegments(op.count, group_.local_size, group_.local_rank, outs, &plan);
   return ShmReduce(*layout, plan, op.deadline);
-}
-
-Status HierarchicalCommunicator::Run(Op& op) {
-  const size_t esize = DTypeSize(op.dtype);
-  const size_t bytes = static_cast<size_t>(op.count) * esize;
-  switch (op.kind) {
-    case CollectiveKind::kAllReduce:
-      return RunAllReduce(op);
-    case CollectiveKind::kReduceScatter:
-      return MpiReduce(*world_,
-                       ReduceScatterPlan(group_, op.dtype, op.reduce_op, op.count, world_order_,
-                                         op.inputs, op.outputs),
-                       static_cast<int64_t>(options_.piece_bytes / esize), op.deadline);
-    case CollectiveKind::kAllGather:
-      return MpiAllGather(*world_, group_.replica_ids, ConstDataPointers(op.inputs),
-                          DataPointers(op.outputs), bytes, op.deadline);
-    case CollectiveKind::kBroadcast:
-      return MpiBroadcastReplica(*world_, group_, op.root, DataPointers(op.outputs), bytes,
-                                 op.deadline);
-    case CollectiveKind::kBarrier:
-      return Status::OK();
-  }
-  return InternalError("unknown collective kind");
 }
 
 }  // namespace troupe

@@ -9,7 +9,8 @@
 //    runs (each host folds its run in id order onto it), and the host holding the last run
 //    broadcasts the result. Bits equal every other backend's; cross-host traffic stays one
 //    partial per hop instead of one message per replica.
-// broadcast, allgather and reduce_scatter run over MPI across all ranks.
+// broadcast, allgather and reduce_scatter run over MPI across all ranks, as in MpiCommunicator
+// (which this class extends with the staged allreduce).
 #pragma once
 
 #include <mpi.h>
@@ -17,13 +18,13 @@
 #include <memory>
 #include <string>
 
-#include "collectives/communicator.h"
 #include "collectives/mpi_channel.h"
+#include "collectives/mpi_communicator.h"
 #include "collectives/shm_collectives.h"
 
 namespace troupe {
 
-class HierarchicalCommunicator : public Communicator {
+class HierarchicalCommunicator : public MpiCommunicator {
  public:
   // Every host must run the same number of processes. `segment_prefix` ("/troupe-<token>",
   // see MakeJobToken) must be the same on all ranks; each host's segment appends "-h<host>".
@@ -35,9 +36,7 @@ class HierarchicalCommunicator : public Communicator {
   std::string backend() const override { return "hierarchical"; }
 
  protected:
-  Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
-                         std::vector<OpHeader>* all) override;
-  Status Run(Op& op) override;
+  Status RunAllReduce(Op& op) override;
 
  private:
   struct Run_ {
@@ -45,20 +44,18 @@ class HierarchicalCommunicator : public Communicator {
     int begin;  // [begin, end) into the host's contributions in fold order
     int end;
   };
-  HierarchicalCommunicator(ProcessGroup group, CollectiveOptions options);
-  Status RunAllReduce(Op& op);
+  HierarchicalCommunicator(ProcessGroup group, CollectiveOptions options,
+                           std::unique_ptr<MpiChannel> world);
   Status ChainStep(const Op& op, int64_t n, const std::vector<const void*>& srcs,
                    const std::vector<void*>& dsts, Deadline deadline);
 
   std::unique_ptr<ShmSegment> segment_;
-  std::unique_ptr<MpiChannel> world_;
   std::unique_ptr<MpiChannel> cross_;  // local rank i of every host, ordered by host
   ShmLayout per_replica_;
   ShmLayout per_process_;
-  std::vector<int> host_ranks_;                   // world ranks on this host
-  std::vector<std::pair<int, int>> host_order_;   // host contributions by replica id
-  std::vector<std::pair<int, int>> world_order_;  // all contributions by replica id
-  std::vector<Run_> runs_;                        // deterministic chain over hosts
+  std::vector<int> host_ranks_;                  // world ranks on this host
+  std::vector<std::pair<int, int>> host_order_;  // host contributions by replica id
+  std::vector<Run_> runs_;                       // deterministic chain over hosts
   std::vector<char> chain_buffer_;
 };
 

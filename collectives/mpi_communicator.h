@@ -26,16 +26,17 @@ class MpiCommunicator : public Communicator {
   std::string backend() const override { return "mpi"; }
 
  protected:
-  Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
-                         std::vector<OpHeader>* all) override;
-  Status Run(Op& op) override;
-
- private:
+  // `channel` spans the group's world ranks, in order.
   MpiCommunicator(ProcessGroup group, CollectiveOptions options,
                   std::unique_ptr<MpiChannel> channel);
-  Status RunAllReduce(Op& op);
+  Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,
+                         std::vector<OpHeader>* all) override;
+  // Broadcast, allgather and reduce_scatter over `channel_`; allreduce through RunAllReduce.
+  Status Run(Op& op) override;
+  // The hierarchical backend (a subclass) replaces it with its staged allreduce.
+  virtual Status RunAllReduce(Op& op);
 
-  std::unique_ptr<MpiChannel> channel_;
+  std::unique_ptr<MpiChannel> channel_;        // every world rank
   std::vector<std::pair<int, int>> id_order_;  // (rank, local index) by replica id
 };
 
