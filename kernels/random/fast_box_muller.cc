@@ -18,6 +18,14 @@ namespace {
 
 constexpr int64_t kArgs = int64_t{1} << 23;  // 23 mantissa bits per argument
 
+// 1/k! for k = 0..20: the Taylor coefficients of the AVX2 and AVX-512 sin/cos below.
+constexpr std::array<double, 21> kInvFact = [] {
+  std::array<double, 21> f{};
+  f[0] = 1.0;
+  for (int k = 1; k <= 20; ++k) f[k] = f[k - 1] / k;
+  return f;
+}();
+
 // The arguments TF's BoxMullerFloat passes to logf and sincosf for mantissa bits k and j.
 float LogArg(uint32_t k) {
   const float u = static_cast<float>(k) * 0x1p-23f;  // == Uint32ToFloat(k), exactly
@@ -82,16 +90,10 @@ inline void SinCos4(__m256d x, __m256d* sin_out, __m256d* cos_out) {
                     _mm256_mul_pd(n, _mm256_set1_pd(6.07710050650619224932e-11)));
   const __m256d r2 = _mm256_mul_pd(r, r);
   const __m256d neg_r2 = _mm256_sub_pd(_mm256_setzero_pd(), r2);
-  static constexpr auto inv_fact = [] {  // 1/k! for k = 0..20
-    std::array<double, 21> f{};
-    f[0] = 1.0;
-    for (int k = 1; k <= 20; ++k) f[k] = f[k - 1] / k;
-    return f;
-  }();
-  __m256d sp = _mm256_set1_pd(inv_fact[15]);
-  for (int k = 13; k >= 1; k -= 2) sp = MulAdd(sp, neg_r2, _mm256_set1_pd(inv_fact[k]));
-  __m256d cp = _mm256_set1_pd(inv_fact[16]);
-  for (int k = 14; k >= 0; k -= 2) cp = MulAdd(cp, neg_r2, _mm256_set1_pd(inv_fact[k]));
+  __m256d sp = _mm256_set1_pd(kInvFact[15]);
+  for (int k = 13; k >= 1; k -= 2) sp = MulAdd(sp, neg_r2, _mm256_set1_pd(kInvFact[k]));
+  __m256d cp = _mm256_set1_pd(kInvFact[16]);
+  for (int k = 14; k >= 0; k -= 2) cp = MulAdd(cp, neg_r2, _mm256_set1_pd(kInvFact[k]));
   const __m256d s = _mm256_mul_pd(r, sp);
   const __m256d c = cp;
   // Quadrant q = n mod 4: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s).
@@ -164,16 +166,10 @@ TROUPE_AVX512 inline void SinCos8(__m512d x, __m512d* sin_out, __m512d* cos_out)
       _mm512_sub_pd(_mm512_sub_pd(x, _mm512_mul_pd(n, _mm512_set1_pd(1.57079632673412561417e+00))),
                     _mm512_mul_pd(n, _mm512_set1_pd(6.07710050650619224932e-11)));
   const __m512d neg_r2 = _mm512_sub_pd(_mm512_setzero_pd(), _mm512_mul_pd(r, r));
-  static constexpr auto inv_fact = [] {
-    std::array<double, 21> f{};
-    f[0] = 1.0;
-    for (int k = 1; k <= 20; ++k) f[k] = f[k - 1] / k;
-    return f;
-  }();
-  __m512d sp = _mm512_set1_pd(inv_fact[15]);
-  for (int k = 13; k >= 1; k -= 2) sp = _mm512_fmadd_pd(sp, neg_r2, _mm512_set1_pd(inv_fact[k]));
-  __m512d cp = _mm512_set1_pd(inv_fact[16]);
-  for (int k = 14; k >= 0; k -= 2) cp = _mm512_fmadd_pd(cp, neg_r2, _mm512_set1_pd(inv_fact[k]));
+  __m512d sp = _mm512_set1_pd(kInvFact[15]);
+  for (int k = 13; k >= 1; k -= 2) sp = _mm512_fmadd_pd(sp, neg_r2, _mm512_set1_pd(kInvFact[k]));
+  __m512d cp = _mm512_set1_pd(kInvFact[16]);
+  for (int k = 14; k >= 0; k -= 2) cp = _mm512_fmadd_pd(cp, neg_r2, _mm512_set1_pd(kInvFact[k]));
   const __m512d s = _mm512_mul_pd(r, sp);
   const __m512d c = cp;
   const __m512i q = _mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(n));

@@ -17,6 +17,20 @@ uint32_t FloatBits(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+
+// Cephes' log1p rational for |x| < sqrt(2) - 1, shared by XLA's float32 and float64 Log1p.
+constexpr double kLog1pDen[7] = {1.,
+                                 1.5062909083469192043167E1,
+                                 8.3047565967967209469434E1,
+                                 2.2176239823732856465394E2,
+                                 3.0909872225312059774938E2,
+                                 2.1642788614495947685003E2,
+                                 6.0118660497603843919306E1};
+constexpr double kLog1pNum[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
+                                 6.5787325942061044846969E0,  2.9911919328553073277375E1,
+                                 6.0949667980987787057556E1,  5.7112963590585538103336E1,
+                                 2.0039553499201281259648E1};
+
 float BitsAsFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
@@ -56,23 +70,12 @@ float XlaLogF32(float input) {
 // XLA's Log1p for float32 (codegen/intrinsic/log1p.cc): a Cephes rational for |x| < sqrt(2)-1,
 // else log(1 + x) through the Cephes log; Horner steps are fused multiply-adds.
 float XlaLog1pF32(float x) {
-  static constexpr double kDen[7] = {1.,
-                                     1.5062909083469192043167E1,
-                                     8.3047565967967209469434E1,
-                                     2.2176239823732856465394E2,
-                                     3.0909872225312059774938E2,
-                                     2.1642788614495947685003E2,
-                                     6.0118660497603843919306E1};
-  static constexpr double kNum[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
-                                     6.5787325942061044846969E0,  2.9911919328553073277375E1,
-                                     6.0949667980987787057556E1,  5.7112963590585538103336E1,
-                                     2.0039553499201281259648E1};
   if (!(std::fabs(x) < 0.41421356237309504880f)) return XlaLogF32(x + 1.0f);
   const float x2 = x * x;
   float den = 0.0f, num = 0.0f;
   for (int i = 0; i < 7; ++i) {
-    den = std::fma(den, x, static_cast<float>(kDen[i]));
-    num = std::fma(num, x, static_cast<float>(kNum[i]));
+    den = std::fma(den, x, static_cast<float>(kLog1pDen[i]));
+    num = std::fma(num, x, static_cast<float>(kLog1pNum[i]));
   }
   const float small = std::fma(-0.5f, x2, (x * x2) * (num / den));
   return x + small;
@@ -145,23 +148,12 @@ struct TruncatedNormalF32 {
 // XLA's Log1p for float64 (TF 2.21's XLA): the Cephes rational for |x| < sqrt(2) - 1, else
 // glibc's log(1 + x).
 double XlaLog1pF64(double x) {
-  static constexpr double kDen[7] = {1.,
-                                     1.5062909083469192043167E1,
-                                     8.3047565967967209469434E1,
-                                     2.2176239823732856465394E2,
-                                     3.0909872225312059774938E2,
-                                     2.1642788614495947685003E2,
-                                     6.0118660497603843919306E1};
-  static constexpr double kNum[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
-                                     6.5787325942061044846969E0,  2.9911919328553073277375E1,
-                                     6.0949667980987787057556E1,  5.7112963590585538103336E1,
-                                     2.0039553499201281259648E1};
   if (!(std::fabs(x) < 0.41421356237309504880)) return std::log(x + 1.0);
   const double x2 = x * x;
   double den = 0.0, num = 0.0;
   for (int i = 0; i < 7; ++i) {
-    den = std::fma(den, x, kDen[i]);
-    num = std::fma(num, x, kNum[i]);
+    den = std::fma(den, x, kLog1pDen[i]);
+    num = std::fma(num, x, kLog1pNum[i]);
   }
   return x + std::fma(-0.5, x2, (x * x2) * (num / den));
 }
