@@ -19,9 +19,15 @@ Value Chain(Value x, int64_t n) {
   return x;
 }
 
-void BM_TracedTinyOps(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  Function f("tiny_ops", [n](const Args& a) -> Outputs { return Chain(a[0], n); });
+// "ns_per_op": the measured time per iteration divided by the `n` ops each iteration runs.
+void ReportNsPerOp(benchmark::State& state, int64_t n) {
+  state.counters["ns_per_op"] = benchmark::Counter(
+      static_cast<double>(n) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+}
+
+// Runs traced `f` (n ops) on a float scalar once to trace it, then once per iteration.
+void TimeTraced(benchmark::State& state, Function& f, int64_t n) {
   Tensor x = Tensor::Scalar(0.0f);
   if (!f.Run1({x}).ok()) {
     state.SkipWithError("trace failed");
@@ -31,9 +37,13 @@ void BM_TracedTinyOps(benchmark::State& state) {
     auto r = f.Run1({x});
     benchmark::DoNotOptimize(r);
   }
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(n) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  ReportNsPerOp(state, n);
+}
+
+void BM_TracedTinyOps(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Function f("tiny_ops", [n](const Args& a) -> Outputs { return Chain(a[0], n); });
+  TimeTraced(state, f, n);
 }
 BENCHMARK(BM_TracedTinyOps)->Arg(1000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
 
@@ -45,18 +55,7 @@ void BM_TracedIdentityOps(benchmark::State& state) {
     for (int64_t i = 0; i < n; ++i) x = ops::Identity(x);
     return x;
   });
-  Tensor x = Tensor::Scalar(0.0f);
-  if (!f.Run1({x}).ok()) {
-    state.SkipWithError("trace failed");
-    return;
-  }
-  for (auto _ : state) {
-    auto r = f.Run1({x});
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(n) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  TimeTraced(state, f, n);
 }
 BENCHMARK(BM_TracedIdentityOps)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
@@ -67,9 +66,7 @@ void BM_EagerTinyOps(benchmark::State& state) {
     Value y = Chain(x, n);
     benchmark::DoNotOptimize(y);
   }
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(n) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  ReportNsPerOp(state, n);
 }
 BENCHMARK(BM_EagerTinyOps)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
