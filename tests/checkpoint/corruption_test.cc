@@ -38,6 +38,30 @@ void WriteSample(const std::string& prefix) {
   ASSERT_TRUE((*w)->Finish().ok());
 }
 
+Tensor Zeros4() { return *Tensor::Zeros(DType::kFloat32, TensorShape{4}); }
+
+// Float variables "v" and "w" tracked under their names by one Checkpoint.
+struct TwoVariables {
+  TwoVariables(Tensor v_value, Tensor w_value) : v("v", v_value), w("w", w_value) {
+    root.Track("v", &v);
+    root.Track("w", &w);
+  }
+  Checkpoint root;
+  VariableTrackable v;
+  VariableTrackable w;
+};
+
+// Writes v = 1..4 and w = 10..13 at `prefix` (v's bytes come first in the data file); returns
+// the data file's path and contents.
+void WriteTwoVariables(const std::string& prefix, std::string* data_file, std::string* bytes) {
+  TwoVariables saved(Iota<float>({4}, 1.0f), Iota<float>({4}, 10.0f));
+  ASSERT_TRUE(saved.root.Write(prefix).ok());
+  *data_file = DataFilename(prefix, 0, 1);
+  auto contents = ReadFileToString(*data_file);
+  ASSERT_TRUE(contents.ok());
+  *bytes = *contents;
+}
+
 // Opens and reads every tensor; returns the first error (or OK).
 Status ReadEverything(const std::string& prefix, std::vector<Tensor>* out = nullptr) {
   TROUPE_ASSIGN_OR_RETURN(auto r, BundleReader::Open(prefix));
@@ -195,56 +219,33 @@ TEST(CorruptionTest, StateFileNamingNothingIsNotFound) {
 
 TEST(CorruptionTest, CorruptObjectGraphLeavesObjectsUntouched) {
   ScratchDir dir;
-  Checkpoint saved;
-  VariableTrackable v("v", Iota<float>({4}, 1.0f));
-  VariableTrackable w("w", Iota<float>({4}, 10.0f));
-  saved.Track("v", &v);
-  saved.Track("w", &w);
-  ASSERT_TRUE(saved.Write(dir / "c").ok());
+  std::string data, bytes;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoVariables(dir / "c", &data, &bytes));
   // Damage w's bytes: v sits first in the data file, w right after it.
-  const std::string data = DataFilename(dir / "c", 0, 1);
-  auto bytes = ReadFileToString(data);
-  ASSERT_TRUE(bytes.ok());
-  std::string bad = *bytes;
-  bad[17] ^= 0x10;
-  Overwrite(data, bad);
+  bytes[17] ^= 0x10;
+  Overwrite(data, bytes);
 
   // Atomic restore: all-or-nothing. v was intact but is not restored either.
-  Checkpoint live;
-  VariableTrackable v2("v", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
-  VariableTrackable w2("w", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
-  live.Track("v", &v2);
-  live.Track("w", &w2);
-  auto st = live.Restore(dir / "c", {.atomic = true});
+  TwoVariables live(Zeros4(), Zeros4());
+  auto st = live.root.Restore(dir / "c", {.atomic = true});
   EXPECT_EQ(st.status().code(), StatusCode::kDataLoss) << st.status();
   EXPECT_TRUE(Mentions(st.status(), "w/.ATTRIBUTES/VARIABLE_VALUE")) << st.status();
-  EXPECT_TRUE(v2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
-  EXPECT_TRUE(w2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
+  EXPECT_TRUE(live.v.value().BitEqual(Zeros4()));
+  EXPECT_TRUE(live.w.value().BitEqual(Zeros4()));
   // The default (in-place) restore reports the same error.
-  auto st2 = live.Restore(dir / "c");
+  auto st2 = live.root.Restore(dir / "c");
   EXPECT_EQ(st2.status().code(), StatusCode::kDataLoss) << st2.status();
 }
 
 TEST(CorruptionTest, TruncatedDataFailsRestoreBeforeTouchingObjects) {
   ScratchDir dir;
-  Checkpoint saved;
-  VariableTrackable v("v", Iota<float>({4}, 1.0f));
-  VariableTrackable w("w", Iota<float>({4}, 10.0f));
-  saved.Track("v", &v);
-  saved.Track("w", &w);
-  ASSERT_TRUE(saved.Write(dir / "c").ok());
-  const std::string data = DataFilename(dir / "c", 0, 1);
-  auto bytes = ReadFileToString(data);
-  ASSERT_TRUE(bytes.ok());
-  Overwrite(data, bytes->substr(0, 20));  // v intact, w and the graph cut off
-  Checkpoint live;
-  VariableTrackable v2("v", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
-  VariableTrackable w2("w", *Tensor::Zeros(DType::kFloat32, TensorShape{4}));
-  live.Track("v", &v2);
-  live.Track("w", &w2);
-  auto st = live.Restore(dir / "c");
+  std::string data, bytes;
+  ASSERT_NO_FATAL_FAILURE(WriteTwoVariables(dir / "c", &data, &bytes));
+  Overwrite(data, bytes.substr(0, 20));  // v intact, w and the graph cut off
+  TwoVariables live(Zeros4(), Zeros4());
+  auto st = live.root.Restore(dir / "c");
   EXPECT_EQ(st.status().code(), StatusCode::kDataLoss) << st.status();
-  EXPECT_TRUE(v2.value().BitEqual(*Tensor::Zeros(DType::kFloat32, TensorShape{4})));
+  EXPECT_TRUE(live.v.value().BitEqual(Zeros4()));
 }
 
 }  // namespace
