@@ -32,6 +32,32 @@ TEST(FunctionTest, TracesOncePerSignature) {
   EXPECT_EQ(twice.num_concrete_functions(), 3);
 }
 
+// Tracing ends each output with an Identity; the executor runs each right after its input
+// is made, so RunFlat's listener hears an input returned as-is first and an early value before
+// a later Print, even though the outputs are listed in the other order.
+TEST(FunctionTest, RunFlatReportsOutputsAsTheyAreMade) {
+  Function f("f", [](const Args& a) -> Outputs {
+    Value early = a[0].value() * 2.0f;
+    Status printed = Print({"between"});
+    if (!printed.ok()) return printed;
+    Value late = early + 1.0f;
+    return std::vector<Value>{late, early, a[0].value()};
+  });
+  Tensor x = Floats({1, 2}, {2});
+  auto fn = f.GetConcreteFunction({x});
+  ASSERT_TRUE(fn.ok()) << fn.status();
+  std::vector<std::string> log;
+  PrintSink previous = SetPrintSink([&](std::string_view line) { log.emplace_back(line); });
+  const Tensor inputs[] = {x};
+  auto out = (*fn)->RunFlat(inputs, [&](int i, const Tensor& t) {
+    log.push_back("output " + std::to_string(i) + " = " + std::to_string(t.flat<float>()[1]));
+  });
+  SetPrintSink(previous);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(log, (std::vector<std::string>{"output 2 = 2.000000", "output 1 = 4.000000", "between",
+                                           "output 0 = 5.000000"}));
+}
+
 TEST(FunctionTest, StaticArgumentsRetraceByValue) {
   int traces = 0;
   Function f("f", [&](const Args& a) -> Outputs {
