@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "core/crc32c.h"
 #include "checkpoint/string_codec.h"
+#include "core/crc32c.h"
 
 namespace troupe::ckpt {
 namespace {

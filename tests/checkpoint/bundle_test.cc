@@ -4,8 +4,8 @@
 
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/bundle_writer.h"
-#include "core/crc32c.h"
 #include "checkpoint/file_util.h"
+#include "core/crc32c.h"
 #include "core/dtype_traits.h"
 #include "tests/checkpoint/test_util.h"
 
