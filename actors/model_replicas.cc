@@ -128,29 +128,25 @@ Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor
   const Tensor inputs[] = {images, labels};
   TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<ConcreteFunction> fn,
                           steps_[static_cast<size_t>(r)]->GetConcreteFunction({images, labels}));
-  // Gradients wanted on the host are copied as they appear (a GPU replica with host weights).
-  std::vector<Tensor> moved(trainable_.size());
-  Status copy_failed;
+  // A GPU replica whose gradients go to the host (the weights live there) copies them after
+  // the run: a copy during it would stall the GPU once per gradient while the host waits, and
+  // the step would lose more than a host-side reduction could overlap. Elsewhere each gradient
+  // is handed over the moment it is made.
+  const bool copy_after = !grads_on_device && !devices_[static_cast<size_t>(r)].is_cpu();
+  std::vector<int> order;  // gradients in the order the run made them
   Executor::OutputReadyFn ready;
-  if (on_grad || (!grads_on_device && !devices_[static_cast<size_t>(r)].is_cpu())) {
+  if (on_grad) {
     ready = [&](int output, const Tensor& value) {
       const int i = output - kMetrics;
-      if (i < 0 || !copy_failed.ok()) return;
-      const Tensor* grad = &value;
-      if (!grads_on_device && !value.device().is_cpu()) {
-        Result<Tensor> host = gpu::ToHost(value);
-        if (!host.ok()) {
-          copy_failed = host.status();
-          return;
-        }
-        moved[static_cast<size_t>(i)] = *std::move(host);
-        grad = &moved[static_cast<size_t>(i)];
+      if (i < 0) return;
+      if (copy_after) {
+        order.push_back(i);
+      } else {
+        on_grad(i, value);
       }
-      if (on_grad) on_grad(i, *grad);
     };
   }
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out, fn->RunFlat(inputs, ready));
-  TROUPE_RETURN_IF_ERROR(copy_failed);
   if (out.size() != kMetrics + trainable_.size()) {
     return InternalError("train_step returned " + std::to_string(out.size()) + " tensors");
   }
@@ -158,8 +154,11 @@ Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor
   TROUPE_ASSIGN_OR_RETURN(s.loss_sum, ScalarOf(out[0], "train_step"));
   TROUPE_ASSIGN_OR_RETURN(s.correct, ScalarOf(out[1], "train_step"));
   s.grads.assign(out.begin() + kMetrics, out.end());
-  for (size_t i = 0; i < s.grads.size(); ++i) {
-    if (moved[i].initialized()) s.grads[i] = std::move(moved[i]);
+  if (copy_after) {
+    for (Tensor& g : s.grads) {
+      TROUPE_ASSIGN_OR_RETURN(g, gpu::ToHost(g));
+    }
+    for (int i : order) on_grad(i, s.grads[static_cast<size_t>(i)]);
   }
   return s;
 }

@@ -41,7 +41,8 @@ class ModelReplicas {
 
   // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
   // thread running Step, while later layers' gradients are still being computed. The tensor
-  // is the one StepOutput::grads will hold.
+  // is the one StepOutput::grads will hold. A GPU replica whose gradients go to the host
+  // reports them right after its run instead, in the same order.
   using GradientReadyFn = std::function<void(int index, const Tensor& grad)>;
 
   // Replica `r`'s forward and backward pass on images float32 [b,28,28,1], labels int32 [b].
