@@ -120,12 +120,7 @@ Status Executor::Build() {
   HoistOutputIdentities();
   TROUPE_RETURN_IF_ERROR(PlaceConstants());
 
-  std::vector<int> made_by(static_cast<size_t>(num_slots_), -1);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    for (int k = 0; k < steps_[s].num_outputs; ++k) {
-      made_by[static_cast<size_t>(steps_[s].out_base + k)] = static_cast<int>(s);
-    }
-  }
+  const std::vector<int> made_by = StepMakingEachSlot();
   outputs_after_.resize(steps_.size());
   for (size_t i = 0; i < output_slots_.size(); ++i) {
     const int s = made_by[static_cast<size_t>(output_slots_[i])];
@@ -182,15 +177,20 @@ Status Executor::Build() {
   return Status::OK();
 }
 
-void Executor::HoistOutputIdentities() {
-  std::vector<char> is_output(static_cast<size_t>(num_slots_), 0);
-  for (int slot : output_slots_) is_output[static_cast<size_t>(slot)] = 1;
+std::vector<int> Executor::StepMakingEachSlot() const {
   std::vector<int> made_by(static_cast<size_t>(num_slots_), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
     for (int k = 0; k < steps_[s].num_outputs; ++k) {
       made_by[static_cast<size_t>(steps_[s].out_base + k)] = static_cast<int>(s);
     }
   }
+  return made_by;
+}
+
+void Executor::HoistOutputIdentities() {
+  std::vector<char> is_output(static_cast<size_t>(num_slots_), 0);
+  for (int slot : output_slots_) is_output[static_cast<size_t>(slot)] = 1;
+  const std::vector<int> made_by = StepMakingEachSlot();
   // dependents[s + 1]: the movable Identities reading step s's output (s = -1: a feed/const).
   std::vector<std::vector<int>> dependents(steps_.size() + 1);
   std::vector<char> movable(steps_.size(), 0);

@@ -83,6 +83,9 @@ class Executor {
   // last; each runs right after the step that makes its input instead, so early outputs
   // (gradients) are reported early. Identity has no side effects: only its input orders it.
   void HoistOutputIdentities();
+  // Per slot: the index of the step that makes it in the current schedule, -1 for feeds and
+  // constants.
+  std::vector<int> StepMakingEachSlot() const;
   // Picks the device's allocator and moves kernel-only constants to the device.
   Status PlaceConstants();
   std::unique_ptr<RunState> AcquireState();
