@@ -49,9 +49,9 @@ __device__ __forceinline__ float XlaBitsToHalfValue(uint32_t b) {
 }
 
 // XLA's float16 truncated normal (xla_cpu_math.cc TruncatedNormalF16): float32 math rounded to
-// half after every op.
+// half after every op (Troupe's float16 rule, xla::XlaFloat16::kRoundEachOp).
 __device__ __forceinline__ float XlaTruncatedNormalHalf(float u, float alpha, float z) {
-  const float p = RoundHalf(fmaf(z, u, alpha));
+  const float p = RoundHalf(RoundHalf(z * u) + alpha);
   const float eps = 0.0009765625f;
   float v = RoundHalf(RoundHalf(2.0f * p) - 1.0f);
   v = RoundHalf(fminf(fmaxf(v, RoundHalf(-1.0f + eps)), RoundHalf(1.0f - eps)));

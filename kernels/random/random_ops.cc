@@ -13,6 +13,7 @@
 #include "kernels/random/philox.h"
 #include "kernels/random/philox_fill.h"
 #include "kernels/random/stateless.h"
+#include "kernels/random/xla_cpu_math.h"
 #include "kernels/random/xla_threefry.h"
 #include "troupe/build_info.h"
 #if TROUPE_HAVE_CUDA
@@ -292,15 +293,20 @@ Result<Tensor> ScaleAndShift(const Tensor& rnd, double mul, double add, bool fus
         }
       }
     } else {
-      // half / bfloat16: every op is computed in float. TF's eager kernels round after each op;
-      // XLA CPU fuses a float16 multiply-add into one rounding but still rounds bfloat16 after
-      // each op (checked against TF 2.21).
+      // half / bfloat16: every op is computed in float and rounded back, by TF's eager kernels
+      // and by XLA CPU (checked against TF 2.21); a float16 multiply-add XLA fuses only on CPUs
+      // with AVX512-FP16, which XlaHalfMultiplyAdd models for the tests.
       const float m = static_cast<float>(T(static_cast<float>(mul)));
       const float a = static_cast<float>(T(static_cast<float>(add)));
-      const bool one_rounding = fused && std::is_same_v<T, half>;
       for (int64_t i = 0; i < n; ++i) {
         const float x = static_cast<float>(in[i]);
-        o[i] = one_rounding ? T(std::fma(x, m, a)) : T(static_cast<float>(T(x * m)) + a);
+        if constexpr (std::is_same_v<T, half>) {
+          if (fused) {
+            o[i] = xla::XlaHalfMultiplyAdd(x, m, a);
+            continue;
+          }
+        }
+        o[i] = T(static_cast<float>(T(x * m)) + a);
       }
     }
   });

@@ -48,8 +48,8 @@ Status SetIntRange(RandomSpec& spec, int64_t minval, int64_t maxval);
 
 // rnd * mul + add, elementwise in rnd's dtype (mul/add converted to it first), as TF's Python
 // applies mean/stddev and [minval, maxval). `fused`: as XLA CPU compiles it (one rounding for
-// float32/float64/float16, whose multiply-add LLVM contracts; bfloat16 still rounds twice);
-// else two roundings (TF's separate Mul and Add kernels).
+// float32/float64, whose multiply-add LLVM contracts; float16 and bfloat16 round after each op,
+// float16 by Troupe's rule xla::XlaFloat16); else two roundings (TF's Mul and Add kernels).
 Result<Tensor> ScaleAndShift(const Tensor& rnd, double mul, double add, bool fused);
 
 // Registers the V2 ops (inputs: shape, key, counter, alg [, minval, maxval]; attr "dtype")

@@ -4,6 +4,7 @@
 #include "kernels/random/xla_cpu_math.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -37,7 +38,60 @@ float BitsAsFloat(uint32_t u) {
   return f;
 }
 
+std::atomic<XlaFloat16> g_float16_model{XlaFloat16::kRoundEachOp};
+
+// hi + lo (exact, |lo| <= ulp(hi) / 2) rounded to float by rounding to odd: inexact results get
+// their last bit set. Rounding that float to float16 is then the one correct rounding of
+// hi + lo (round-to-odd at 53 and then 24 bits keeps the sticky bit; 24 >= 11 + 2).
+float RoundToOddFloat(double hi, double lo) {
+  double d = hi;
+  uint64_t bits;
+  std::memcpy(&bits, &d, 8);
+  if (lo != 0 && (bits & 1) == 0) {
+    d = std::nextafter(d, lo > 0 ? std::numeric_limits<double>::infinity()
+                                 : -std::numeric_limits<double>::infinity());
+  }
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+    f = BitsAsFloat(FloatBits(f) | 1u);
+  }
+  return f;
+}
+
 }  // namespace
+
+void SetXlaFloat16ModelForTesting(XlaFloat16 arithmetic) {
+  g_float16_model.store(arithmetic, std::memory_order_relaxed);
+}
+
+XlaFloat16 XlaFloat16Model() { return g_float16_model.load(std::memory_order_relaxed); }
+
+std::string_view XlaFloat16Name(XlaFloat16 arithmetic) {
+  return arithmetic == XlaFloat16::kRoundEachOp ? "round_each_op" : "fused_multiply_add";
+}
+
+bool XlaFloat16FromName(std::string_view name, XlaFloat16* arithmetic) {
+  for (XlaFloat16 a : {XlaFloat16::kRoundEachOp, XlaFloat16::kFusedMultiplyAdd}) {
+    if (name == XlaFloat16Name(a)) {
+      *arithmetic = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+half XlaHalfMultiplyAdd(float a, float b, float c) {
+  const float product = a * b;  // exact: two float16 significands need 22 bits
+  if (XlaFloat16Model() == XlaFloat16::kFusedMultiplyAdd) {
+    // One rounding of the exact product + c: TwoSum gives it as sum + err exactly.
+    const double p = product, sum = p + c, bp = sum - p;
+    const double err = (p - (sum - bp)) + (static_cast<double>(c) - bp);
+    return half(RoundToOddFloat(sum, err));
+  }
+  // float has 24 >= 2 * 11 + 2 bits, so each float op rounded to float16 is the float16 op.
+  return half(static_cast<float>(half(product)) + c);
+}
 
 float XlaLogF32(float input) {
   // Cephes log as XLA's polynomial_approximations.cc emits it; the fma placement is where LLVM
@@ -266,8 +320,8 @@ struct TruncatedNormalF64 {
 
 // --- float16 ---------------------------------------------------------------------------------
 
-// XLA CPU evaluates float16 ops in float32 and rounds each result back to float16; ErfInv is
-// computed in float32 (DoWithUpcastToF32).
+// Float16 ops are rounded after each one (Troupe's rule, XlaFloat16); ErfInv is computed in
+// float32 (XLA's DoWithUpcastToF32).
 half H(float v) { return half(v); }
 float F(half v) { return static_cast<float>(v); }
 
@@ -296,8 +350,8 @@ struct TruncatedNormalF16 {
   half z = XlaTruncatedNormalConstantsF16().z;
   half operator()(half u) const {
     // XLA's float16 uniform path ignores [minval, maxval) (it returns bits - 1.0 directly), so
-    // there is no "+ tiny" here; the multiply-add runs in float32 with one rounding.
-    const half p = H(std::fma(F(z), F(u), F(alpha_cdf)));
+    // there is no "+ tiny" here. This multiply-add is the one site XLA may contract.
+    const half p = XlaHalfMultiplyAdd(F(z), F(u), F(alpha_cdf));
     const float eps = 0.0009765625f;  // float16 epsilon
     half v = H(F(H(2.0f * F(p))) - 1.0f);
     v = H(std::clamp(F(v), F(H(-1.0f + eps)), F(H(1.0f - eps))));

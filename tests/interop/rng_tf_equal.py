@@ -7,6 +7,13 @@ distribution and dtype, seeds 0, 1, 2^31-1, 2^63-1 and negative ones (10 000 dra
 split(3) children, make_seeds, reset_from_seed, stateless ops, fold_in/split, other shapes, and
 per-replica streams for 2 and 4 replicas in a MirroredStrategy over logical CPUs.
 
+float16 under XLA depends on the CPU (kernels/random/xla_cpu_math.h, XlaFloat16): without
+AVX512-FP16, XLA rounds after every float16 op, which is Troupe's rule, and TF must equal Troupe
+bit for bit; the check also shows that Troupe's model of the other CPUs differs from TF exactly
+in float16 ThreeFry cases. With AVX512-FP16, XLA contracts float16 a * b + c into one FMA: TF
+must equal that model, and a second run of this script with XLA's ISA capped at AVX2 (no
+float16 units) must equal Troupe's rule.
+
 Usage: rng_tf_equal.py [--quick]   (--quick: fewer seeds, for a fast local check)
 """
 
@@ -17,6 +24,8 @@ import time
 
 import numpy as np
 import tensorflow as tf
+
+from xla_float16 import cpu_has_avx512_fp16, env_with_capped_isa, xla_float16_arithmetic
 
 # Logical CPU devices must be configured before TF initializes its devices.
 _CPUS = tf.config.list_physical_devices("CPU")
@@ -287,6 +296,30 @@ def run_troupe(lines):
     return proc.stdout.splitlines()
 
 
+def differing_cases(script, arithmetic):
+    """Labels (and want dtypes) of the cases where rng_dump under `arithmetic` differs from TF."""
+    assert script.lines[0].startswith("xla_f16 ")
+    out = run_troupe([f"xla_f16 {arithmetic}"] + script.lines[1:])
+    return [(label, want.dtype) for (label, want), got in zip(script.expected, out)
+            if got == "-" or got.startswith("ERROR")
+            or bytes.fromhex(got) != np.ascontiguousarray(want).tobytes()]
+
+
+def check_other_arithmetic(script, arithmetic):
+    """TF matched `arithmetic`; the other float16 arithmetic must differ from TF, and only in
+    float16 ThreeFry cases (so the CPU dependence is explained, not tolerated)."""
+    other = "fused_multiply_add" if arithmetic == "round_each_op" else "round_each_op"
+    diff = differing_cases(script, other)
+    stray = [label for label, dtype in diff if dtype != np.float16 or "threefry" not in label]
+    print(f"float16 arithmetic {other} differs from TF here in {len(diff)} cases"
+          + (f", e.g. {diff[0][0]}" if diff else ""))
+    if stray:
+        print(f"FAIL {other} differs outside float16 ThreeFry: {stray[:5]}")
+    if not diff:
+        print(f"FAIL {other} equals TF in every case: the test cannot tell the two CPU kinds apart")
+    return 1 if stray or not diff else 0
+
+
 def compare(script):
     out = run_troupe(script.lines)
     if len(out) != len(script.expected):
@@ -315,22 +348,38 @@ def compare(script):
     return failures
 
 
+def rule_run_under_capped_isa():
+    """On an AVX512-FP16 CPU: this script again, with XLA's float16 units turned off."""
+    env = env_with_capped_isa()
+    print(f"== again with XLA_FLAGS={env['XLA_FLAGS']} (Troupe's float16 rule against TF)",
+          flush=True)
+    return subprocess.run([sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
+                          env=env, check=False).returncode
+
+
 def main():
     start = time.time()
+    arithmetic = xla_float16_arithmetic()
+    print(f"XLA float16 arithmetic on this CPU: {arithmetic} "
+          f"(AVX512-FP16: {cpu_has_avx512_fp16()}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r})")
     script = Script()
+    script.cmd(f"xla_f16 {arithmetic}")
     for part in [add_generator_cases, add_shape_cases, add_lifecycle_cases, add_stateless_cases,
                  add_replica_cases]:
         t = time.time()
         part(script)
         print(f"{part.__name__}: TF side done ({time.time() - t:.1f} s)")
     failures = compare(script)
+    failures += check_other_arithmetic(script, arithmetic)
     outside_ok = check_outside_strategy()
     if not outside_ok:
         failures += 1
         print("FAIL generator created outside the strategy: replicas did not get its next draws")
     total = len(script.expected) + 1
     print(f"{total - failures} of {total} cases bit-equal to TensorFlow {tf.__version__} "
-          f"({time.time() - start:.0f} s)")
+          f"with float16 arithmetic {arithmetic} ({time.time() - start:.0f} s)")
+    if arithmetic == "fused_multiply_add" and rule_run_under_capped_isa() != 0:
+        failures += 1
     return 1 if failures else 0
 
 

@@ -13,6 +13,9 @@
 //   stateless DIST DTYPE SHAPE SEED_DTYPE S0,S1 ALG [P1 P2]  -> bytes
 //   stateless_split SEED_DTYPE S0,S1 NUM ALG             -> bytes
 //   fold_in SEED_DTYPE S0,S1 DATA_DTYPE DATA ALG         -> bytes
+//   xla_f16 round_each_op|fused_multiply_add             float16 arithmetic of XLA's ThreeFry
+//                                                        ops (Troupe's rule, or the model of
+//                                                        XLA on CPUs with AVX512-FP16)
 // DIST: uniform (P = min max), normal / truncated_normal (P = mean stddev), uniform_int (P =
 // min max), uniform_full_int. SHAPE: "scalar" or dims joined by ','. Errors print "ERROR ...".
 #include <cstdio>
@@ -24,6 +27,7 @@
 
 #include "graph/random/generator.h"
 #include "kernels/random/stateless.h"
+#include "kernels/random/xla_cpu_math.h"
 
 namespace troupe::random {
 namespace {
@@ -162,6 +166,13 @@ int Main() {
                           ? Tensor::Scalar<int32_t>(static_cast<int32_t>(std::stoll(w[4])))
                           : Tensor::Scalar<int64_t>(std::stoll(w[4]));
         Emit(StatelessFoldIn(*MakeSeed(s[0], s[1], dtype(w[1])), data, alg(w[5])));
+      } else if (cmd == "xla_f16") {
+        xla::XlaFloat16 arithmetic;
+        if (!xla::XlaFloat16FromName(w.at(1), &arithmetic)) {
+          std::cout << "ERROR unknown float16 arithmetic '" << w[1] << "'\n";
+        } else {
+          xla::SetXlaFloat16ModelForTesting(arithmetic);
+        }
       } else {
         std::cout << "ERROR unknown command '" << cmd << "'\n";
       }
