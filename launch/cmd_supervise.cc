@@ -1,6 +1,7 @@
 // `troupe supervise [--max-restarts N] -- COMMAND...`: restart a failing job (e.g. an mpirun or
 // srun line running `troupe train`) with backoff; each restart resumes from its checkpoint.
 #include <cstdio>
+#include <string>
 
 #include "launch/command.h"
 #include "launch/flags.h"
@@ -29,12 +30,20 @@ int RunSupervise(int argc, char** argv) {
   Result<int64_t> restarts = s.ok() ? parser.GetInt("max-restarts") : Result<int64_t>(s);
   Result<double> backoff =
       restarts.ok() ? parser.GetDouble("backoff") : Result<double>(restarts.status());
-  if (!backoff.ok()) {
-    std::fprintf(stderr, "%s\n", backoff.status().message().c_str());
+  Result<double> max_backoff =
+      backoff.ok() ? parser.GetDouble("max-backoff") : Result<double>(backoff.status());
+  if (max_backoff.ok() && (*backoff < 0 || *max_backoff < *backoff)) {
+    max_backoff = InvalidArgumentError(
+        "troupe supervise: need 0 <= --backoff <= --max-backoff, got --backoff " +
+        std::to_string(*backoff) + " and --max-backoff " + std::to_string(*max_backoff));
+  }
+  if (!max_backoff.ok()) {
+    std::fprintf(stderr, "%s\n", max_backoff.status().message().c_str());
     return kExitUsage;
   }
   options.max_restarts = static_cast<int>(*restarts);
   options.initial_backoff_s = *backoff;
+  options.max_backoff_s = *max_backoff;
   Result<SupervisorResult> r = Supervise(parser.positional(), options);
   if (!r.ok()) {
     std::fprintf(stderr, "troupe supervise: %s\n", r.status().message().c_str());
