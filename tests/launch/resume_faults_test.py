@@ -6,6 +6,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,14 @@ def descendants(pid):
     return [p for p in found if names.get(p) == "troupe"]
 
 
+def signal_quietly(pid, sig):
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def latest_step(run):
     try:
         text = open(os.path.join(run, "checkpoints", "checkpoint")).read()
@@ -64,20 +73,26 @@ def run_with_kills(run, procs, reps):
     restarts = []
     # Kills are spread over the run by progress, not by time (a faster build must not finish
     # before all of them): the k-th waits until the latest checkpoint passes a random step,
-    # then a random moment more (so some land inside checkpoint writes).
-    marks = sorted(rng.randint(10, STEPS - 20) for _ in range(KILLS))
+    # then a random moment more (up to about one checkpoint interval at 400 steps/s, so some
+    # land inside checkpoint writes). The ranks are frozen (SIGSTOP) while the victim is
+    # chosen and killed, so the test's own bookkeeping does not let the job run ahead of the
+    # marks; the others continue (SIGCONT) and find their peer gone.
+    marks = sorted(rng.randint(10, STEPS * 2 // 3) for _ in range(KILLS))
     while kills < KILLS and sup.poll() is None:
-        time.sleep(0.02)
+        time.sleep(0.005)
         if latest_step(run) < marks[kills]:
             continue
-        time.sleep(rng.uniform(0.0, 0.3))
+        time.sleep(rng.uniform(0.0, 0.03))
         ranks = descendants(sup.pid)
         if len(ranks) < procs or latest_step(run) < 0:
             continue  # between restarts or before the first checkpoint
+        for r in ranks:
+            signal_quietly(r, signal.SIGSTOP)
         victim = rng.choice(ranks)
-        try:
-            os.kill(victim, 9)
-        except ProcessLookupError:
+        killed = signal_quietly(victim, signal.SIGKILL)
+        for r in ranks:
+            signal_quietly(r, signal.SIGCONT)
+        if not killed:
             continue
         kills += 1
         t0, before = time.time(), latest_step(run)
