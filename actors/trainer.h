@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "actors/train_config.h"
@@ -34,8 +35,9 @@ struct ProcessLaunch {
 struct TrainSummary {
   int64_t steps = 0;
   int64_t epochs = 0;
-  double test_loss = 0;
-  double test_accuracy = 0;
+  // From the last evaluation of this run; none when it trained no step (already complete).
+  std::optional<double> test_loss;
+  std::optional<double> test_accuracy;
   double examples_per_sec = 0;
   std::string last_checkpoint;
   bool stopped_by_signal = false;

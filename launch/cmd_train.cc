@@ -114,9 +114,12 @@ int RunTrain(int argc, char** argv) {
     return summary.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
   }
   if (env->rank == 0) {
-    std::printf("done: %lld steps, test accuracy %.4f, last checkpoint %s\n",
-                static_cast<long long>(summary->steps), summary->test_accuracy,
-                summary->last_checkpoint.c_str());
+    char accuracy[64] = "nothing left to train";
+    if (summary->test_accuracy) {
+      std::snprintf(accuracy, sizeof(accuracy), "test accuracy %.4f", *summary->test_accuracy);
+    }
+    std::printf("done: %lld steps, %s, last checkpoint %s\n",
+                static_cast<long long>(summary->steps), accuracy, summary->last_checkpoint.c_str());
   }
   return kExitOk;
 }

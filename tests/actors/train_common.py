@@ -19,11 +19,13 @@ def settings(run_dir, steps, replicas, extra=()):
     return s
 
 
-def train(run_dir, steps, replicas, procs=1, extra=(), timeout=600, check=True, args=()):
+def train(run_dir, steps, replicas, procs=1, extra=(), timeout=600, check=True, args=(), env=None):
+    """`env`: variables added to the run's environment (mpirun passes them to every rank)."""
     cmd = [BIN, "train", CONFIG] + settings(run_dir, steps, replicas, extra) + list(args)
     if procs > 1:
         cmd = ["mpirun", "-np", str(procs), "--oversubscribe"] + cmd
-    p = subprocess.run(cmd, env=MPI_ENV, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, env=dict(MPI_ENV, **(env or {})), capture_output=True, text=True,
+                       timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError("%s failed (%d):\n%s\n%s" % (cmd, p.returncode, p.stdout, p.stderr))
     return p

@@ -1,6 +1,8 @@
 """Topology-independent determinism: 4 replicas as 1x4, mpirun 2x2 and mpirun 4x1 train to
 bit-identical checkpoints, as does 2x2 with gradient buckets small enough to be reduced while
-backward runs; a run stopped and resumed matches one that never stopped."""
+backward runs, and 2x2 with the AVX-512 kernels turned off (TROUPE_CPU_AVX512=0: the AVX2
+paths; on a CPU without AVX-512 both runs take them); a run stopped and resumed matches one
+that never stopped."""
 import os
 import shutil
 import sys
@@ -14,17 +16,18 @@ try:
     # "small buckets": 50 KiB buckets make two; the dense layers' is reduced while the conv
     # layers' backward still runs.
     layouts = {
-        "1x4": (1, 4, []),
-        "2x2": (2, 2, []),
-        "4x1": (4, 1, []),
-        "2x2 small buckets": (2, 2, ["collectives.bucket_mib=0.05"]),
+        "1x4": (1, 4, [], {}),
+        "2x2": (2, 2, [], {}),
+        "4x1": (4, 1, [], {}),
+        "2x2 small buckets": (2, 2, ["collectives.bucket_mib=0.05"], {}),
+        "2x2 AVX2 kernels": (2, 2, [], {"TROUPE_CPU_AVX512": "0"}),
     }
     dirs = {}
-    for name, (procs, reps, extra) in layouts.items():
+    for name, (procs, reps, extra, env) in layouts.items():
         d = os.path.join(base, name.replace(" ", "_"))
-        train(d, STEPS, reps, procs=procs, extra=["checkpoint.every_steps=0"] + extra)
+        train(d, STEPS, reps, procs=procs, extra=["checkpoint.every_steps=0"] + extra, env=env)
         dirs[name] = os.path.join(d, "checkpoints")
-    for name in ("2x2", "4x1", "2x2 small buckets"):
+    for name in ("2x2", "4x1", "2x2 small buckets", "2x2 AVX2 kernels"):
         r = ckpt_diff(dirs["1x4"], dirs[name])
         assert r.returncode == 0, "1x4 vs %s differ:\n%s%s" % (name, r.stdout, r.stderr)
         print("1x4 == %s after %d steps" % (name, STEPS))
@@ -37,6 +40,11 @@ try:
     r = ckpt_diff(dirs["1x4"], os.path.join(d, "checkpoints"))
     assert r.returncode == 0, "resumed run differs:\n%s%s" % (r.stdout, r.stderr)
     print("resumed == uninterrupted")
+    # Run again on the finished run dir: nothing to train, no made-up accuracy, same bits.
+    p = train(d, STEPS, 4, extra=["checkpoint.every_steps=0"])
+    assert "done: %d steps, nothing left to train" % STEPS in p.stdout, p.stdout
+    r = ckpt_diff(dirs["1x4"], os.path.join(d, "checkpoints"))
+    assert r.returncode == 0, "re-running a finished run changed it:\n%s%s" % (r.stdout, r.stderr)
 
     # A different seed must give different weights (the comparison can fail).
     d = os.path.join(base, "other_seed")
