@@ -28,7 +28,9 @@ for what in "$@"; do
         python3 "$src/tests/actors/train_gpu_errors_test.py" 2>&1 | tail -5 ;;
     bench)
       echo "== gpu_compare"
-      python3 "$src/bench/gpu/gpu_compare.py" --gpu-bench "$bundle/bin/gpu_bench" \
-        --all-reduce-perf "$bundle/bin/all_reduce_perf" 2>&1 | tee "$out/gpu_compare.log" ;;
+      # nccl-tests' all_reduce_perf is the allreduce reference when the bundle carries it.
+      ref=(); [[ -x $bundle/bin/all_reduce_perf ]] && ref=(--all-reduce-perf "$bundle/bin/all_reduce_perf")
+      python3 "$src/bench/gpu/gpu_compare.py" --gpu-bench "$bundle/bin/gpu_bench" "${ref[@]}" \
+        2>&1 | tee "$out/gpu_compare.log" ;;
   esac
 done
