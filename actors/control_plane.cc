@@ -59,6 +59,9 @@ ControlPlane::ControlPlane(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 ControlPlane::~ControlPlane() {
   if (!impl_ || !impl_->system) return;
+  // Whoever owned this plane is done with it (an error return, a test): the coordinator's
+  // exit must not reach the default stop handler, which would end the process.
+  SetStopHandler([](const StopOrder&) {});
   // Coordinator first, so it does not mistake this process's own worker leaving for a fault.
   if (impl_->coordinator) caf::anon_send_exit(impl_->coordinator, caf::exit_reason::user_shutdown);
   if (impl_->worker) caf::anon_send_exit(impl_->worker, caf::exit_reason::user_shutdown);

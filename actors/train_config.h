@@ -30,6 +30,8 @@ struct TrainConfig {
   // gpu:((L * replicas_per_process + r) / replicas_per_gpu).
   int64_t replicas_per_gpu = 1;
   int64_t log_every = 100;
+  // A step whose loss or gradient is not finite stops the job (false) or skips its update.
+  bool skip_nonfinite = false;
   // [optimizer]
   std::string optimizer = "adam";  // adam | sgd
   double learning_rate = 0.001;

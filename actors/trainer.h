@@ -1,19 +1,24 @@
-// RunTraining: one process's part of a training job. It joins the control plane (hosting the
+// Trainer: one process's part of a training job. Setup joins the control plane (hosting the
 // coordinator on rank 0), receives its global replica ids and replica-hashed RNG keys, builds
-// its replicas' traced step functions, reads the global batch stream and gives replica g rows
-// [g*b, (g+1)*b) of every global batch, allreduces gradients through collectives/ (in-process,
-// shared memory, MPI) in global-replica-id order, applies identical optimizer steps, logs
-// progress and TensorBoard scalars, evaluates every epoch, and has the process holding
-// replica 0 write checkpoints. It resumes from the run directory's latest valid checkpoint.
+// its replicas' traced step functions and the communicator; Resume restores the run dir's
+// latest valid checkpoint; RunStep reads the next global batch, gives replica g rows
+// [g*b, (g+1)*b), allreduces gradients through collectives/ in global-replica-id order and
+// applies identical optimizer steps; Evaluate scores the test split; Save has the process
+// holding replica 0 write a checkpoint; Run loops to the end with progress lines, TensorBoard
+// scalars, checkpoints every K steps and an evaluation every epoch.
 //
 // The input order depends only on the seed and the global batch, and every sum on the replica
-// ids, so 1x4, 2x2 and 4x1 layouts produce bit-identical checkpoints.
+// ids, so 1x4, 2x2 and 4x1 layouts produce bit-identical checkpoints. A non-finite loss or
+// gradient stops the job (or skips the update with train.skip_nonfinite), and a checkpoint
+// whose variables are not finite is never written.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "actors/train_config.h"
 #include "core/result.h"
@@ -26,28 +31,75 @@ struct ProcessLaunch {
   int local_rank = 0;       // rank among this host's processes (picks its GPUs)
   bool under_mpi = false;   // MPI can be initialised (mpirun, srun --mpi=pmix)
   std::string coordinator;  // host:port; empty: rank 0 picks a port and tells the others
-  std::string job_token;    // empty: made by rank 0 and shared over MPI
+  std::string job_token;    // empty: made by rank 0 and shared with the others
   bool fresh = false;       // ignore existing checkpoints (run dir must be empty or forced)
   bool force = false;       // with fresh: delete the old checkpoints first
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGTERM/SIGINT: checkpoint and exit
 };
 
+// How a run that did not fail ended.
 struct TrainSummary {
-  int64_t steps = 0;
+  int64_t first_step = 0;  // where this run started (the resume point; 0 for a new run)
+  int64_t steps = 0;       // where it ended
   int64_t epochs = 0;
   // From the last evaluation of this run; none when it trained no step (already complete).
   std::optional<double> test_loss;
   std::optional<double> test_accuracy;
-  double examples_per_sec = 0;
+  double wall_s = 0;            // this run, set-up included
+  double examples_per_sec = 0;  // mean over this run's steps
+  int64_t skipped_steps = 0;    // updates skipped as non-finite (train.skip_nonfinite)
   std::string last_checkpoint;
-  bool stopped_by_signal = false;
+  bool stopped_by_signal = false;  // SIGTERM/SIGINT: checkpoint written, a rerun resumes
 };
 
+// One step's metrics, summed over every replica of the job.
+struct StepMetrics {
+  double loss_sum = 0;
+  double correct = 0;
+  double examples = 0;
+  bool stop = false;     // some rank was asked to stop (signal or coordinator)
+  bool skipped = false;  // the update was skipped: the loss or a gradient was not finite
+};
+
+class Trainer {
+ public:
+  static Result<std::unique_ptr<Trainer>> Setup(const TrainConfig& config,
+                                                const ProcessLaunch& launch);
+  ~Trainer();
+
+  // Restores the newest checkpoint that reads back cleanly (weights, optimizer slots, step,
+  // input position, job generator); returns its path, or "" when the run starts fresh.
+  Result<std::string> Resume();
+  // One synchronous step of every replica. InvalidArgument naming the step when the loss or
+  // a gradient is not finite (unless train.skip_nonfinite: then the update is skipped).
+  Result<StepMetrics> RunStep();
+  // (loss, accuracy) over the test split, summed over the job.
+  Result<std::pair<double, double>> Evaluate();
+  // A checkpoint at the current step (written by the process holding replica 0).
+  Status Save();
+  // RunStep until the configured end or a stop, with logging, checkpoints and evaluation.
+  Result<TrainSummary> Run();
+
+  int64_t step() const;
+  int64_t total_steps() const;
+
+  struct Parts;  // everything a job holds; defined in trainer_parts.h
+
+ private:
+  explicit Trainer(std::unique_ptr<Parts> parts);
+  std::unique_ptr<Parts> p_;
+};
+
+// Setup, Resume and Run.
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch);
 
 // Evaluates the checkpoint at `path` (a prefix, or a run/checkpoint directory: its latest) on
-// the test split, in this process. Returns (loss, accuracy).
-Result<std::pair<double, double>> EvaluateCheckpoint(const TrainConfig& config,
-                                                     const std::string& path);
+// the test split, in this process. Returns the checkpoint it scored, loss and accuracy.
+struct CheckpointScore {
+  std::string checkpoint;
+  double loss = 0;
+  double accuracy = 0;
+};
+Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path);
 
 }  // namespace troupe::actors

@@ -6,49 +6,22 @@
 
 #include "core/gpu.h"
 #include "core/logging.h"
-#include "troupe/build_info.h"
-#if TROUPE_COLLECTIVES_WITH_NCCL
-#include "collectives/nccl_communicator.h"
-#endif
-#if TROUPE_HAVE_MPI
-#include <mpi.h>
-
-#include "collectives/mpi_bootstrap.h"
-#endif
 
 namespace troupe::actors {
 
 std::string CheckpointDir(const TrainConfig& c) { return c.run_dir + "/checkpoints"; }
 
-Cluster::~Cluster() {
-  comm.reset();
-#if TROUPE_HAVE_MPI
-  if (mpi) FinalizeMpi();
-#endif
-}
-
 Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& text) {
   size_t colon = text.rfind(':');
   if (colon == std::string::npos) return InvalidArgumentError("'" + text + "' is not host:port");
-  int port = std::atoi(text.c_str() + colon + 1);
-  if (port < 0 || port > 65535) return InvalidArgumentError("bad port in '" + text + "'");
+  const std::string digits = text.substr(colon + 1);
+  char* end = nullptr;
+  const long port = digits.empty() ? -1 : std::strtol(digits.c_str(), &end, 10);
+  if (port < 0 || port > 65535 || *end != '\0') {
+    return InvalidArgumentError("bad port in '" + text +
+                                "': want host:port with a port number from 0 to 65535");
+  }
   return std::make_pair(text.substr(0, colon), static_cast<uint16_t>(port));
-}
-
-Status BroadcastFromRank0(std::string* value) {
-#if TROUPE_HAVE_MPI
-  int size = static_cast<int>(value->size());
-  if (MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-    return UnavailableError("MPI_Bcast of the coordinator address failed");
-  }
-  value->resize(static_cast<size_t>(size));
-  if (MPI_Bcast(value->data(), size, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
-    return UnavailableError("MPI_Bcast of the coordinator address failed");
-  }
-  return Status::OK();
-#else
-  return FailedPreconditionError("built without MPI");
-#endif
 }
 
 std::string Hostname() {
@@ -61,31 +34,6 @@ CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
   o.deterministic = c.deterministic;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.collective_timeout_s * 1000));
   return o;
-}
-
-Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(const ProcessGroup& group,
-                                                             const TrainConfig& config,
-                                                             Device device, bool over_mpi) {
-#if TROUPE_COLLECTIVES_WITH_NCCL
-#if TROUPE_HAVE_MPI
-  if (over_mpi) {
-    TROUPE_ASSIGN_OR_RETURN(auto comm,
-                            NcclCommunicator::CreateWithMpi(group, CollectiveOptionsFor(config),
-                                                            MPI_COMM_WORLD, device.index));
-    return std::unique_ptr<Communicator>(std::move(comm));
-  }
-#endif
-  if (over_mpi) return FailedPreconditionError("collectives.backend = \"nccl\" needs MPI here");
-  TROUPE_ASSIGN_OR_RETURN(NcclId id, NcclCommunicator::NewUniqueId());
-  TROUPE_ASSIGN_OR_RETURN(
-      auto comm, NcclCommunicator::Create(group, CollectiveOptionsFor(config), id, device.index));
-  return std::unique_ptr<Communicator>(std::move(comm));
-#else
-  (void)group, (void)config, (void)device, (void)over_mpi;
-  return FailedPreconditionError(
-      "collectives.backend = \"nccl\": this troupe was built without NCCL; use backend = "
-      "\"auto\"");
-#endif
 }
 
 Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager) {

@@ -51,6 +51,32 @@ int Supervised(int argc, char** argv, int max_restarts) {
   return r->exit_code;
 }
 
+// What happened, in one line: completed (steps, test metrics, time, speed), nothing left to
+// train, or stopped early by a signal (a rerun resumes).
+void PrintEndOfRun(const actors::TrainSummary& s) {
+  const long long trained = static_cast<long long>(s.steps - s.first_step);
+  std::string skipped;
+  if (s.skipped_steps > 0) {
+    skipped = "; " + std::to_string(s.skipped_steps) + " non-finite update(s) skipped";
+  }
+  if (s.stopped_by_signal) {
+    std::printf(
+        "stopped at step %lld by a signal; checkpoint written (%s); run the same command to "
+        "resume (exit code %d)%s\n",
+        static_cast<long long>(s.steps), s.last_checkpoint.c_str(), kExitStopped, skipped.c_str());
+  } else if (!s.test_accuracy) {
+    std::printf("done: %lld steps, nothing left to train, last checkpoint %s\n",
+                static_cast<long long>(s.steps), s.last_checkpoint.c_str());
+  } else {
+    std::printf(
+        "done: %lld steps (%lld in this run, %.1f s, %.0f examples/s), test loss %.4f, test "
+        "accuracy %.4f%s, last checkpoint %s\n",
+        static_cast<long long>(s.steps), trained, s.wall_s, s.examples_per_sec, *s.test_loss,
+        *s.test_accuracy, skipped.c_str(), s.last_checkpoint.c_str());
+  }
+  std::fflush(stdout);
+}
+
 int RunTrain(int argc, char** argv) {
   FlagParser parser("troupe train");
   parser.AddRepeatedFlag("set", "KEY=VALUE", "override a config value, e.g. train.epochs=2");
@@ -113,14 +139,8 @@ int RunTrain(int argc, char** argv) {
                  summary.status().ToString().c_str());
     return summary.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
   }
-  if (env->rank == 0) {
-    char accuracy[64] = "nothing left to train";
-    if (summary->test_accuracy) {
-      std::snprintf(accuracy, sizeof(accuracy), "test accuracy %.4f", *summary->test_accuracy);
-    }
-    std::printf("done: %lld steps, %s, last checkpoint %s\n",
-                static_cast<long long>(summary->steps), accuracy, summary->last_checkpoint.c_str());
-  }
+  if (env->rank == 0) PrintEndOfRun(*summary);
+  if (summary->stopped_by_signal) return kExitStopped;
   return kExitOk;
 }
 
@@ -145,7 +165,8 @@ int RunEval(int argc, char** argv) {
     std::fprintf(stderr, "troupe eval: %s\n", r.status().ToString().c_str());
     return kExitFailure;
   }
-  std::printf("test loss %.6f\ntest accuracy %.6f\n", r->first, r->second);
+  std::printf("checkpoint %s\ntest loss %.6f\ntest accuracy %.6f\n", r->checkpoint.c_str(), r->loss,
+              r->accuracy);
   return kExitOk;
 }
 

@@ -1,6 +1,7 @@
 // Subcommands of the `troupe` binary (`troupe rng`, `troupe ckpt`, ...). Each cmd_*.cc file
 // registers itself with TROUPE_REGISTER_COMMAND; main.cc dispatches on the first argument.
-// Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+// Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 75 stopped early
+// by SIGTERM/SIGINT with a checkpoint written (EX_TEMPFAIL: running it again resumes).
 #pragma once
 
 #include <string_view>
@@ -11,6 +12,7 @@ namespace troupe::launch {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitStopped = 75;
 
 struct Command {
   std::string_view name;

@@ -92,6 +92,7 @@ const std::map<std::string, Setter>& Schema() {
       {"train.device", String(&TrainConfig::device, {"cpu", "gpu"})},
       {"train.replicas_per_gpu", Int(&TrainConfig::replicas_per_gpu, 1)},
       {"train.log_every", Int(&TrainConfig::log_every, 1)},
+      {"train.skip_nonfinite", Bool(&TrainConfig::skip_nonfinite)},
       {"optimizer.name", String(&TrainConfig::optimizer, {"adam", "sgd"})},
       {"optimizer.learning_rate", Float(&TrainConfig::learning_rate, 0, true)},
       {"optimizer.momentum", Float(&TrainConfig::momentum, 0)},

@@ -1,7 +1,8 @@
 """Failure handling of `troupe train`: a SIGKILLed worker ends the job within 10 s with a clear
-message and the latest durable checkpoint intact; SIGTERM writes a checkpoint and exits 0;
+message and the latest durable checkpoint intact; SIGTERM writes a checkpoint and exits 75;
 bad configs exit 2 having written nothing."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,7 +54,8 @@ r = subprocess.run([BIN, "ckpt", "ls", os.path.join(d, "checkpoints")], capture_
 assert r.returncode == 0 and "model" in r.stdout + "model", r.stderr
 assert "progress/step" in r.stdout, r.stdout
 
-# 2. SIGTERM a single-process run: checkpoint, exit 0, and a restart continues from it.
+# 2. SIGTERM a single-process run: checkpoint, exit 75 (stopped early, resumable), an
+#    end-of-run line saying so, and a restart continues from it.
 d = os.path.join(base, "term")
 cmd = [BIN, "train", CONFIG] + settings(d, 100000, 2, ["checkpoint.every_steps=0"])
 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -61,10 +63,11 @@ time.sleep(4)
 t0 = time.time()
 p.send_signal(signal.SIGTERM)
 out, _ = p.communicate(timeout=30)
-assert p.returncode == 0, out
+assert p.returncode == 75, (p.returncode, out)
 assert time.time() - t0 < 30
-assert "checkpoint written" in out, out
-step = int(out.split("stopped at step ")[1].split(";")[0])
+assert "checkpoint written" in out and "run the same command to resume" in out, out
+assert "test accuracy" not in out.split("stopped at step")[1], out
+step = int(out.split("stopped at step ")[1].split()[0])
 p2 = train(d, step + 20, 2, extra=["checkpoint.every_steps=0"])
 assert "resuming from" in p2.stdout and ("at step %d" % step) in p2.stdout, p2.stdout
 
@@ -99,4 +102,36 @@ p = train(d, 60, 2, extra=["checkpoint.every_steps=20"])
 assert "ckpt-40" in p.stderr and "cannot be restored" in p.stderr, p.stderr
 assert "resuming from" in p.stdout and "ckpt-20" in p.stdout, p.stdout
 assert os.path.exists(data), "the corrupt checkpoint was deleted"
+
+# 5. A learning rate of 1e9: the loss turns NaN, the job stops with exit 1 naming the step,
+#    and no checkpoint from that step on is written (one every step, so one would be).
+d = os.path.join(base, "nan")
+p = train(d, 50, 2, extra=["checkpoint.every_steps=1", "optimizer.learning_rate=1e9"],
+          check=False)
+assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+m = re.search(r"step (\d+): the (loss is|gradients are) not finite", p.stderr)
+assert m, p.stderr
+bad = int(m.group(1))
+steps = [int(f.split("-")[1].split(".")[0]) for f in os.listdir(os.path.join(d, "checkpoints"))
+         if f.startswith("ckpt-") and f.endswith(".index")]
+assert steps and max(steps) < bad, (bad, steps)
+# With train.skip_nonfinite the run completes, counting the skipped updates.
+d = os.path.join(base, "skip")
+p = train(d, 20, 2, extra=["optimizer.learning_rate=1e9", "train.skip_nonfinite=true"])
+assert "non-finite update(s) skipped" in p.stdout and p.stdout.count("update skipped") > 0, p.stdout
+
+# 6. The end of a run: completed (steps, this run's share, time, speed, test metrics) with
+#    exit 0; stopped by SIGINT with exit 75 and no made-up metrics.
+d = os.path.join(base, "summary")
+p = train(d, 30, 2)
+assert re.search(r"done: 30 steps \(30 in this run, [0-9.]+ s, [0-9]+ examples/s\), test loss "
+                 r"[0-9.]+, test accuracy [0-9.]+, last checkpoint .*ckpt-30", p.stdout), p.stdout
+cmd = [BIN, "train", CONFIG] + settings(os.path.join(base, "int"), 100000, 2,
+                                        ["checkpoint.every_steps=0"])
+p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+time.sleep(3)
+p.send_signal(signal.SIGINT)
+out, _ = p.communicate(timeout=30)
+assert p.returncode == 75, (p.returncode, out)
+assert re.search(r"stopped at step \d+ by a signal; checkpoint written", out), out
 print("ok")

@@ -1,0 +1,116 @@
+// Trainer::Run: the loop around RunStep with progress lines, TensorBoard scalars, checkpoints,
+// evaluation and the start-up and end-of-run reports (see trainer.h).
+#include <chrono>
+#include <cstdio>
+
+#include "actors/progress.h"
+#include "actors/trainer_parts.h"
+
+namespace troupe::actors {
+namespace {
+
+// The metrics between two progress lines.
+struct Window {
+  double loss = 0, correct = 0;
+  int64_t examples = 0;
+};
+
+void PrintStartup(const Trainer::Parts& p) {
+  int64_t parameters = 0;
+  for (const auto& [name, var] : p.replicas->model().NamedVariables()) {
+    if (var.trainable()) parameters += var.shape().num_elements();
+  }
+  std::string devices;
+  for (const Device& d : p.devices) devices += (devices.empty() ? "" : ", ") + d.ToString();
+  std::printf(
+      "job '%s': model %s (%lld trainable parameters); data %s, %lld steps per epoch of global "
+      "batch %lld; %d replica(s) in %d process(es) (rank 0: %s); collectives %s; %s\n",
+      p.config.name.c_str(), p.config.model.c_str(), static_cast<long long>(parameters),
+      p.config.data_source.c_str(), static_cast<long long>(p.steps_per_epoch),
+      static_cast<long long>(p.config.global_batch_size), p.total_replicas, p.launch.world_size,
+      devices.c_str(), p.nccl ? "nccl" : p.comm->backend().c_str(),
+      p.resumed_from.empty()
+          ? "starting at step 0"
+          : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +
+             std::to_string(p.step / p.steps_per_epoch + 1) + ")")
+                .c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+Result<TrainSummary> Trainer::Run() {
+  TROUPE_RETURN_IF_ERROR(Resume().status());
+  Parts& p = *p_;
+  if (p.chief) PrintStartup(p);
+  TrainSummary summary;
+  summary.first_step = p.step;
+  ProgressLine progress(p.total_steps, p.config.epochs, p.step);
+  Window window;
+  double run_examples = 0;
+  int64_t last_saved = p.resumed_from.empty() ? -1 : p.step;
+  const auto loop_start = std::chrono::steady_clock::now();
+  while (p.step < p.total_steps) {
+    TROUPE_ASSIGN_OR_RETURN(StepMetrics m, RunStep());
+    const int64_t step = p.step;
+    window.loss += m.loss_sum;
+    window.correct += m.correct;
+    window.examples += static_cast<int64_t>(m.examples);
+    run_examples += m.examples;
+    if (m.skipped) {
+      ++summary.skipped_steps;
+      if (p.chief) {
+        progress.Break();
+        std::printf("step %lld: loss or gradient not finite; update skipped (%lld so far)\n",
+                    static_cast<long long>(step), static_cast<long long>(summary.skipped_steps));
+      }
+    }
+    if (p.chief && (step % p.config.log_every == 0 || step == p.total_steps || m.stop)) {
+      const double n = static_cast<double>(std::max<int64_t>(1, window.examples));
+      const double loss = window.loss / n, acc = window.correct / n;
+      const double rate =
+          progress.Report(step, (step - 1) / p.steps_per_epoch, loss, acc, window.examples);
+      TROUPE_RETURN_IF_ERROR(p.events->AddScalar("loss", loss, step));
+      TROUPE_RETURN_IF_ERROR(p.events->AddScalar("accuracy", acc, step));
+      TROUPE_RETURN_IF_ERROR(p.events->AddScalar("examples_per_sec", rate, step));
+      window = Window{};
+    }
+    if (m.stop ||
+        (p.config.checkpoint_every_steps > 0 && step % p.config.checkpoint_every_steps == 0)) {
+      TROUPE_RETURN_IF_ERROR(Save());
+      last_saved = step;
+    }
+    if (m.stop) {
+      progress.Break();
+      summary.stopped_by_signal = true;
+      break;
+    }
+    if (step % p.steps_per_epoch == 0 || step == p.total_steps) {
+      TROUPE_ASSIGN_OR_RETURN(auto test, Evaluate());
+      progress.Break();
+      if (p.chief) {
+        std::printf("epoch %lld: test loss %.4f, test accuracy %.4f\n",
+                    static_cast<long long>((step - 1) / p.steps_per_epoch + 1), test.first,
+                    test.second);
+        std::fflush(stdout);
+        TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_loss", test.first, step));
+        TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_accuracy", test.second, step));
+        TROUPE_RETURN_IF_ERROR(p.events->Flush());
+      }
+      summary.test_loss = test.first;
+      summary.test_accuracy = test.second;
+    }
+  }
+  if (last_saved != p.step) TROUPE_RETURN_IF_ERROR(Save());
+  const auto now = std::chrono::steady_clock::now();
+  const double loop_s = std::chrono::duration<double>(now - loop_start).count();
+  summary.steps = p.step;
+  summary.epochs = p.step / p.steps_per_epoch;
+  summary.examples_per_sec = loop_s > 0 ? run_examples / loop_s : 0;
+  summary.last_checkpoint = p.manager->latest_checkpoint().value_or("");
+  JobOutcome outcome = p.plane->Finish(Status::OK());
+  TROUPE_RETURN_IF_ERROR(outcome.status);
+  return summary;
+}
+
+}  // namespace troupe::actors

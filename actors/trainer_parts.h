@@ -1,0 +1,74 @@
+// Internal to actors/: what a Trainer holds, shared by trainer.cc (set-up, resume, save),
+// trainer_step.cc (a step, evaluation) and trainer_loop.cc (the run).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/control_plane.h"
+#include "actors/event_writer.h"
+#include "actors/model_replicas.h"
+#include "actors/train_state.h"
+#include "actors/trainer.h"
+#include "checkpoint/checkpoint_manager.h"
+#include "collectives/communicator.h"
+#include "collectives/gradient_bucketer.h"
+#include "collectives/job_processes.h"
+#include "core/device.h"
+#include "core/thread_pool.h"
+#include "graph/random/generator.h"
+#include "input/dataset.h"
+
+namespace troupe::actors {
+
+struct Trainer::Parts {
+  TrainConfig config;
+  ProcessLaunch launch;
+  int local_replicas = 1;  // R: replicas of this process
+  int total_replicas = 1;  // N: replicas of the job
+  int first_replica = 0;   // global id of this process's first replica
+  bool chief = false;      // holds replica 0: writes checkpoints, logs, events
+  std::vector<Device> devices;
+
+  // Declared in destruction order's reverse: the communicator goes before MPI.
+  std::unique_ptr<JobProcesses> processes;
+  std::string job_token;
+  ProcessGroup group;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<ControlPlane> plane;
+  Assignment assignment;
+
+  std::optional<random::Generator> job_generator;  // set by Setup, replaced by Resume
+  std::unique_ptr<ModelReplicas> replicas;
+  std::unique_ptr<TrainState> state;
+  std::unique_ptr<ckpt::CheckpointManager> manager;
+  std::unique_ptr<input::Iterator> iterator;
+  std::unique_ptr<EventWriter> events;
+
+  // Gradient reduction: NCCL on the GPU, or buckets reduced on the host while backward runs.
+  bool nccl = false;
+  bool device_grads = false;
+  bool reduce = true;
+  std::vector<GradientBucketer::Param> params;
+  std::unique_ptr<GradientBucketer> bucketer;
+  std::unique_ptr<ThreadPool> replica_pool;
+
+  int64_t step = 0;
+  int64_t steps_per_epoch = 1;
+  int64_t total_steps = 0;
+  int64_t per_replica_batch = 1;
+  std::string resumed_from;
+
+  // Sums (loss, correct, count, stop) over every replica of the job, in replica-id order.
+  Result<std::array<double, 4>> SumMetrics(const std::vector<std::array<double, 4>>& local);
+  // A collective that failed because a peer died races the coordinator, whose verdict names
+  // the lost worker: waits (up to the peer timeout) for it and reports both.
+  Status JobFailed(const Status& local);
+  // InvalidArgument naming the step when a checkpointed variable is not finite.
+  Status CheckFiniteState() const;
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,159 @@
+// One training step and the evaluation pass of a Trainer (see trainer.h).
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include "actors/batches.h"
+#include "actors/trainer_parts.h"
+
+namespace troupe::actors {
+namespace {
+
+// False when a host gradient holds a NaN or an infinity (device gradients are not read back:
+// a non-finite one shows in the loss of the next step, and never reaches a checkpoint).
+bool GradientsFinite(const std::vector<Tensor>& grads) {
+  for (const Tensor& g : grads) {
+    if (!g.device().is_cpu() || g.dtype() != DType::kFloat32) continue;
+    const float* v = g.data<float>();
+    for (int64_t i = 0; i < g.num_elements(); ++i) {
+      if (!std::isfinite(v[i])) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::array<double, 4>> Trainer::Parts::SumMetrics(
+    const std::vector<std::array<double, 4>>& local) {
+  std::vector<Tensor> ts;
+  for (const auto& m : local)
+    ts.push_back(Tensor::FromVector(std::vector<double>(m.begin(), m.end())));
+  TROUPE_RETURN_IF_ERROR(comm->AllReduce(ts, ReduceOp::kSum)->Wait());
+  std::array<double, 4> out;
+  for (int i = 0; i < 4; ++i) out[static_cast<size_t>(i)] = ts[0].data<double>()[i];
+  return out;
+}
+
+Status Trainer::Parts::JobFailed(const Status& local) {
+  if (local.code() != StatusCode::kUnavailable && local.code() != StatusCode::kDeadlineExceeded &&
+      local.code() != StatusCode::kAborted) {
+    return local;
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(config.peer_timeout_s);
+  while (!plane->stop_requested() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!plane->stop_requested()) return local;
+  return UnavailableError(plane->stop_reason() + " (this rank saw: " + local.ToString() + ")");
+}
+
+Result<StepMetrics> Trainer::RunStep() {
+  Parts& p = *p_;
+  TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, p.iterator->Next());
+  if (!raw) return InternalError("the repeated training stream ended");
+  const int R = p.local_replicas;
+  std::vector<std::array<double, 4>> local(static_cast<size_t>(R), {0, 0, 0, 0});
+  std::vector<Status> errors(static_cast<size_t>(R));
+  std::vector<std::vector<Tensor>> grads(static_cast<size_t>(R));
+  p.replica_pool->ParallelFor(R, 1, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      Status& error = errors[static_cast<size_t>(r)];
+      // Each gradient joins its bucket as soon as backward makes it: a full bucket's
+      // allreduce runs while earlier layers' gradients are still being computed.
+      auto on_grad = [&](int i, const Tensor& grad) {
+        Status s =
+            p.bucketer->MarkReady(static_cast<int>(r), p.params[static_cast<size_t>(i)].name, grad);
+        if (!s.ok() && error.ok()) error = s;
+      };
+      const int64_t g = p.first_replica + r;
+      Result<Batch> batch =
+          ConvertRows(*raw, g * p.per_replica_batch, (g + 1) * p.per_replica_batch);
+      Result<StepOutput> out =
+          batch.ok()
+              ? p.replicas->Step(static_cast<int>(r), batch->images, batch->labels, p.device_grads,
+                                 p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
+              : Result<StepOutput>(batch.status());
+      if (!out.ok()) {
+        error = out.status();
+        continue;
+      }
+      local[static_cast<size_t>(r)] = {out->loss_sum, out->correct,
+                                       static_cast<double>(p.per_replica_batch), 0};
+      grads[static_cast<size_t>(r)] = std::move(out->grads);
+    }
+  });
+  for (const Status& s : errors) {
+    if (!s.ok()) return p.JobFailed(s.WithContext("step " + std::to_string(p.step)));
+  }
+  if (p.reduce) {
+    Status reduced = p.bucketer->Finish().WithContext(p.nccl ? "gradient allreduce (nccl)"
+                                                             : "gradient allreduce");
+    if (!reduced.ok()) return p.JobFailed(reduced);
+  }
+  // One flag in the metrics sum makes every rank stop at the same step on SIGTERM.
+  const bool stop_here =
+      (p.launch.stop_signal && p.launch.stop_signal->load()) || p.plane->stop_requested();
+  local[0][3] = stop_here ? 1 : 0;
+  Result<std::array<double, 4>> summed = p.SumMetrics(local);
+  if (!summed.ok()) return p.JobFailed(summed.status());
+  StepMetrics m{(*summed)[0], (*summed)[1], (*summed)[2], (*summed)[3] > 0, false};
+  // The summed loss and the reduced gradients are the same on every rank, so every rank
+  // takes the same decision.
+  if (!std::isfinite(m.loss_sum) || !GradientsFinite(grads[0])) {
+    if (!p.config.skip_nonfinite) {
+      return InvalidArgumentError(
+          "step " + std::to_string(p.step + 1) + ": the " +
+          (std::isfinite(m.loss_sum) ? std::string("gradients are") : "loss is") +
+          " not finite (loss sum " + std::to_string(m.loss_sum) +
+          "); stopped before the update, no checkpoint written after it. Lower "
+          "optimizer.learning_rate, or set train.skip_nonfinite = true to skip such steps");
+    }
+    m.skipped = true;
+  } else {
+    TROUPE_RETURN_IF_ERROR(p.replicas->Apply(grads[0]));
+  }
+  ++p.step;
+  p.plane->ReportProgress(p.step, p.step / p.steps_per_epoch, {});
+  return m;
+}
+
+Result<std::pair<double, double>> Trainer::Evaluate() {
+  Parts& p = *p_;
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset ds, EvaluationDataset(p.config));
+  TROUPE_ASSIGN_OR_RETURN(auto it, ds.MakeIterator());
+  const int R = p.local_replicas;
+  std::array<double, 3> total{0, 0, 0};
+  for (;;) {
+    TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, it->Next());
+    if (!raw) break;
+    const int64_t n = (*raw)[0].dim(0);
+    std::vector<std::array<double, 4>> local(static_cast<size_t>(R), {0, 0, 0, 0});
+    Status failed;
+    std::mutex mu;
+    p.replica_pool->ParallelFor(R, 1, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        auto [lo, hi] = ReplicaRows(n, p.total_replicas, p.first_replica + static_cast<int>(r));
+        if (hi == lo) continue;
+        Result<Batch> batch = ConvertRows(*raw, lo, hi);
+        Result<std::pair<double, double>> m =
+            batch.ok() ? p.replicas->Evaluate(static_cast<int>(r), batch->images, batch->labels)
+                       : Result<std::pair<double, double>>(batch.status());
+        if (!m.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          failed = m.status();
+          continue;
+        }
+        local[static_cast<size_t>(r)] = {m->first, m->second, static_cast<double>(hi - lo), 0};
+      }
+    });
+    TROUPE_RETURN_IF_ERROR(failed);
+    TROUPE_ASSIGN_OR_RETURN(auto sums, p.SumMetrics(local));
+    for (int i = 0; i < 3; ++i) total[static_cast<size_t>(i)] += sums[static_cast<size_t>(i)];
+  }
+  return std::make_pair(total[0] / total[2], total[1] / total[2]);
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,108 @@
+// Trainer's parts on their own, in one process with the in-process communicator: steps,
+// resume from a saved step, and the non-finite stop and skip.
+#include "actors/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace troupe::actors {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainConfig SmallJob(const std::string& name) {
+  TrainConfig c;
+  c.run_dir = (fs::temp_directory_path() / ("troupe_trainer_test_" + name)).string();
+  fs::remove_all(c.run_dir);
+  c.seed = 42;
+  c.replicas_per_process = 2;
+  c.global_batch_size = 64;
+  c.shuffle_buffer = 1000;
+  c.max_steps = 4;
+  c.checkpoint_every_steps = 0;
+  return c;
+}
+
+std::unique_ptr<Trainer> Start(const TrainConfig& c) {
+  auto t = Trainer::Setup(c, ProcessLaunch{});
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? std::move(*t) : nullptr;
+}
+
+TEST(Trainer, StepsThenResumeFromASavedStepGiveTheUninterruptedBits) {
+  const TrainConfig straight = SmallJob("straight");
+  auto a = Start(straight);
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(*a->Resume(), "");
+  for (int i = 1; i <= 4; ++i) {
+    Result<StepMetrics> m = a->RunStep();
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(a->step(), i);
+    EXPECT_EQ(m->examples, 64);
+    EXPECT_TRUE(std::isfinite(m->loss_sum) && m->loss_sum > 0);
+    EXPECT_FALSE(m->skipped || m->stop);
+  }
+  auto want = a->Evaluate();
+  ASSERT_TRUE(want.ok()) << want.status();
+
+  const TrainConfig split = SmallJob("split");
+  {
+    auto b = Start(split);
+    ASSERT_NE(b, nullptr);
+    ASSERT_EQ(*b->Resume(), "");
+    ASSERT_TRUE(b->RunStep().ok());
+    ASSERT_TRUE(b->RunStep().ok());
+    ASSERT_TRUE(b->Save().ok());
+  }
+  auto c = Start(split);
+  ASSERT_NE(c, nullptr);
+  Result<std::string> from = c->Resume();
+  ASSERT_TRUE(from.ok()) << from.status();
+  EXPECT_NE(from->find("ckpt-2"), std::string::npos) << *from;
+  EXPECT_EQ(c->step(), 2);
+  ASSERT_TRUE(c->RunStep().ok());
+  ASSERT_TRUE(c->RunStep().ok());
+  auto got = c->Evaluate();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->first, want->first);  // bit-equal: the same weights after 4 steps
+  EXPECT_EQ(got->second, want->second);
+}
+
+TEST(Trainer, ANonFiniteLossStopsTheJobNamingTheStep) {
+  TrainConfig c = SmallJob("nan");
+  c.learning_rate = 1e9;
+  auto t = Start(c);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->Resume().ok());
+  Status failed;
+  for (int i = 0; i < 4 && failed.ok(); ++i) failed = t->RunStep().status();
+  ASSERT_FALSE(failed.ok()) << "1e9 learning rate trained 4 finite steps";
+  EXPECT_EQ(failed.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.message().find("step " + std::to_string(t->step() + 1)), std::string::npos)
+      << failed;
+  EXPECT_NE(failed.message().find("skip_nonfinite"), std::string::npos) << failed;
+}
+
+TEST(Trainer, SkipNonfiniteSkipsTheUpdateAndCountsOn) {
+  TrainConfig c = SmallJob("skip");
+  c.learning_rate = 1e9;
+  c.skip_nonfinite = true;
+  auto t = Start(c);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->Resume().ok());
+  int skipped = 0;
+  for (int i = 0; i < 4; ++i) {
+    Result<StepMetrics> m = t->RunStep();
+    ASSERT_TRUE(m.ok()) << m.status();
+    skipped += m->skipped;
+  }
+  EXPECT_GT(skipped, 0);
+  EXPECT_EQ(t->step(), 4);
+  // The weights stayed finite (the skipped updates never reached them), so saving works.
+  EXPECT_TRUE(t->Save().ok());
+}
+
+}  // namespace
+}  // namespace troupe::actors
