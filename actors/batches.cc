@@ -52,4 +52,6 @@ Result<input::Dataset> EvaluationDataset(const TrainConfig& config) {
 
 int64_t StepsPerEpoch(const TrainConfig& config) { return 60000 / config.global_batch_size; }
 
+TensorShape ExampleShape(const TrainConfig&) { return TensorShape{28, 28, 1}; }
+
 }  // namespace troupe::actors

@@ -32,5 +32,7 @@ Result<input::Dataset> TrainingDataset(const TrainConfig& config);
 // The test split in global batches (the last one partial).
 Result<input::Dataset> EvaluationDataset(const TrainConfig& config);
 int64_t StepsPerEpoch(const TrainConfig& config);
+// The shape of one example the model is built for (28x28x1 images).
+TensorShape ExampleShape(const TrainConfig& config);
 
 }  // namespace troupe::actors

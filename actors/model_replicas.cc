@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
+#include "actors/batches.h"
 #include "core/gpu.h"
-#include "examples/lenet/lenet.h"
+#include "graph/models/registry.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
@@ -11,12 +12,12 @@
 namespace troupe::actors {
 
 struct ModelReplicas::Impl {
-  std::unique_ptr<examples::LeNet> lenet;
+  std::unique_ptr<nn::Model> model;
 };
 
 ModelReplicas::~ModelReplicas() = default;
 
-nn::Module& ModelReplicas::model() { return *impl_->lenet; }
+nn::Model& ModelReplicas::model() { return *impl_->model; }
 
 namespace {
 
@@ -50,19 +51,15 @@ Result<double> ScalarOf(const Tensor& metric, const char* graph) {
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
                                                              const std::vector<Device>& devices) {
   const int num_local_replicas = static_cast<int>(devices.size());
-  if (config.model != "lenet5") {
-    return InvalidArgumentError("model.name: unknown model '" + config.model + "'");
-  }
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
   m->devices_ = devices;
   m->impl_ = std::make_unique<Impl>();
-  examples::LeNetOptions options;
   // Initial weights come from stateless seeds derived from the job seed: every rank builds the
   // same model without communicating.
-  options.seed = config.seed;
-  m->impl_->lenet = std::make_unique<examples::LeNet>(options);
-  TROUPE_RETURN_IF_ERROR(m->impl_->lenet->Build());
-  m->trainable_ = m->impl_->lenet->TrainableVariables();
+  TROUPE_ASSIGN_OR_RETURN(m->impl_->model,
+                          models::CreateModel(models::ModelSpec{config.model, config.seed}));
+  TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(ExampleShape(config)));
+  m->trainable_ = m->impl_->model->TrainableVariables();
   if (config.optimizer == "adam") {
     m->optimizer_ = std::make_unique<nn::Adam>(
         nn::AdamOptions{config.learning_rate, config.beta_1, config.beta_2, config.epsilon});
@@ -77,14 +74,14 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
     TROUPE_RETURN_IF_ERROR(m->PlaceVariables(devices[0]));
   }
 
-  examples::LeNet* model = m->impl_->lenet.get();
+  nn::Model* model = m->impl_->model.get();
   std::vector<Variable> vars = m->trainable_;
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
         [model, vars](const Args& args) -> Outputs {
           GradientTape tape;
-          Value logits = (*model)(args[0].value(), /*training=*/true);
+          Value logits = model->Call(args[0].value(), /*training=*/true);
           Value mean_loss;
           std::vector<Value> metrics = BatchMetrics(args[1].value(), logits, &mean_loss);
           Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
@@ -98,7 +95,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
         [model](const Args& args) -> Outputs {
-          Value logits = (*model)(args[0].value(), /*training=*/false);
+          Value logits = model->Call(args[0].value(), /*training=*/false);
           return BatchMetrics(args[1].value(), logits, nullptr);
         },
         FunctionOptions{

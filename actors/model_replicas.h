@@ -14,7 +14,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "graph/function.h"
-#include "graph/nn/module.h"
+#include "graph/nn/model.h"
 #include "graph/nn/optimizers.h"
 
 namespace troupe::actors {
@@ -35,7 +35,7 @@ class ModelReplicas {
                                                        const std::vector<Device>& devices);
   ~ModelReplicas();
 
-  nn::Module& model();
+  nn::Model& model();
   nn::Optimizer& optimizer() { return *optimizer_; }
   const std::vector<Variable>& trainable() const { return trainable_; }
 
@@ -45,7 +45,8 @@ class ModelReplicas {
   // reports them right after its run instead, in the same order.
   using GradientReadyFn = std::function<void(int index, const Tensor& grad)>;
 
-  // Replica `r`'s forward and backward pass on images float32 [b,28,28,1], labels int32 [b].
+  // Replica `r`'s forward and backward pass on features (images float32 [b,28,28,1] for the
+  // Fashion-MNIST source) and labels int32 [b].
   // Gradients come back on the host unless `grads_on_device` (then on the replica's device).
   Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels,
                           bool grads_on_device = false, const GradientReadyFn& on_grad = nullptr);

@@ -124,7 +124,7 @@ Status IteratorStateTrackable::RestoreTensor(std::string_view name, const Tensor
 
 TrainState::~TrainState() = default;
 
-Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Module& model,
+Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
                                                        const nn::Optimizer& optimizer,
                                                        const Tensor& generator_state,
                                                        const JobShape& job) {
@@ -141,35 +141,33 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Module& model,
     return s->variables_.back().get();
   };
 
-  // Keras layers: index 0 is the InputLayer, then one per child module.
+  // Keras layers: index 0 is the InputLayer, then the model's own.
+  TROUPE_ASSIGN_OR_RETURN(std::vector<nn::KerasLayer> keras_layers, model.KerasLayers());
   std::vector<ckpt::KerasLayerWeights> layers(1);
   std::vector<ckpt::Trackable*> trainable;
-  for (const auto& [name, child] : model.Children()) {
+  for (const nn::KerasLayer& keras : keras_layers) {
     ckpt::KerasLayerWeights layer;
-    std::vector<std::pair<std::string, Variable>> vars = child->NamedVariables();
-    if (vars.size() > 2) {
-      return UnimplementedError("layer '" + name + "' has " + std::to_string(vars.size()) +
-                                " variables; the Keras layout maps only kernel and bias");
-    }
-    for (size_t i = 0; i < vars.size(); ++i) {
-      ckpt::Trackable* t = track(vars[i].second);
-      layer.weights.emplace_back(i == 0 ? "_kernel" : "bias", t);
-      if (vars[i].second.trainable()) trainable.push_back(t);
+    for (const auto& [attribute, var] : keras.weights) {
+      ckpt::Trackable* t = track(var);
+      layer.weights.emplace_back(attribute, t);
+      if (var.trainable()) trainable.push_back(t);
     }
     layers.push_back(std::move(layer));
   }
   s->model_ = std::make_unique<ckpt::KerasModelLayout>(layers);
 
-  // Keras: one list per slot kind (Adam: _momentums, _velocities; SGD: momentums).
+  // Keras: one list per slot kind, named by the optimizer.
+  const std::vector<std::string> lists = optimizer.KerasSlotLists();
   std::vector<std::pair<std::string, std::vector<ckpt::Trackable*>>> slots;
   for (const Variable& v : model.TrainableVariables()) {
     std::vector<Variable> var_slots = optimizer.Slots(v);
+    if (var_slots.size() > lists.size()) {
+      return InternalError("optimizer " + optimizer.name() + " has " +
+                           std::to_string(var_slots.size()) + " slots per weight but names " +
+                           std::to_string(lists.size()) + " Keras slot lists");
+    }
     for (size_t k = 0; k < var_slots.size(); ++k) {
-      if (slots.size() <= k) {
-        std::string list =
-            optimizer.name() == "adam" ? (k == 0 ? "_momentums" : "_velocities") : "momentums";
-        slots.emplace_back(list, std::vector<ckpt::Trackable*>{});
-      }
+      if (slots.size() <= k) slots.emplace_back(lists[k], std::vector<ckpt::Trackable*>{});
       slots[k].second.push_back(track(var_slots[k]));
     }
   }

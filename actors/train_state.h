@@ -14,7 +14,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/keras_layout.h"
 #include "checkpoint/object_checkpoint.h"
-#include "graph/nn/module.h"
+#include "graph/nn/model.h"
 #include "graph/nn/optimizers.h"
 #include "input/dataset.h"
 
@@ -47,9 +47,10 @@ struct JobShape {
 
 class TrainState {
  public:
-  // `model`'s children become Keras layers 1.. (layer 0 is Keras' InputLayer); each child's
-  // variables are its "_kernel" then "bias". The optimizer must be built.
-  static Result<std::unique_ptr<TrainState>> Create(const nn::Module& model,
+  // `model`'s KerasLayers() become Keras layers 1.. (layer 0 is Keras' InputLayer), with the
+  // weight names the model gives; the optimizer's slots go under its KerasSlotLists(). The
+  // optimizer must be built.
+  static Result<std::unique_ptr<TrainState>> Create(const nn::Model& model,
                                                     const nn::Optimizer& optimizer,
                                                     const Tensor& generator_state,
                                                     const JobShape& job);

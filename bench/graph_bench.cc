@@ -6,8 +6,8 @@
 //     on a batch of 64 28x28x1 images, one replica.
 #include <benchmark/benchmark.h>
 
-#include "examples/lenet/lenet.h"
 #include "graph/function.h"
+#include "graph/models/lenet.h"
 #include "graph/ops.h"
 
 namespace troupe {
@@ -72,10 +72,10 @@ BENCHMARK(BM_EagerTinyOps)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 void BM_LeNetTrainStep(benchmark::State& state) {
   const int64_t batch = state.range(0);
-  examples::LeNet model;
+  models::LeNet model;
   nn::Adam adam;
   Function step("train_step", [&](const Args& a) -> Outputs {
-    return examples::LeNetTrainStep(model, adam, a[0], a[1]);
+    return models::LeNetTrainStep(model, adam, a[0], a[1]);
   });
   Tensor x = *Tensor::Allocate(DType::kFloat32, {batch, 28, 28, 1});
   float v = 0.1f;

@@ -16,8 +16,8 @@
 
 #include "collectives/nccl_communicator.h"
 #include "core/gpu.h"
-#include "examples/lenet/lenet.h"
 #include "graph/function.h"
+#include "graph/models/lenet.h"
 #include "graph/nn/layers.h"
 #include "graph/nn/losses.h"
 #include "graph/nn/optimizers.h"
@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   if (what == "allreduce") return AllReduceBench(std::stoull(argv[2]), std::atoi(argv[3]));
   const int batch = std::atoi(argv[2]), steps = std::atoi(argv[3]);
   if (what == "lenet") {
-    examples::LeNet model;
+    models::LeNet model;
     return TrainBench("lenet", model, TensorShape{28, 28, 1}, batch, steps);
   }
   if (what == "convnet") {

@@ -41,6 +41,9 @@ class Optimizer {
   std::vector<std::pair<std::string, Variable>> NamedVariables() const;
   // The slots of `var` in SlotNames() order (empty before Build).
   std::vector<Variable> Slots(const Variable& var) const;
+  // The attribute of Keras' optimizer that lists each slot kind's variables, in SlotNames()
+  // order (Adam: "_momentums", "_velocities"; SGD: "momentums"), for checkpoint layouts.
+  virtual std::vector<std::string> KerasSlotLists() const = 0;
 
  protected:
   Optimizer(std::string name, double learning_rate) : name_(std::move(name)), lr_(learning_rate) {}
@@ -73,6 +76,7 @@ class SGD : public Optimizer {
  public:
   explicit SGD(SgdOptions options = {}, std::string name = "SGD")
       : Optimizer(std::move(name), options.learning_rate), options_(options) {}
+  std::vector<std::string> KerasSlotLists() const override { return {"momentums"}; }
 
  protected:
   std::vector<std::string> SlotNames() const override;
@@ -94,6 +98,7 @@ class Adam : public Optimizer {
  public:
   explicit Adam(AdamOptions options = {}, std::string name = "adam")
       : Optimizer(std::move(name), options.learning_rate), options_(options) {}
+  std::vector<std::string> KerasSlotLists() const override { return {"_momentums", "_velocities"}; }
 
  protected:
   std::vector<std::string> SlotNames() const override { return {"momentum", "velocity"}; }

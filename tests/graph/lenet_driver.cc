@@ -16,8 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "examples/lenet/lenet.h"
 #include "graph/function.h"
+#include "graph/models/lenet.h"
 #include "graph/tape.h"
 #include "tests/kernels/npy.h"
 
@@ -34,7 +34,7 @@ std::string FileName(std::string path) {
   return path;
 }
 
-Status LoadWeights(examples::LeNet& model, const std::string& dir) {
+Status LoadWeights(models::LeNet& model, const std::string& dir) {
   TROUPE_RETURN_IF_ERROR(model.Build());
   for (auto& [path, var] : model.NamedVariables()) {
     TROUPE_ASSIGN_OR_RETURN(Tensor t, ReadNpy(dir + "/" + FileName(path) + ".npy"));
@@ -44,7 +44,7 @@ Status LoadWeights(examples::LeNet& model, const std::string& dir) {
 }
 
 Status Forward(const std::string& dir) {
-  examples::LeNet model;
+  models::LeNet model;
   TROUPE_RETURN_IF_ERROR(LoadWeights(model, dir));
   TROUPE_ASSIGN_OR_RETURN(Tensor x, ReadNpy(dir + "/x.npy"));
   TROUPE_ASSIGN_OR_RETURN(Tensor y, ReadNpy(dir + "/y.npy"));
@@ -72,7 +72,7 @@ Status Forward(const std::string& dir) {
 
 Status Train(const std::string& dir, const std::string& kind, int steps, double lr,
              double momentum) {
-  examples::LeNet model;
+  models::LeNet model;
   TROUPE_RETURN_IF_ERROR(LoadWeights(model, dir));
   TROUPE_ASSIGN_OR_RETURN(Tensor xs, ReadNpy(dir + "/xs.npy"));
   TROUPE_ASSIGN_OR_RETURN(Tensor ys, ReadNpy(dir + "/ys.npy"));
@@ -90,7 +90,7 @@ Status Train(const std::string& dir, const std::string& kind, int steps, double 
     return InvalidArgumentError("optimizer must be adam or sgd, got '" + kind + "'");
   }
   Function train_step("train_step", [&](const Args& a) -> Outputs {
-    return examples::LeNetTrainStep(model, *opt, a[0], a[1]);
+    return models::LeNetTrainStep(model, *opt, a[0], a[1]);
   });
   const int64_t k = xs.dim(0);
   TROUPE_ASSIGN_OR_RETURN(Tensor losses, Tensor::Allocate(DType::kFloat32, TensorShape{steps}));
@@ -128,9 +128,9 @@ Status Init(const std::string& dir) {
     TROUPE_ASSIGN_OR_RETURN(Tensor t, nn::GlorotUniform(42)(shape, DType::kFloat32));
     TROUPE_RETURN_IF_ERROR(WriteNpy(dir + "/glorot_" + std::to_string(i++) + ".npy", t));
   }
-  examples::LeNetOptions options;
+  models::LeNetOptions options;
   options.seed = 7;
-  examples::LeNet model(options);
+  models::LeNet model(options);
   TROUPE_RETURN_IF_ERROR(model.Build());
   for (auto& [path, var] : model.NamedVariables()) {
     TROUPE_RETURN_IF_ERROR(WriteNpy(dir + "/init_" + FileName(path) + ".npy", var.value()));

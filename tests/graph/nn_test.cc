@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "examples/lenet/lenet.h"
 #include "graph/function.h"
+#include "graph/models/lenet.h"
 #include "graph/nn/initializers.h"
 #include "graph/nn/layers.h"
 #include "graph/nn/losses.h"
@@ -17,7 +17,7 @@ namespace {
 Tensor Floats(std::vector<float> v, TensorShape shape) { return *Tensor::FromVector(v, shape); }
 
 TEST(NnTest, LeNetVariablePathsAndShapes) {
-  examples::LeNet model;
+  models::LeNet model;
   ASSERT_TRUE(model.Build().ok());
   std::vector<std::pair<std::string, TensorShape>> want = {
       {"conv1/filter", {5, 5, 1, 6}},  {"conv1/bias", {6}},
@@ -159,10 +159,10 @@ TEST(NnTest, GuideEx42To43_OptimizerVariablesInFunctions) {
 }
 
 TEST(NnTest, LeNetTrainingStepAllocatesNothingAfterWarmup) {
-  examples::LeNet model;
+  models::LeNet model;
   nn::Adam adam;
   Function step("train_step", [&](const Args& a) -> Outputs {
-    return examples::LeNetTrainStep(model, adam, a[0], a[1]);
+    return models::LeNetTrainStep(model, adam, a[0], a[1]);
   });
   Tensor x = *Tensor::Zeros(DType::kFloat32, {8, 28, 28, 1});
   for (float& v : x.flat<float>()) v = 0.5f;

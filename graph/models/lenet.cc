@@ -1,8 +1,8 @@
-#include "examples/lenet/lenet.h"
+#include "graph/models/lenet.h"
 
 #include "graph/tape.h"
 
-namespace troupe::examples {
+namespace troupe::models {
 namespace {
 
 nn::Conv2DOptions ConvOptions(const std::string& padding, int64_t seed) {
@@ -23,7 +23,7 @@ nn::DenseOptions DenseOptions(nn::Activation activation, int64_t seed) {
 }  // namespace
 
 LeNet::LeNet(LeNetOptions options)
-    : nn::Module("lenet"),
+    : nn::Model("lenet"),
       conv1("conv1", 6, {5, 5}, ConvOptions("SAME", options.seed)),
       pool1("pool1", options.pool),
       conv2("conv2", 16, {5, 5}, ConvOptions("VALID", options.seed + 1)),
@@ -38,7 +38,7 @@ LeNet::LeNet(LeNetOptions options)
   }
 }
 
-Value LeNet::operator()(const Value& images, bool training) {
+Value LeNet::Call(const Value& images, bool training) {
   Value x = conv1(images, training);
   x = pool1(x, training);
   x = conv2(x, training);
@@ -49,7 +49,10 @@ Value LeNet::operator()(const Value& images, bool training) {
   return fc3(x, training);
 }
 
-Status LeNet::Build() {
+Status LeNet::Build(const TensorShape& example_shape) {
+  if (example_shape != TensorShape{28, 28, 1}) {
+    return InvalidArgumentError("lenet5 takes 28x28x1 images, not " + example_shape.ToString());
+  }
   InitScope eager;
   Result<Tensor> zeros = Tensor::Zeros(DType::kFloat32, TensorShape{1, 28, 28, 1});
   if (!zeros.ok()) return zeros.status();
@@ -71,4 +74,4 @@ Value LeNetTrainStep(LeNet& model, nn::Optimizer& optimizer, const Value& images
   return loss;
 }
 
-}  // namespace troupe::examples
+}  // namespace troupe::models

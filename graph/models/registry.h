@@ -1,0 +1,34 @@
+// The model registry: `[model] name` -> a factory of nn::Model. The zoo's models (lenet5, ...)
+// are registered on first use; a program or test registers its own with RegisterModel before
+// the training loop asks for it by name.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "graph/nn/model.h"
+
+namespace troupe::models {
+
+// What a factory gets: the name asked for and the job seed (initial weights must depend only
+// on it, so every process builds the same model without communicating).
+struct ModelSpec {
+  std::string name;
+  int64_t seed = 0;
+};
+
+// A factory returns the model unbuilt; the caller builds it for its input shape.
+using ModelFactory = std::function<Result<std::unique_ptr<nn::Model>>(const ModelSpec&)>;
+
+// AlreadyExists when `name` is taken.
+Status RegisterModel(const std::string& name, ModelFactory factory);
+// NotFound listing the registered names when `spec.name` is not one of them.
+Result<std::unique_ptr<nn::Model>> CreateModel(const ModelSpec& spec);
+// Sorted.
+std::vector<std::string> RegisteredModelNames();
+
+}  // namespace troupe::models
