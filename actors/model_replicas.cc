@@ -6,6 +6,7 @@
 #include "core/gpu.h"
 #include "graph/models/registry.h"
 #include "graph/nn/losses.h"
+#include "graph/nn/replica_random.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
 
@@ -80,6 +81,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
         [model, vars](const Args& args) -> Outputs {
+          nn::ReplicaSeedScope seeds(args[2].value());
           GradientTape tape;
           Value logits = model->Call(args[0].value(), /*training=*/true);
           Value mean_loss;
@@ -91,7 +93,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
           return out;
         },
         FunctionOptions{
-            {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
+            {"images", "labels", "seed"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
         [model](const Args& args) -> Outputs {
@@ -119,12 +121,25 @@ Status ModelReplicas::PlaceVariables(Device device) {
   return Status::OK();
 }
 
+Tensor ModelReplicas::StepSeed(int64_t replica_key, int64_t step) {
+  // SplitMix64 (Steele et al.) of the key advanced by the step.
+  uint64_t z = static_cast<uint64_t>(replica_key) +
+               0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(step) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return Tensor::FromVector<int32_t>(
+      {static_cast<int32_t>(static_cast<uint32_t>(z)), static_cast<int32_t>(z >> 32)});
+}
+
 Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels,
-                                       bool grads_on_device, const GradientReadyFn& on_grad) {
+                                       const Tensor& seed, bool grads_on_device,
+                                       const GradientReadyFn& on_grad) {
   constexpr int kMetrics = 2;  // train_step returns loss sum, correct count, then gradients
-  const Tensor inputs[] = {images, labels};
-  TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<ConcreteFunction> fn,
-                          steps_[static_cast<size_t>(r)]->GetConcreteFunction({images, labels}));
+  const Tensor inputs[] = {images, labels, seed};
+  TROUPE_ASSIGN_OR_RETURN(
+      std::shared_ptr<ConcreteFunction> fn,
+      steps_[static_cast<size_t>(r)]->GetConcreteFunction({images, labels, seed}));
   // A GPU replica whose gradients go to the host (the weights live there) copies them after
   // the run: a copy during it would stall the GPU once per gradient while the host waits, and
   // the step would lose more than a host-side reduction could overlap. Elsewhere each gradient

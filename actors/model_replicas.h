@@ -46,10 +46,15 @@ class ModelReplicas {
   using GradientReadyFn = std::function<void(int index, const Tensor& grad)>;
 
   // Replica `r`'s forward and backward pass on features (images float32 [b,28,28,1] for the
-  // Fashion-MNIST source) and labels int32 [b].
-  // Gradients come back on the host unless `grads_on_device` (then on the replica's device).
-  Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels,
+  // Fashion-MNIST source) and labels int32 [b]; its random draws (dropout) take their seeds
+  // from `seed` (StepSeed). Gradients come back on the host unless `grads_on_device` (then
+  // on the replica's device).
+  Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels, const Tensor& seed,
                           bool grads_on_device = false, const GradientReadyFn& on_grad = nullptr);
+  // The int32 [2] seed of a replica's step (nn::ReplicaSeedScope): a SplitMix64 of the
+  // replica's key (from the coordinator) and the step, so every (replica, step) draws its own
+  // stream, whatever the process layout.
+  static Tensor StepSeed(int64_t replica_key, int64_t step);
   // Where the weights live: a GPU (see Create) or the CPU.
   Device variable_device() const { return variable_device_; }
   // One optimizer update with the (allreduced) gradients, on the host or the variables' GPU.

@@ -188,6 +188,9 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
   s->job_.Track("total_replicas", s->total_replicas_.get());
   s->job_.Track("global_batch_size", s->global_batch_.get());
   s->job_.Track("model", s->model_name_.get());
+  s->optimizer_name_ =
+      std::make_unique<ckpt::VariableTrackable>("optimizer", Tensor::Scalar(job.optimizer));
+  s->job_.Track("optimizer", s->optimizer_name_.get());
 
   s->root_.Track("model", s->model_.get());
   s->root_.Track("optimizer", s->optimizer_.get());
@@ -207,9 +210,9 @@ void TrainState::SetProgress(int64_t step, int64_t epoch) {
 }
 
 JobShape TrainState::job() const {
-  return JobShape{total_replicas_->value().scalar<int64_t>(),
-                  global_batch_->value().scalar<int64_t>(),
-                  model_name_->value().scalar<std::string>()};
+  return JobShape{
+      total_replicas_->value().scalar<int64_t>(), global_batch_->value().scalar<int64_t>(),
+      model_name_->value().scalar<std::string>(), optimizer_name_->value().scalar<std::string>()};
 }
 
 }  // namespace troupe::actors

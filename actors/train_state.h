@@ -43,6 +43,7 @@ struct JobShape {
   int64_t total_replicas = 1;
   int64_t global_batch_size = 1;
   std::string model;
+  std::string optimizer;  // a checkpoint without it (older) reads back as the config's
 };
 
 class TrainState {
@@ -78,7 +79,8 @@ class TrainState {
   ckpt::TrackableObject progress_;
   std::unique_ptr<ckpt::VariableTrackable> step_, epoch_;
   ckpt::TrackableObject job_;
-  std::unique_ptr<ckpt::VariableTrackable> total_replicas_, global_batch_, model_name_;
+  std::unique_ptr<ckpt::VariableTrackable> total_replicas_, global_batch_, model_name_,
+      optimizer_name_;
   IteratorStateTrackable iterator_;
 };
 

@@ -64,9 +64,7 @@ Status JoinControlPlane(Trainer::Parts& p) {
   TROUPE_LOG(INFO) << "rank " << p.launch.rank << ": replicas [" << p.assignment.first_replica
                    << ", " << p.assignment.first_replica + p.assignment.num_replicas << ") of "
                    << p.assignment.total_replicas;
-  p.total_replicas = p.assignment.total_replicas;
   p.first_replica = p.assignment.first_replica;
-  p.chief = p.launch.rank == 0;
   return Status::OK();
 }
 
@@ -76,10 +74,6 @@ Status CreateCollectives(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(p.comm, p.processes->CreateCommunicator(
                                       p.config.collectives_backend, p.group,
                                       CollectiveOptionsFor(p.config), p.job_token, p.devices[0]));
-  if (p.group.local_replica_ids().front() != p.first_replica ||
-      p.group.num_replicas() != p.total_replicas) {
-    return InternalError("collectives' replica ids disagree with the coordinator's assignment");
-  }
   return Status::OK();
 }
 
@@ -127,6 +121,86 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   return Status::OK();
 }
 
+// The model, optimizer and checkpoint state, restored from the newest checkpoint of the run
+// dir that reads back cleanly (nothing restored for a new run). A checkpoint written for
+// another model, global batch or optimizer is refused naming both.
+Status RestoreRunDir(Trainer::Parts& p) {
+  TROUPE_ASSIGN_OR_RETURN(p.replicas, ModelReplicas::Create(p.config, p.devices));
+  TROUPE_ASSIGN_OR_RETURN(
+      p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
+  JobShape shape{p.total_replicas, p.config.global_batch_size, p.config.model, p.config.optimizer};
+  TROUPE_ASSIGN_OR_RETURN(p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
+                                                      p.job_generator->state(), shape));
+  TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
+  TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
+  if (p.resumed_from.empty()) return Status::OK();
+  const JobShape saved = p.state->job();
+  if (saved.model != shape.model || saved.global_batch_size != shape.global_batch_size ||
+      saved.optimizer != shape.optimizer) {
+    return FailedPreconditionError(
+        "cannot resume from " + p.resumed_from + ": it was written for model '" + saved.model +
+        "' with global batch " + std::to_string(saved.global_batch_size) + " and optimizer '" +
+        saved.optimizer + "', the config asks for '" + shape.model + "' with " +
+        std::to_string(shape.global_batch_size) + " and '" + shape.optimizer +
+        "'; restore the old config or start over with --fresh --force");
+  }
+  if (saved.total_replicas != p.total_replicas) {
+    TROUPE_LOG(WARNING) << "resuming with " << p.total_replicas
+                        << " replicas from a checkpoint written with " << saved.total_replicas
+                        << "; training continues, but its bits will differ from a run that kept "
+                        << saved.total_replicas;
+  }
+  p.step = p.state->step();
+  TROUPE_ASSIGN_OR_RETURN(
+      p.job_generator,
+      random::Generator::FromState(p.state->generator_state(), random::RngAlgorithm::kPhilox));
+  return Status::OK();
+}
+
+// What the coordinator assigned is what this process does; anything it cannot do stops the
+// job with a message naming it.
+Status HonourAssignment(Trainer::Parts& p) {
+  const Assignment& a = p.assignment;
+  auto refuse = [&](const std::string& what) {
+    return FailedPreconditionError("rank " + std::to_string(p.launch.rank) +
+                                   " cannot honour the coordinator's assignment: " + what);
+  };
+  if (p.group.local_replica_ids().front() != a.first_replica ||
+      p.group.num_replicas() != a.total_replicas || a.num_replicas != p.local_replicas) {
+    return refuse("replicas [" + std::to_string(a.first_replica) + ", " +
+                  std::to_string(a.first_replica + a.num_replicas) + ") of " +
+                  std::to_string(a.total_replicas) + ", but collectives see " + p.group.ToString());
+  }
+  if (static_cast<int>(a.replica_rng_keys.size()) != p.local_replicas) {
+    return refuse(std::to_string(a.replica_rng_keys.size()) + " replica RNG keys for " +
+                  std::to_string(p.local_replicas) + " replicas");
+  }
+  Tensor state = p.job_generator->state();
+  if (a.job_rng_state !=
+      std::vector<int64_t>(state.data<int64_t>(), state.data<int64_t>() + state.num_elements())) {
+    return refuse("its job generator state is not the one this run dir holds");
+  }
+  if (a.shard_policy != p.config.auto_shard) {
+    return refuse("shard policy " + a.shard_policy + ", the config says " + p.config.auto_shard);
+  }
+  if (a.shard_policy == "FILE" || a.shard_policy == "DATA") {
+    return refuse("data.auto_shard = \"" + a.shard_policy + "\" gives every replica its own " +
+                  "pipeline, which the " + p.config.data_source +
+                  " source does not offer yet (it is one global stream whose batches replicas "
+                  "split by rows); use \"AUTO\" or \"OFF\"");
+  }
+  p.replica_keys = a.replica_rng_keys;
+  return Status::OK();
+}
+
+// The global batch stream, at the position the restored checkpoint recorded.
+Status OpenTrainingStream(Trainer::Parts& p) {
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset train_ds, TrainingDataset(p.config));
+  TROUPE_ASSIGN_OR_RETURN(p.iterator, train_ds.MakeIterator());
+  if (p.resumed_from.empty()) return Status::OK();
+  TROUPE_ASSIGN_OR_RETURN(input::IteratorState it_state, p.state->iterator_state());
+  return p.iterator->Restore(it_state).WithContext("restoring the input iterator");
+}
 }  // namespace
 
 Trainer::Trainer(std::unique_ptr<Parts> parts) : p_(std::move(parts)) {}
@@ -141,25 +215,18 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
   p->config = config;
   p->launch = launch;
   p->local_replicas = static_cast<int>(config.replicas_per_process);
+  p->total_replicas = launch.world_size * p->local_replicas;
+  p->chief = launch.rank == 0;
   // GPUs are checked first: a job that cannot place its replicas touches nothing.
   TROUPE_ASSIGN_OR_RETURN(p->devices, ReplicaDevices(config, launch.local_rank));
   TROUPE_ASSIGN_OR_RETURN(p->processes, JobProcesses::Start(launch.world_size, launch.under_mpi));
   TROUPE_ASSIGN_OR_RETURN(p->job_token, p->processes->AgreeJobToken(launch.job_token));
-  // The job generator: its unhashed state is checkpointed; replicas get hashed keys.
-  TROUPE_ASSIGN_OR_RETURN(p->job_generator,
-                          random::Generator::FromSeed(config.seed, random::RngAlgorithm::kPhilox));
-  TROUPE_RETURN_IF_ERROR(JoinControlPlane(*p));
   TROUPE_RETURN_IF_ERROR(CreateCollectives(*p));
-
-  TROUPE_ASSIGN_OR_RETURN(p->replicas, ModelReplicas::Create(config, p->devices));
-  JobShape shape{p->total_replicas, config.global_batch_size, config.model};
-  TROUPE_ASSIGN_OR_RETURN(p->state,
-                          TrainState::Create(p->replicas->model(), p->replicas->optimizer(),
-                                             p->job_generator->state(), shape));
-  TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(*p));
-  TROUPE_ASSIGN_OR_RETURN(input::Dataset train_ds, TrainingDataset(config));
-  TROUPE_ASSIGN_OR_RETURN(p->iterator, train_ds.MakeIterator());
-
+  TROUPE_RETURN_IF_ERROR(RestoreRunDir(*p));
+  // The coordinator hands out keys hashed from the job generator as the run dir left it.
+  TROUPE_RETURN_IF_ERROR(JoinControlPlane(*p));
+  TROUPE_RETURN_IF_ERROR(HonourAssignment(*p));
+  TROUPE_RETURN_IF_ERROR(OpenTrainingStream(*p));
   p->steps_per_epoch = StepsPerEpoch(config);
   p->total_steps = config.epochs * p->steps_per_epoch;
   if (config.max_steps > 0) p->total_steps = std::min(p->total_steps, config.max_steps);
@@ -172,33 +239,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
   return std::unique_ptr<Trainer>(new Trainer(std::move(p)));
 }
 
-Result<std::string> Trainer::Resume() {
-  Parts& p = *p_;
-  TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
-  if (p.resumed_from.empty()) return p.resumed_from;
-  const JobShape saved = p.state->job();
-  if (saved.model != p.config.model || saved.global_batch_size != p.config.global_batch_size) {
-    return FailedPreconditionError(
-        "cannot resume from " + p.resumed_from + ": it was written for model '" + saved.model +
-        "' with global batch " + std::to_string(saved.global_batch_size) +
-        ", the config asks for '" + p.config.model + "' with " +
-        std::to_string(p.config.global_batch_size) +
-        "; restore the old config or start over with --fresh --force");
-  }
-  if (saved.total_replicas != p.total_replicas) {
-    TROUPE_LOG(WARNING) << "resuming with " << p.total_replicas
-                        << " replicas from a checkpoint written with " << saved.total_replicas
-                        << "; training continues, but its bits will differ from a run that kept "
-                        << saved.total_replicas;
-  }
-  TROUPE_ASSIGN_OR_RETURN(input::IteratorState it_state, p.state->iterator_state());
-  TROUPE_RETURN_IF_ERROR(p.iterator->Restore(it_state).WithContext("restoring the input iterator"));
-  p.step = p.state->step();
-  TROUPE_ASSIGN_OR_RETURN(
-      p.job_generator,
-      random::Generator::FromState(p.state->generator_state(), random::RngAlgorithm::kPhilox));
-  return p.resumed_from;
-}
+const std::string& Trainer::resumed_from() const { return p_->resumed_from; }
+const std::vector<int64_t>& Trainer::replica_keys() const { return p_->replica_keys; }
 
 Status Trainer::Save() {
   Parts& p = *p_;

@@ -1,11 +1,11 @@
-// Trainer: one process's part of a training job. Setup joins the control plane (hosting the
-// coordinator on rank 0), receives its global replica ids and replica-hashed RNG keys, builds
-// its replicas' traced step functions and the communicator; Resume restores the run dir's
-// latest valid checkpoint; RunStep reads the next global batch, gives replica g rows
-// [g*b, (g+1)*b), allreduces gradients through collectives/ in global-replica-id order and
-// applies identical optimizer steps; Evaluate scores the test split; Save has the process
-// holding replica 0 write a checkpoint; Run loops to the end with progress lines, TensorBoard
-// scalars, checkpoints every K steps and an evaluation every epoch.
+// Trainer: one process's part of a training job. Setup builds the communicator and its
+// replicas' traced step functions, restores the run dir's latest valid checkpoint, then joins
+// the control plane (hosting the coordinator on rank 0, which hashes the restored job
+// generator into per-replica keys) and checks it can do what it was assigned; RunStep reads the
+// next global batch, gives replica g rows [g*b, (g+1)*b), allreduces gradients through collectives/
+// in global-replica-id order and applies identical optimizer steps; Evaluate scores the test split;
+// Save has the process holding replica 0 write a checkpoint; Run loops to the end with progress
+// lines, TensorBoard scalars, checkpoints every K steps and an evaluation every epoch.
 //
 // The input order depends only on the seed and the global batch, and every sum on the replica
 // ids, so 1x4, 2x2 and 4x1 layouts produce bit-identical checkpoints. A non-finite loss or
@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "actors/train_config.h"
 #include "core/result.h"
@@ -67,9 +68,9 @@ class Trainer {
                                                 const ProcessLaunch& launch);
   ~Trainer();
 
-  // Restores the newest checkpoint that reads back cleanly (weights, optimizer slots, step,
-  // input position, job generator); returns its path, or "" when the run starts fresh.
-  Result<std::string> Resume();
+  // The checkpoint Setup restored (weights, optimizer slots, step, input position, job
+  // generator: the newest one of the run dir that reads back cleanly), or "" for a new run.
+  const std::string& resumed_from() const;
   // One synchronous step of every replica. InvalidArgument naming the step when the loss or
   // a gradient is not finite (unless train.skip_nonfinite: then the update is skipped).
   Result<StepMetrics> RunStep();
@@ -82,6 +83,8 @@ class Trainer {
 
   int64_t step() const;
   int64_t total_steps() const;
+  // The coordinator's key for each local replica (its random draws' seeds derive from it).
+  const std::vector<int64_t>& replica_keys() const;
 
   struct Parts;  // everything a job holds; defined in trainer_parts.h
 
@@ -90,7 +93,7 @@ class Trainer {
   std::unique_ptr<Parts> p_;
 };
 
-// Setup, Resume and Run.
+// Setup and Run.
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch);
 
 // Evaluates the checkpoint at `path` (a prefix, or a run/checkpoint directory: its latest) on

@@ -40,7 +40,6 @@ void PrintStartup(const Trainer::Parts& p) {
 }  // namespace
 
 Result<TrainSummary> Trainer::Run() {
-  TROUPE_RETURN_IF_ERROR(Resume().status());
   Parts& p = *p_;
   if (p.chief) PrintStartup(p);
   TrainSummary summary;

@@ -40,6 +40,7 @@ struct Trainer::Parts {
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<ControlPlane> plane;
   Assignment assignment;
+  std::vector<int64_t> replica_keys;  // per local replica, from the coordinator
 
   std::optional<random::Generator> job_generator;  // set by Setup, replaced by Resume
   std::unique_ptr<ModelReplicas> replicas;

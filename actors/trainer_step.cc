@@ -71,11 +71,12 @@ Result<StepMetrics> Trainer::RunStep() {
       const int64_t g = p.first_replica + r;
       Result<Batch> batch =
           ConvertRows(*raw, g * p.per_replica_batch, (g + 1) * p.per_replica_batch);
+      const Tensor seed = ModelReplicas::StepSeed(p.replica_keys[static_cast<size_t>(r)], p.step);
       Result<StepOutput> out =
-          batch.ok()
-              ? p.replicas->Step(static_cast<int>(r), batch->images, batch->labels, p.device_grads,
-                                 p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
-              : Result<StepOutput>(batch.status());
+          batch.ok() ? p.replicas->Step(
+                           static_cast<int>(r), batch->images, batch->labels, seed, p.device_grads,
+                           p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
+                     : Result<StepOutput>(batch.status());
       if (!out.ok()) {
         error = out.status();
         continue;

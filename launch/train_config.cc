@@ -14,6 +14,8 @@
 #include <map>
 #include <sstream>
 
+#include "graph/models/registry.h"
+
 namespace troupe::launch {
 namespace {
 
@@ -75,12 +77,28 @@ Setter String(std::string TrainConfig::*field, std::vector<std::string> choices 
   };
 }
 
+// model.name: a model of the registry (the zoo's, or one the program registered).
+Setter ModelName() {
+  return [](const toml::node& n, const std::string& key, TrainConfig& c) -> Status {
+    auto v = n.value_exact<std::string>();
+    if (!v) return TypeError(key, "a string", n);
+    const std::vector<std::string> names = models::RegisteredModelNames();
+    if (std::find(names.begin(), names.end(), *v) == names.end()) {
+      std::string list;
+      for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+      return InvalidArgumentError(key + ": '" + *v + "' is not one of " + list);
+    }
+    c.model = *v;
+    return Status::OK();
+  };
+}
+
 const std::map<std::string, Setter>& Schema() {
   static const auto* schema = new std::map<std::string, Setter>{
       {"job.name", String(&TrainConfig::name)},
       {"job.seed", Int(&TrainConfig::seed, INT64_MIN)},
       {"job.run_dir", String(&TrainConfig::run_dir)},
-      {"model.name", String(&TrainConfig::model, {"lenet5"})},
+      {"model.name", ModelName()},
       {"data.source", String(&TrainConfig::data_source, {"fashion_mnist", "tfrecord"})},
       {"data.dir", String(&TrainConfig::data_dir)},
       {"data.shuffle_buffer", Int(&TrainConfig::shuffle_buffer, 0)},

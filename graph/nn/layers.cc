@@ -1,5 +1,6 @@
 #include "graph/nn/layers.h"
 
+#include "graph/nn/replica_random.h"
 #include "graph/ops.h"
 #include "kernels/random/random_ops.h"
 
@@ -190,12 +191,17 @@ Status Dropout::BuildImpl(const TensorShape&) {
 Value Dropout::Call(const Value& x, bool training) {
   if (!training || rate_ == 0) return x;
   EnsureRandomOps();
-  // SeedGenerator.next(): the current state, then state += [0, 1].
-  Value state = state_.Read();
-  if (Status s = state_.AssignAdd(Value(Tensor::FromVector<int64_t>({0, 1}))); !s.ok()) {
-    return Value::Error(s);
+  Value seed;
+  if (std::optional<Value> replica_seed = NextReplicaSeed()) {
+    seed = *replica_seed;  // inside a replica's step (replica_random.h)
+  } else {
+    // SeedGenerator.next(): the current state, then state += [0, 1].
+    Value state = state_.Read();
+    if (Status s = state_.AssignAdd(Value(Tensor::FromVector<int64_t>({0, 1}))); !s.ok()) {
+      return Value::Error(s);
+    }
+    seed = ops::Cast(state, DType::kInt32);
   }
-  Value seed = ops::Cast(state, DType::kInt32);
   std::vector<Value> kc =
       Apply("StatelessRandomGetKeyCounter", {seed}, {}, "StatelessRandomGetKeyCounter");
   if (!kc[0].ok()) return kc[0];

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "tests/actors/test_models.h"
+
 namespace troupe::actors {
 namespace {
 
@@ -32,10 +34,11 @@ TEST(ModelReplicas, ReportsGradientsAsBackwardMakesThem) {
   for (int run = 0; run < 2; ++run) {
     std::vector<int> order;
     std::vector<const void*> reported(static_cast<size_t>(n), nullptr);
-    auto out = (*replicas)->Step(0, Images(8), Labels(8), false, [&](int i, const Tensor& g) {
-      order.push_back(i);
-      reported[static_cast<size_t>(i)] = g.raw_data();
-    });
+    auto out = (*replicas)->Step(0, Images(8), Labels(8), ModelReplicas::StepSeed(1, 0), false,
+                                 [&](int i, const Tensor& g) {
+                                   order.push_back(i);
+                                   reported[static_cast<size_t>(i)] = g.raw_data();
+                                 });
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ(static_cast<int>(order.size()), n);
     std::vector<int> sorted = order;
@@ -54,16 +57,40 @@ TEST(ModelReplicas, ListeningChangesNoBits) {
   TrainConfig config;
   auto replicas = ModelReplicas::Create(config, {Device::Cpu()});
   ASSERT_TRUE(replicas.ok()) << replicas.status();
-  auto quiet = (*replicas)->Step(0, Images(16), Labels(16));
+  auto quiet = (*replicas)->Step(0, Images(16), Labels(16), ModelReplicas::StepSeed(1, 0));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   std::vector<Tensor> want;
   for (const Tensor& g : quiet->grads) want.push_back(g.DeepCopy());
-  auto heard = (*replicas)->Step(0, Images(16), Labels(16), false, [](int, const Tensor&) {});
+  auto heard = (*replicas)->Step(0, Images(16), Labels(16), ModelReplicas::StepSeed(1, 0), false,
+                                 [](int, const Tensor&) {});
   ASSERT_TRUE(heard.ok()) << heard.status();
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_TRUE(want[i].BitEqual(heard->grads[i])) << "gradient " << i;
   }
   EXPECT_EQ(quiet->loss_sum, heard->loss_sum);
+}
+
+// Dropout in a replica's step draws from the step seed: replicas with different keys drop
+// different units of the same batch, the same key the same ones.
+TEST(ModelReplicas, DropoutMasksFollowEachReplicasSeed) {
+  testing::RegisterTestModels();
+  TrainConfig config;
+  config.model = "lenet_dropout_test";
+  auto replicas = ModelReplicas::Create(config, {Device::Cpu(), Device::Cpu()});
+  ASSERT_TRUE(replicas.ok()) << replicas.status();
+  auto loss = [&](int r, int64_t key, int64_t step) {
+    auto out = (*replicas)->Step(r, Images(16), Labels(16), ModelReplicas::StepSeed(key, step));
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? out->loss_sum : -1.0;
+  };
+  const double a = loss(0, 111, 5);
+  EXPECT_NE(a, loss(1, 222, 5)) << "two replicas' keys gave the same dropout mask";
+  EXPECT_EQ(a, loss(1, 111, 5)) << "the same key and step must give the same mask";
+  EXPECT_NE(a, loss(0, 111, 6)) << "the next step must draw a new mask";
+  auto eval0 = (*replicas)->Evaluate(0, Images(16), Labels(16));
+  auto eval1 = (*replicas)->Evaluate(1, Images(16), Labels(16));
+  ASSERT_TRUE(eval0.ok() && eval1.ok());
+  EXPECT_EQ(eval0->first, eval1->first);  // no dropout when not training
 }
 
 }  // namespace

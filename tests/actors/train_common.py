@@ -19,9 +19,15 @@ def settings(run_dir, steps, replicas, extra=()):
     return s
 
 
-def train(run_dir, steps, replicas, procs=1, extra=(), timeout=600, check=True, args=(), env=None):
+# The troupe binary with the test models registered (tests/actors/test_models.h).
+TEST_MODELS_BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "tests", "actors",
+                               "troupe_with_test_models")
+
+
+def train(run_dir, steps, replicas, procs=1, extra=(), timeout=600, check=True, args=(), env=None,
+          binary=BIN):
     """`env`: variables added to the run's environment (mpirun passes them to every rank)."""
-    cmd = [BIN, "train", CONFIG] + settings(run_dir, steps, replicas, extra) + list(args)
+    cmd = [binary, "train", CONFIG] + settings(run_dir, steps, replicas, extra) + list(args)
     if procs > 1:
         cmd = ["mpirun", "-np", str(procs), "--oversubscribe"] + cmd
     p = subprocess.run(cmd, env=dict(MPI_ENV, **(env or {})), capture_output=True, text=True,

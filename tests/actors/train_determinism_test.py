@@ -8,7 +8,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from train_common import ckpt_diff, tmpdir, train  # noqa: E402
+from train_common import TEST_MODELS_BIN, ckpt_diff, tmpdir, train  # noqa: E402
 
 STEPS = int(os.environ.get("TROUPE_DETERMINISM_STEPS", "200"))
 base = tmpdir()
@@ -45,6 +45,28 @@ try:
     assert "done: %d steps, nothing left to train" % STEPS in p.stdout, p.stdout
     r = ckpt_diff(dirs["1x4"], os.path.join(d, "checkpoints"))
     assert r.returncode == 0, "re-running a finished run changed it:\n%s%s" % (r.stdout, r.stderr)
+
+    # A model with dropout (registered by the test binary): each replica draws its masks from
+    # the coordinator's key for its global id, so the layouts agree bit for bit, and so does a
+    # resumed run; with the keys wrong (per local replica, say) 2x2 and 4x1 would differ.
+    dropout = {}
+    for name, procs, reps in (("1x4", 1, 4), ("2x2", 2, 2), ("4x1", 4, 1)):
+        d = os.path.join(base, "dropout_" + name)
+        train(d, STEPS, reps, procs=procs, binary=TEST_MODELS_BIN,
+              extra=["checkpoint.every_steps=0", "model.name=lenet_dropout_test"])
+        dropout[name] = os.path.join(d, "checkpoints")
+    d = os.path.join(base, "dropout_resumed")
+    extra = ["checkpoint.every_steps=0", "model.name=lenet_dropout_test"]
+    train(d, STEPS // 2, 2, procs=2, binary=TEST_MODELS_BIN, extra=extra)
+    train(d, STEPS, 1, procs=4, binary=TEST_MODELS_BIN, extra=extra)
+    dropout["resumed 2x2 -> 4x1"] = os.path.join(d, "checkpoints")
+    for name in ("2x2", "4x1", "resumed 2x2 -> 4x1"):
+        r = ckpt_diff(dropout["1x4"], dropout[name])
+        assert r.returncode == 0, "dropout 1x4 vs %s differ:\n%s%s" % (name, r.stdout, r.stderr)
+        print("dropout model: 1x4 == %s after %d steps" % (name, STEPS))
+    # Same initial weights as LeNet; dropout must have changed the trained ones.
+    r = ckpt_diff(dirs["1x4"], dropout["1x4"])
+    assert "_trainable_variables/0/" in r.stdout, "dropout changed no weight: " + r.stdout
 
     # A different seed must give different weights (the comparison can fail).
     d = os.path.join(base, "other_seed")

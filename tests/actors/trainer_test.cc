@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "graph/random/generator.h"
+
 namespace troupe::actors {
 namespace {
 
@@ -35,7 +37,7 @@ TEST(Trainer, StepsThenResumeFromASavedStepGiveTheUninterruptedBits) {
   const TrainConfig straight = SmallJob("straight");
   auto a = Start(straight);
   ASSERT_NE(a, nullptr);
-  ASSERT_EQ(*a->Resume(), "");
+  ASSERT_EQ(a->resumed_from(), "");
   for (int i = 1; i <= 4; ++i) {
     Result<StepMetrics> m = a->RunStep();
     ASSERT_TRUE(m.ok()) << m.status();
@@ -51,16 +53,14 @@ TEST(Trainer, StepsThenResumeFromASavedStepGiveTheUninterruptedBits) {
   {
     auto b = Start(split);
     ASSERT_NE(b, nullptr);
-    ASSERT_EQ(*b->Resume(), "");
+    ASSERT_EQ(b->resumed_from(), "");
     ASSERT_TRUE(b->RunStep().ok());
     ASSERT_TRUE(b->RunStep().ok());
     ASSERT_TRUE(b->Save().ok());
   }
   auto c = Start(split);
   ASSERT_NE(c, nullptr);
-  Result<std::string> from = c->Resume();
-  ASSERT_TRUE(from.ok()) << from.status();
-  EXPECT_NE(from->find("ckpt-2"), std::string::npos) << *from;
+  EXPECT_NE(c->resumed_from().find("ckpt-2"), std::string::npos) << c->resumed_from();
   EXPECT_EQ(c->step(), 2);
   ASSERT_TRUE(c->RunStep().ok());
   ASSERT_TRUE(c->RunStep().ok());
@@ -75,7 +75,6 @@ TEST(Trainer, ANonFiniteLossStopsTheJobNamingTheStep) {
   c.learning_rate = 1e9;
   auto t = Start(c);
   ASSERT_NE(t, nullptr);
-  ASSERT_TRUE(t->Resume().ok());
   Status failed;
   for (int i = 0; i < 4 && failed.ok(); ++i) failed = t->RunStep().status();
   ASSERT_FALSE(failed.ok()) << "1e9 learning rate trained 4 finite steps";
@@ -91,7 +90,6 @@ TEST(Trainer, SkipNonfiniteSkipsTheUpdateAndCountsOn) {
   c.skip_nonfinite = true;
   auto t = Start(c);
   ASSERT_NE(t, nullptr);
-  ASSERT_TRUE(t->Resume().ok());
   int skipped = 0;
   for (int i = 0; i < 4; ++i) {
     Result<StepMetrics> m = t->RunStep();
@@ -102,6 +100,22 @@ TEST(Trainer, SkipNonfiniteSkipsTheUpdateAndCountsOn) {
   EXPECT_EQ(t->step(), 4);
   // The weights stayed finite (the skipped updates never reached them), so saving works.
   EXPECT_TRUE(t->Save().ok());
+}
+
+// Each replica's key is the coordinator's: the job generator's key hashed by the global
+// replica id, as TF hashes a generator created inside a strategy.
+TEST(Trainer, ReplicaKeysAreTheJobKeyHashedByGlobalReplicaId) {
+  auto t = Start(SmallJob("keys"));
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->replica_keys().size(), 2u);
+  EXPECT_NE(t->replica_keys()[0], t->replica_keys()[1]);
+  auto job = random::Generator::FromSeed(42, random::RngAlgorithm::kPhilox);
+  ASSERT_TRUE(job.ok());
+  for (int g = 0; g < 2; ++g) {
+    auto kc = random::ReplicaKeyCounter(job->state(), random::RngAlgorithm::kPhilox, g);
+    ASSERT_TRUE(kc.ok()) << kc.status();
+    EXPECT_EQ(t->replica_keys()[static_cast<size_t>(g)], static_cast<int64_t>(kc->key));
+  }
 }
 
 }  // namespace

@@ -1,0 +1,11 @@
+// Models the training-loop tests register (models::RegisterModel) next to the zoo's:
+// "lenet_dropout_test", LeNet-5 with Dropout(0.5) after its first dense layer, whose masks
+// depend on each replica's key from the coordinator.
+#pragma once
+
+namespace troupe::actors::testing {
+
+// Registers the test models once (later calls do nothing).
+void RegisterTestModels();
+
+}  // namespace troupe::actors::testing
