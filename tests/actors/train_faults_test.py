@@ -120,7 +120,16 @@ d = os.path.join(base, "skip")
 p = train(d, 20, 2, extra=["optimizer.learning_rate=1e9", "train.skip_nonfinite=true"])
 assert "non-finite update(s) skipped" in p.stdout and p.stdout.count("update skipped") > 0, p.stdout
 
-# 6. The end of a run: completed (steps, this run's share, time, speed, test metrics) with
+# 6. Resuming with another optimizer is refused naming both, and changes nothing.
+d = os.path.join(base, "optimizer")
+train(d, 10, 2)
+before = sorted(os.listdir(os.path.join(d, "checkpoints")))
+p = train(d, 20, 2, extra=["optimizer.name=sgd"], check=False)
+assert p.returncode == 2, (p.returncode, p.stderr)
+assert "optimizer 'adam'" in p.stderr and "'sgd'" in p.stderr, p.stderr
+assert sorted(os.listdir(os.path.join(d, "checkpoints"))) == before
+
+# 7. The end of a run: completed (steps, this run's share, time, speed, test metrics) with
 #    exit 0; stopped by SIGINT with exit 75 and no made-up metrics.
 d = os.path.join(base, "summary")
 p = train(d, 30, 2)
