@@ -1,38 +1,34 @@
-// Batches of the reference data for the training loop: Fashion-MNIST (image uint8 [28,28],
-// label uint8) shuffled with the job seed and batched by the *global* batch size, so the
-// stream depends only on the seed and the batch — never on how replicas are laid out. Each
-// replica then takes its rows of every global batch (TF's even split).
+// The job's input (internal to actors/): the configured source's examples (input/
+// data_source.h), shuffled with the job seed and batched by the *global* batch size, so the
+// stream depends only on the seed and the batch, never on how replicas are laid out; each
+// replica then takes its rows of every global batch (TF's even split) and the source turns
+// them into the model's (features, labels).
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <vector>
+#include <functional>
 
 #include "actors/train_config.h"
 #include "core/result.h"
-#include "core/tensor.h"
+#include "input/data_source.h"
 #include "input/dataset.h"
 
 namespace troupe::actors {
 
-struct Batch {
-  Tensor images;  // float32 [n, 28, 28, 1] in [0, 1]
-  Tensor labels;  // int32 [n]
+struct JobInput {
+  input::Dataset batches;  // global batches of stored examples (training: repeated)
+  std::function<Result<input::Element>(const input::Element&)> to_model;
+  TensorShape feature_shape;    // one example's features as the model takes them
+  int64_t steps_per_epoch = 0;  // training: the source's cardinality / global batch
 };
 
-// Rows of a batch of `n` that replica `replica` of `replicas` gets: TF splits a batch as evenly
-// as possible, the first n % replicas replicas taking one more row.
-std::pair<int64_t, int64_t> ReplicaRows(int64_t n, int replicas, int replica);
-
-// Converts rows [begin, end) of a raw (uint8 image, uint8 label) batch.
-Result<Batch> ConvertRows(const input::Element& raw, int64_t begin, int64_t end);
-
 // The training stream: shuffle (buffer, seed) -> batch(global, drop_remainder) -> repeat.
-Result<input::Dataset> TrainingDataset(const TrainConfig& config);
+Result<JobInput> TrainingInput(const TrainConfig& config, const input::InputContext& context);
 // The test split in global batches (the last one partial).
-Result<input::Dataset> EvaluationDataset(const TrainConfig& config);
-int64_t StepsPerEpoch(const TrainConfig& config);
-// The shape of one example the model is built for (28x28x1 images).
-TensorShape ExampleShape(const TrainConfig& config);
+Result<JobInput> EvaluationInput(const TrainConfig& config, const input::InputContext& context);
+
+// Rows [begin, end) of a global batch of stored examples, as the model's (features, labels).
+Result<input::Element> ModelRows(const JobInput& input, const input::Element& batch, int64_t begin,
+                                 int64_t end);
 
 }  // namespace troupe::actors

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "actors/batches.h"
 #include "core/gpu.h"
 #include "graph/models/registry.h"
 #include "graph/nn/losses.h"
@@ -50,7 +49,8 @@ Result<double> ScalarOf(const Tensor& metric, const char* graph) {
 }  // namespace
 
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
-                                                             const std::vector<Device>& devices) {
+                                                             const std::vector<Device>& devices,
+                                                             const TensorShape& feature_shape) {
   const int num_local_replicas = static_cast<int>(devices.size());
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
   m->devices_ = devices;
@@ -59,7 +59,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   // same model without communicating.
   TROUPE_ASSIGN_OR_RETURN(m->impl_->model,
                           models::CreateModel(models::ModelSpec{config.model, config.seed}));
-  TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(ExampleShape(config)));
+  TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->trainable_ = m->impl_->model->TrainableVariables();
   if (config.optimizer == "adam") {
     m->optimizer_ = std::make_unique<nn::Adam>(
@@ -132,14 +132,17 @@ Tensor ModelReplicas::StepSeed(int64_t replica_key, int64_t step) {
       {static_cast<int32_t>(static_cast<uint32_t>(z)), static_cast<int32_t>(z >> 32)});
 }
 
-Result<StepOutput> ModelReplicas::Step(int r, const Tensor& images, const Tensor& labels,
-                                       const Tensor& seed, bool grads_on_device,
-                                       const GradientReadyFn& on_grad) {
+Result<StepOutput> ModelReplicas::Step(int r, const input::Element& batch, const Tensor& seed,
+                                       bool grads_on_device, const GradientReadyFn& on_grad) {
   constexpr int kMetrics = 2;  // train_step returns loss sum, correct count, then gradients
-  const Tensor inputs[] = {images, labels, seed};
+  if (batch.size() != 2) {
+    return InvalidArgumentError("a training batch is (features, labels), got " +
+                                std::to_string(batch.size()) + " tensors");
+  }
+  const Tensor inputs[] = {batch[0], batch[1], seed};
   TROUPE_ASSIGN_OR_RETURN(
       std::shared_ptr<ConcreteFunction> fn,
-      steps_[static_cast<size_t>(r)]->GetConcreteFunction({images, labels, seed}));
+      steps_[static_cast<size_t>(r)]->GetConcreteFunction({batch[0], batch[1], seed}));
   // A GPU replica whose gradients go to the host (the weights live there) copies them after
   // the run: a copy during it would stall the GPU once per gradient while the host waits, and
   // the step would lose more than a host-side reduction could overlap. Elsewhere each gradient
@@ -180,10 +183,13 @@ Status ModelReplicas::Apply(const std::vector<Tensor>& grads) {
   return apply_->Run({Arg(std::move(list))}).status();
 }
 
-Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const Tensor& images,
-                                                          const Tensor& labels) {
+Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const input::Element& batch) {
+  if (batch.size() != 2) {
+    return InvalidArgumentError("an evaluation batch is (features, labels), got " +
+                                std::to_string(batch.size()) + " tensors");
+  }
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                          evals_[static_cast<size_t>(r)]->Run({images, labels}));
+                          evals_[static_cast<size_t>(r)]->Run({batch[0], batch[1]}));
   TROUPE_ASSIGN_OR_RETURN(double loss, ScalarOf(out[0], "eval_step"));
   TROUPE_ASSIGN_OR_RETURN(double correct, ScalarOf(out[1], "eval_step"));
   return std::make_pair(loss, correct);

@@ -16,6 +16,7 @@
 #include "graph/function.h"
 #include "graph/nn/model.h"
 #include "graph/nn/optimizers.h"
+#include "input/dataset.h"
 
 namespace troupe::actors {
 
@@ -31,8 +32,10 @@ class ModelReplicas {
   // every replica is on the same GPU, the weights and optimizer slots live on that GPU and the
   // optimizer updates them there (MirroredStrategy's layout for one device); otherwise they
   // stay on the host, like TF's central storage, and each step copies them over.
+  // The model is config.model from the registry, built for examples of `feature_shape`.
   static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
-                                                       const std::vector<Device>& devices);
+                                                       const std::vector<Device>& devices,
+                                                       const TensorShape& feature_shape);
   ~ModelReplicas();
 
   nn::Model& model();
@@ -45,11 +48,10 @@ class ModelReplicas {
   // reports them right after its run instead, in the same order.
   using GradientReadyFn = std::function<void(int index, const Tensor& grad)>;
 
-  // Replica `r`'s forward and backward pass on features (images float32 [b,28,28,1] for the
-  // Fashion-MNIST source) and labels int32 [b]; its random draws (dropout) take their seeds
-  // from `seed` (StepSeed). Gradients come back on the host unless `grads_on_device` (then
-  // on the replica's device).
-  Result<StepOutput> Step(int r, const Tensor& images, const Tensor& labels, const Tensor& seed,
+  // Replica `r`'s forward and backward pass on a batch element (features, int32 labels [b]);
+  // its random draws (dropout) take their seeds from `seed` (StepSeed). Gradients come back on
+  // the host unless `grads_on_device` (then on the replica's device).
+  Result<StepOutput> Step(int r, const input::Element& batch, const Tensor& seed,
                           bool grads_on_device = false, const GradientReadyFn& on_grad = nullptr);
   // The int32 [2] seed of a replica's step (nn::ReplicaSeedScope): a SplitMix64 of the
   // replica's key (from the coordinator) and the step, so every (replica, step) draws its own
@@ -59,8 +61,8 @@ class ModelReplicas {
   Device variable_device() const { return variable_device_; }
   // One optimizer update with the (allreduced) gradients, on the host or the variables' GPU.
   Status Apply(const std::vector<Tensor>& grads);
-  // Loss sum and correct count of a batch (no gradients).
-  Result<std::pair<double, double>> Evaluate(int r, const Tensor& images, const Tensor& labels);
+  // Loss sum and correct count of a batch element (features, labels); no gradients.
+  Result<std::pair<double, double>> Evaluate(int r, const input::Element& batch);
 
  private:
   ModelReplicas() = default;

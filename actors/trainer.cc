@@ -121,11 +121,20 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   return Status::OK();
 }
 
+// This process's input pipeline: one per process, reading the global stream (the
+// coordinator's FILE/DATA per-replica pipelines are refused until sources offer them).
+input::InputContext InputContextOf(const Trainer::Parts& p) {
+  return input::InputContext{p.launch.world_size, p.launch.rank, p.total_replicas};
+}
+
 // The model, optimizer and checkpoint state, restored from the newest checkpoint of the run
 // dir that reads back cleanly (nothing restored for a new run). A checkpoint written for
 // another model, global batch or optimizer is refused naming both.
 Status RestoreRunDir(Trainer::Parts& p) {
-  TROUPE_ASSIGN_OR_RETURN(p.replicas, ModelReplicas::Create(p.config, p.devices));
+  TROUPE_ASSIGN_OR_RETURN(JobInput input, TrainingInput(p.config, InputContextOf(p)));
+  p.train_input = std::make_unique<JobInput>(std::move(input));
+  TROUPE_ASSIGN_OR_RETURN(p.replicas,
+                          ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.config.model, p.config.optimizer};
@@ -195,8 +204,7 @@ Status HonourAssignment(Trainer::Parts& p) {
 
 // The global batch stream, at the position the restored checkpoint recorded.
 Status OpenTrainingStream(Trainer::Parts& p) {
-  TROUPE_ASSIGN_OR_RETURN(input::Dataset train_ds, TrainingDataset(p.config));
-  TROUPE_ASSIGN_OR_RETURN(p.iterator, train_ds.MakeIterator());
+  TROUPE_ASSIGN_OR_RETURN(p.iterator, p.train_input->batches.MakeIterator());
   if (p.resumed_from.empty()) return Status::OK();
   TROUPE_ASSIGN_OR_RETURN(input::IteratorState it_state, p.state->iterator_state());
   return p.iterator->Restore(it_state).WithContext("restoring the input iterator");
@@ -227,7 +235,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
   TROUPE_RETURN_IF_ERROR(JoinControlPlane(*p));
   TROUPE_RETURN_IF_ERROR(HonourAssignment(*p));
   TROUPE_RETURN_IF_ERROR(OpenTrainingStream(*p));
-  p->steps_per_epoch = StepsPerEpoch(config);
+  p->steps_per_epoch = p->train_input->steps_per_epoch;
   p->total_steps = config.epochs * p->steps_per_epoch;
   if (config.max_steps > 0) p->total_steps = std::min(p->total_steps, config.max_steps);
   p->per_replica_batch = config.global_batch_size / p->total_replicas;
@@ -285,7 +293,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
 }
 
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path) {
-  TROUPE_ASSIGN_OR_RETURN(auto replicas, ModelReplicas::Create(config, {Device::Cpu()}));
+  TROUPE_ASSIGN_OR_RETURN(JobInput input, EvaluationInput(config, input::InputContext{}));
+  TROUPE_ASSIGN_OR_RETURN(auto replicas,
+                          ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape));
   TROUPE_ASSIGN_OR_RETURN(random::Generator gen, random::Generator::FromSeed(config.seed));
   TROUPE_ASSIGN_OR_RETURN(auto state, TrainState::Create(replicas->model(), replicas->optimizer(),
                                                          gen.state(), JobShape{}));
@@ -300,17 +310,17 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
     score.checkpoint = where;
   }
   TROUPE_RETURN_IF_ERROR(state->root().Restore(score.checkpoint).status());
-  TROUPE_ASSIGN_OR_RETURN(input::Dataset ds, EvaluationDataset(config));
-  TROUPE_ASSIGN_OR_RETURN(auto it, ds.MakeIterator());
+  TROUPE_ASSIGN_OR_RETURN(auto it, input.batches.MakeIterator());
   double loss = 0, correct = 0, count = 0;
   for (;;) {
     TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, it->Next());
     if (!raw) break;
-    TROUPE_ASSIGN_OR_RETURN(Batch b, ConvertRows(*raw, 0, (*raw)[0].dim(0)));
-    TROUPE_ASSIGN_OR_RETURN(auto m, replicas->Evaluate(0, b.images, b.labels));
+    const int64_t n = (*raw)[0].dim(0);
+    TROUPE_ASSIGN_OR_RETURN(input::Element batch, ModelRows(input, *raw, 0, n));
+    TROUPE_ASSIGN_OR_RETURN(auto m, replicas->Evaluate(0, batch));
     loss += m.first;
     correct += m.second;
-    count += static_cast<double>(b.labels.num_elements());
+    count += static_cast<double>(n);
   }
   score.loss = loss / count;
   score.accuracy = correct / count;

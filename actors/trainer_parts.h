@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/batches.h"
 #include "actors/control_plane.h"
 #include "actors/event_writer.h"
 #include "actors/model_replicas.h"
@@ -46,6 +47,7 @@ struct Trainer::Parts {
   std::unique_ptr<ModelReplicas> replicas;
   std::unique_ptr<TrainState> state;
   std::unique_ptr<ckpt::CheckpointManager> manager;
+  std::unique_ptr<JobInput> train_input;  // global batches; iterator walks them
   std::unique_ptr<input::Iterator> iterator;
   std::unique_ptr<EventWriter> events;
 

@@ -69,14 +69,14 @@ Result<StepMetrics> Trainer::RunStep() {
         if (!s.ok() && error.ok()) error = s;
       };
       const int64_t g = p.first_replica + r;
-      Result<Batch> batch =
-          ConvertRows(*raw, g * p.per_replica_batch, (g + 1) * p.per_replica_batch);
+      Result<input::Element> batch =
+          ModelRows(*p.train_input, *raw, g * p.per_replica_batch, (g + 1) * p.per_replica_batch);
       const Tensor seed = ModelReplicas::StepSeed(p.replica_keys[static_cast<size_t>(r)], p.step);
       Result<StepOutput> out =
-          batch.ok() ? p.replicas->Step(
-                           static_cast<int>(r), batch->images, batch->labels, seed, p.device_grads,
-                           p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
-                     : Result<StepOutput>(batch.status());
+          batch.ok()
+              ? p.replicas->Step(static_cast<int>(r), *batch, seed, p.device_grads,
+                                 p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
+              : Result<StepOutput>(batch.status());
       if (!out.ok()) {
         error = out.status();
         continue;
@@ -123,8 +123,11 @@ Result<StepMetrics> Trainer::RunStep() {
 
 Result<std::pair<double, double>> Trainer::Evaluate() {
   Parts& p = *p_;
-  TROUPE_ASSIGN_OR_RETURN(input::Dataset ds, EvaluationDataset(p.config));
-  TROUPE_ASSIGN_OR_RETURN(auto it, ds.MakeIterator());
+  TROUPE_ASSIGN_OR_RETURN(
+      JobInput eval,
+      EvaluationInput(p.config,
+                      input::InputContext{p.launch.world_size, p.launch.rank, p.total_replicas}));
+  TROUPE_ASSIGN_OR_RETURN(auto it, eval.batches.MakeIterator());
   const int R = p.local_replicas;
   std::array<double, 3> total{0, 0, 0};
   for (;;) {
@@ -136,11 +139,12 @@ Result<std::pair<double, double>> Trainer::Evaluate() {
     std::mutex mu;
     p.replica_pool->ParallelFor(R, 1, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        auto [lo, hi] = ReplicaRows(n, p.total_replicas, p.first_replica + static_cast<int>(r));
+        auto [lo, hi] =
+            input::ReplicaRows(n, p.total_replicas, p.first_replica + static_cast<int>(r));
         if (hi == lo) continue;
-        Result<Batch> batch = ConvertRows(*raw, lo, hi);
+        Result<input::Element> batch = ModelRows(eval, *raw, lo, hi);
         Result<std::pair<double, double>> m =
-            batch.ok() ? p.replicas->Evaluate(static_cast<int>(r), batch->images, batch->labels)
+            batch.ok() ? p.replicas->Evaluate(static_cast<int>(r), *batch)
                        : Result<std::pair<double, double>>(batch.status());
         if (!m.ok()) {
           std::lock_guard<std::mutex> lock(mu);

@@ -27,15 +27,15 @@ Tensor Labels(int64_t batch) {
 // very tensor the step returns, so a bucketer's in-place result reaches the optimizer.
 TEST(ModelReplicas, ReportsGradientsAsBackwardMakesThem) {
   TrainConfig config;
-  auto replicas = ModelReplicas::Create(config, {Device::Cpu()});
+  auto replicas = ModelReplicas::Create(config, {Device::Cpu()}, TensorShape{28, 28, 1});
   ASSERT_TRUE(replicas.ok()) << replicas.status();
   const int n = static_cast<int>((*replicas)->trainable().size());
   ASSERT_EQ(n, 10);  // LeNet-5: 5 layers x (kernel, bias)
   for (int run = 0; run < 2; ++run) {
     std::vector<int> order;
     std::vector<const void*> reported(static_cast<size_t>(n), nullptr);
-    auto out = (*replicas)->Step(0, Images(8), Labels(8), ModelReplicas::StepSeed(1, 0), false,
-                                 [&](int i, const Tensor& g) {
+    auto out = (*replicas)->Step(0, input::Element{Images(8), Labels(8)},
+                                 ModelReplicas::StepSeed(1, 0), false, [&](int i, const Tensor& g) {
                                    order.push_back(i);
                                    reported[static_cast<size_t>(i)] = g.raw_data();
                                  });
@@ -55,14 +55,15 @@ TEST(ModelReplicas, ReportsGradientsAsBackwardMakesThem) {
 // The same gradients, bit for bit, whether or not anyone listens.
 TEST(ModelReplicas, ListeningChangesNoBits) {
   TrainConfig config;
-  auto replicas = ModelReplicas::Create(config, {Device::Cpu()});
+  auto replicas = ModelReplicas::Create(config, {Device::Cpu()}, TensorShape{28, 28, 1});
   ASSERT_TRUE(replicas.ok()) << replicas.status();
-  auto quiet = (*replicas)->Step(0, Images(16), Labels(16), ModelReplicas::StepSeed(1, 0));
+  auto quiet =
+      (*replicas)->Step(0, input::Element{Images(16), Labels(16)}, ModelReplicas::StepSeed(1, 0));
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   std::vector<Tensor> want;
   for (const Tensor& g : quiet->grads) want.push_back(g.DeepCopy());
-  auto heard = (*replicas)->Step(0, Images(16), Labels(16), ModelReplicas::StepSeed(1, 0), false,
-                                 [](int, const Tensor&) {});
+  auto heard = (*replicas)->Step(0, input::Element{Images(16), Labels(16)},
+                                 ModelReplicas::StepSeed(1, 0), false, [](int, const Tensor&) {});
   ASSERT_TRUE(heard.ok()) << heard.status();
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_TRUE(want[i].BitEqual(heard->grads[i])) << "gradient " << i;
@@ -76,10 +77,12 @@ TEST(ModelReplicas, DropoutMasksFollowEachReplicasSeed) {
   testing::RegisterTestModels();
   TrainConfig config;
   config.model = "lenet_dropout_test";
-  auto replicas = ModelReplicas::Create(config, {Device::Cpu(), Device::Cpu()});
+  auto replicas =
+      ModelReplicas::Create(config, {Device::Cpu(), Device::Cpu()}, TensorShape{28, 28, 1});
   ASSERT_TRUE(replicas.ok()) << replicas.status();
   auto loss = [&](int r, int64_t key, int64_t step) {
-    auto out = (*replicas)->Step(r, Images(16), Labels(16), ModelReplicas::StepSeed(key, step));
+    auto out = (*replicas)->Step(r, input::Element{Images(16), Labels(16)},
+                                 ModelReplicas::StepSeed(key, step));
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? out->loss_sum : -1.0;
   };
@@ -87,8 +90,8 @@ TEST(ModelReplicas, DropoutMasksFollowEachReplicasSeed) {
   EXPECT_NE(a, loss(1, 222, 5)) << "two replicas' keys gave the same dropout mask";
   EXPECT_EQ(a, loss(1, 111, 5)) << "the same key and step must give the same mask";
   EXPECT_NE(a, loss(0, 111, 6)) << "the next step must draw a new mask";
-  auto eval0 = (*replicas)->Evaluate(0, Images(16), Labels(16));
-  auto eval1 = (*replicas)->Evaluate(1, Images(16), Labels(16));
+  auto eval0 = (*replicas)->Evaluate(0, input::Element{Images(16), Labels(16)});
+  auto eval1 = (*replicas)->Evaluate(1, input::Element{Images(16), Labels(16)});
   ASSERT_TRUE(eval0.ok() && eval1.ok());
   EXPECT_EQ(eval0->first, eval1->first);  // no dropout when not training
 }

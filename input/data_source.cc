@@ -1,0 +1,115 @@
+#include "input/data_source.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace troupe::input {
+namespace {
+
+// Fashion-MNIST (Debian's dataset-fashion-mnist): uint8 images [28,28] and labels, scaled to
+// float32 [0, 1] (Keras' Rescaling(1/255) multiplies; so does this, in float32) and int32.
+Result<Element> FashionMnistToModel(const Element& raw) {
+  if (raw.size() != 2 || raw[0].dtype() != DType::kUInt8 || raw[0].rank() != 3 ||
+      raw[1].dtype() != DType::kUInt8 || raw[1].rank() != 1 || raw[0].dim(0) != raw[1].dim(0)) {
+    return InvalidArgumentError(
+        "fashion_mnist: expected (uint8 images [n,28,28], uint8 labels "
+        "[n]) batches");
+  }
+  const int64_t rows = raw[0].dim(0);
+  const int64_t pixels = raw[0].dim(1) * raw[0].dim(2);
+  TROUPE_ASSIGN_OR_RETURN(
+      Tensor images,
+      Tensor::Allocate(DType::kFloat32, TensorShape{rows, raw[0].dim(1), raw[0].dim(2), 1}));
+  TROUPE_ASSIGN_OR_RETURN(Tensor labels, Tensor::Allocate(DType::kInt32, TensorShape{rows}));
+  const uint8_t* src = raw[0].data<uint8_t>();
+  float* dst = images.data<float>();
+  const float scale = 1.0f / 255.0f;
+  for (int64_t i = 0; i < rows * pixels; ++i) dst[i] = static_cast<float>(src[i]) * scale;
+  for (int64_t i = 0; i < rows; ++i) labels.data<int32_t>()[i] = raw[1].data<uint8_t>()[i];
+  return Element{std::move(images), std::move(labels)};
+}
+
+Result<SourceData> FashionMnist(const DataSourceSpec& spec, DataSplit split, const InputContext&) {
+  Dataset ds = Dataset::FashionMnist(split == DataSplit::kTrain ? "train" : "test", spec.dir);
+  TROUPE_RETURN_IF_ERROR(ds.status());
+  return SourceData{std::move(ds), FashionMnistToModel, TensorShape{28, 28, 1}};
+}
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, DataSourceFn> sources;
+};
+
+// Built-ins are registered here rather than by static initializers, which a static library
+// would drop when nothing references them.
+Registry& TheRegistry() {
+  static Registry* registry = [] {
+    auto* r = new Registry();
+    r->sources["fashion_mnist"] = FashionMnist;
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace
+
+Status RegisterDataSource(const std::string& name, DataSourceFn fn) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.sources.emplace(name, std::move(fn)).second) {
+    return AlreadyExistsError("data source '" + name + "' is already registered");
+  }
+  return Status::OK();
+}
+
+Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
+                                  const InputContext& context) {
+  DataSourceFn fn;
+  {
+    Registry& r = TheRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.sources.find(spec.source);
+    if (it != r.sources.end()) fn = it->second;
+  }
+  if (!fn) {
+    std::string names;
+    for (const std::string& n : RegisteredDataSourceNames()) {
+      names += (names.empty() ? "" : ", ") + n;
+    }
+    return NotFoundError("data.source: unknown source '" + spec.source + "'; registered: " + names);
+  }
+  TROUPE_RETURN_IF_ERROR(context.Validate());
+  return fn(spec, split, context);
+}
+
+std::vector<std::string> RegisteredDataSourceNames() {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : r.sources) names.push_back(name);
+  return names;
+}
+
+std::pair<int64_t, int64_t> ReplicaRows(int64_t n, int replicas, int replica) {
+  const int64_t base = n / replicas;
+  const int64_t extra = n % replicas;
+  const int64_t begin = replica * base + std::min<int64_t>(replica, extra);
+  return {begin, begin + base + (replica < extra ? 1 : 0)};
+}
+
+Result<Element> BatchRows(const Element& batch, int64_t begin, int64_t end) {
+  Element rows;
+  rows.reserve(batch.size());
+  for (const Tensor& t : batch) {
+    if (t.rank() == 0 || begin < 0 || end < begin || end > t.dim(0)) {
+      return InvalidArgumentError("rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                  ") of a batch component " + t.shape().ToString());
+    }
+    TROUPE_ASSIGN_OR_RETURN(Tensor slice, t.Slice(begin, end));
+    rows.push_back(std::move(slice));
+  }
+  return rows;
+}
+
+}  // namespace troupe::input
