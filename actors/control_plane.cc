@@ -15,7 +15,6 @@ namespace troupe::actors {
 void AddMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RegisterRequest>("RegisterRequest");
   cfg.add_message_type<Assignment>("Assignment");
-  cfg.add_message_type<Progress>("Progress");
   cfg.add_message_type<CheckpointDone>("CheckpointDone");
   cfg.add_message_type<StopOrder>("StopOrder");
 }
