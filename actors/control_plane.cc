@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "actors/actors_internal.h"
+#include "core/host.h"
 #include "core/logging.h"
 
 namespace troupe::actors {
@@ -23,11 +24,6 @@ namespace {
 
 caf::timespan Seconds(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "localhost";
 }
 
 // Logs the order and ends the process unless the training thread returns first: a peer is
@@ -130,7 +126,7 @@ Result<Assignment> ControlPlane::Join(const std::string& coordinator_host,
   }
   RegisterRequest req;
   req.job_token = impl_->options.job_token;
-  req.host = Hostname();
+  req.host = ::troupe::Hostname();
   req.pid = static_cast<int32_t>(::getpid());
   req.rank = impl_->options.rank;
   req.num_replicas = num_replicas;
