@@ -1,10 +1,12 @@
 #include "actors/control_plane.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <caf/io/all.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <thread>
 
 #include "actors/actors_internal.h"
@@ -191,10 +193,20 @@ JobOutcome ControlPlane::Finish(const Status& result) {
   return outcome;
 }
 
-std::string MakeJobToken() {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
+Result<std::string> NewJobToken() {
   unsigned char bytes[16] = {};
-  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    // getrandom blocks until the kernel's pool is seeded and never returns predictable bytes.
+    ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return UnavailableError(std::string("cannot read the OS's entropy for the job token (") +
+                              (n < 0 ? std::strerror(errno) : "no bytes") +
+                              "); set TROUPE_JOB_TOKEN to a random hex string instead");
+    }
+    got += static_cast<size_t>(n);
+  }
   static const char* hex = "0123456789abcdef";
   std::string token;
   for (unsigned char b : bytes) {
@@ -202,6 +214,15 @@ std::string MakeJobToken() {
     token += hex[b & 15];
   }
   return token;
+}
+
+std::string MakeJobToken() {
+  Result<std::string> token = NewJobToken();
+  // A predictable token would let any process join the job; better no job at all.
+  if (!token.ok()) {
+    TROUPE_LOG(FATAL) << token.status().message();
+  }
+  return *std::move(token);
 }
 
 }  // namespace troupe::actors
