@@ -16,7 +16,7 @@ struct TrainConfig {
   // [model]
   std::string model = "lenet5";
   // [data]
-  std::string data_source = "fashion_mnist";  // fashion_mnist | tfrecord
+  std::string data_source = "fashion_mnist";  // the only source so far
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF

@@ -2,7 +2,10 @@
 // reads (examples/fashion_lenet.toml is the reference). Parsing is strict: an unknown key, a value
 // of the wrong type or range, a missing dataset or an unwritable run directory is an
 // InvalidArgument/NotFound that names the key or path and the fix. `--set section.key=value`
-// overrides are applied before validation.
+// overrides are applied before validation. The keys, their types, defaults and meanings are
+// config_schema.h's (`troupe config keys` prints them); a key that does not apply to the
+// chosen optimizer (optimizer.momentum with adam; beta_1, beta_2, epsilon with sgd) is an
+// error whenever it is present, even at its default value.
 #pragma once
 
 #include <cstdint>

@@ -52,6 +52,82 @@ TEST(TrainConfigTest, WrongTypesAndRanges) {
   EXPECT_NE(d.status().message().find("not divisible"), std::string::npos);
 }
 
+bool Mentions(const Result<TrainConfig>& r, const std::string& text) {
+  return !r.ok() && r.status().code() == StatusCode::kInvalidArgument &&
+         r.status().message().find(text) != std::string::npos;
+}
+
+// Present means written down, in the file or with --set: even the default value is refused,
+// because whoever wrote it expected it to do something.
+TEST(TrainConfigTest, MomentumUnderAdamIsAnError) {
+  auto c = ParseTrainConfig("[optimizer]\nname = \"adam\"\nmomentum = 0.0\n", "t.toml");
+  EXPECT_TRUE(Mentions(c,
+                       "t.toml: optimizer.momentum applies only with optimizer.name = \"sgd\", "
+                       "and optimizer.name is \"adam\" (Adam has no momentum term"))
+      << c.status();
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t.toml", {"optimizer.momentum=0.9"}),
+                       "--set: optimizer.momentum applies only with"));
+  // Switching the optimizer with --set makes an SGD key in the file apply.
+  auto sgd = ParseTrainConfig("[optimizer]\nmomentum = 0.9\n", "t.toml", {"optimizer.name=sgd"});
+  ASSERT_TRUE(sgd.ok()) << sgd.status();
+  EXPECT_DOUBLE_EQ(sgd->momentum, 0.9);
+}
+
+TEST(TrainConfigTest, AdamKeysUnderSgdAreErrors) {
+  for (std::string key : {"beta_1", "beta_2", "epsilon"}) {
+    const std::string value = key == "epsilon" ? "1e-07" : "0.5";
+    auto file =
+        ParseTrainConfig("[optimizer]\nname = \"sgd\"\n" + key + " = " + value + "\n", "t.toml");
+    EXPECT_TRUE(Mentions(file, "t.toml: optimizer." + key +
+                                   " applies only with optimizer.name = \"adam\", and "
+                                   "optimizer.name is \"sgd\" (SGD does not use it); remove "
+                                   "optimizer." +
+                                   key))
+        << file.status();
+    auto set = ParseTrainConfig("[optimizer]\nname = \"sgd\"\n", "t.toml",
+                                {"optimizer." + key + "=" + value});
+    EXPECT_TRUE(Mentions(set, "--set: optimizer." + key + " applies only with")) << set.status();
+    EXPECT_TRUE(ParseTrainConfig("", "t.toml", {"optimizer." + key + "=" + value}).ok()) << key;
+  }
+}
+
+TEST(TrainConfigTest, BetasAreInZeroOne) {
+  for (std::string key : {"optimizer.beta_1", "optimizer.beta_2"}) {
+    EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {key + "=1.0"}),
+                         key + ": must be a number in [0, 1), got 1"));
+    EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {key + "=-0.1"}), key + ": must be"));
+    auto zero = ParseTrainConfig("", "t", {key + "=0"});
+    ASSERT_TRUE(zero.ok()) << zero.status();
+  }
+  auto c = ParseTrainConfig("", "t", {"optimizer.beta_1=0.5", "optimizer.beta_2=0.75"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->beta_1, 0.5);
+  EXPECT_EQ(c->beta_2, 0.75);
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {"optimizer.name=sgd", "optimizer.momentum=1"}),
+                       "optimizer.momentum: must be a number in [0, 1)"));
+}
+
+// The trainer reads Fashion-MNIST whatever data.source says, so any other source is refused.
+TEST(TrainConfigTest, OnlyFashionMnistIsASource) {
+  auto c = ParseTrainConfig("[data]\nsource = \"tfrecord\"\n", "t.toml");
+  EXPECT_TRUE(Mentions(c,
+                       "t.toml: data.source: 'tfrecord' is not one of fashion_mnist; "
+                       "other sources (TFRecord) are not supported yet"))
+      << c.status();
+  EXPECT_TRUE(Mentions(c, "issue 19"));
+  EXPECT_TRUE(ParseTrainConfig("[data]\nsource = \"fashion_mnist\"\n", "t.toml").ok());
+}
+
+TEST(TrainConfigTest, AutoShardPolicies) {
+  for (std::string policy : {"AUTO", "FILE", "DATA", "OFF"}) {
+    auto c = ParseTrainConfig("", "t", {"data.auto_shard=" + policy});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->auto_shard, policy);
+  }
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {"data.auto_shard=HINT"}),
+                       "data.auto_shard: 'HINT' is not one of AUTO, FILE, DATA, OFF"));
+}
+
 TEST(TrainConfigTest, EnvironmentChecksWriteNothing) {
   namespace fs = std::filesystem;
   TrainConfig c;
