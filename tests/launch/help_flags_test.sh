@@ -16,5 +16,6 @@ commands=$("$troupe" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { 
 check
 for c in $commands; do check "$c"; done
 check data convert
+check config keys
 check ckpt ls
 exit $fail
