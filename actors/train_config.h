@@ -52,7 +52,8 @@ struct TrainConfig {
   double heartbeat_interval_s = 0.5;
   double peer_timeout_s = 10.0;
 
-  // The TOML text this config was parsed from plus overrides, for the run dir record.
+  // The config as it runs, for <run_dir>/config.toml: the TOML text as read, or, with --set
+  // overrides, the parsed document with them merged in (parses back to this config).
   std::string source_text;
 };
 

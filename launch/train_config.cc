@@ -128,6 +128,15 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   return Status::OK();
 }
 
+// Puts an override into the parsed document, so that the recorded text is what ran.
+void Merge(toml::table& doc, const std::string& key, const ConfigValue& value) {
+  const size_t dot = key.find('.');
+  const std::string section = key.substr(0, dot);
+  if (!doc[section].is_table()) doc.insert_or_assign(section, toml::table{});
+  toml::table& t = *doc[section].as_table();
+  std::visit([&](const auto& v) { t.insert_or_assign(key.substr(dot + 1), v); }, value);
+}
+
 // The override's value, typed as TOML reads it; a bare word is a string.
 Result<ConfigValue> OverrideValue(const std::string& o, const std::string& key,
                                   const std::string& value) {
@@ -137,6 +146,30 @@ Result<ConfigValue> OverrideValue(const std::string& o, const std::string& key,
   const ConfigKey* k = FindConfigKey(key);
   if (k == nullptr) return UnknownKey(key, "--set");
   return ToConfigValue(*v.table().get("v"), *k);
+}
+
+Status WriteError(const std::string& path, const char* step) {
+  return PermissionDeniedError("cannot write " + path + " (" + step + ": " + std::strerror(errno) +
+                               "); check that job.run_dir is writable");
+}
+
+// Readers see the old file or the whole new one, never a torn one.
+Status WriteFileAtomically(const std::string& path, const std::string& data) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return WriteError(tmp, "open");
+  Status s;
+  for (size_t done = 0; s.ok() && done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) s = WriteError(tmp, "write");
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  if (s.ok() && ::fsync(fd) != 0) s = WriteError(tmp, "fsync");
+  if (::close(fd) != 0 && s.ok()) s = WriteError(tmp, "close");
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = WriteError(path, "rename");
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
 }
 
 }  // namespace
@@ -149,7 +182,7 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
   if (!parsed) return InvalidArgumentError(ParseErrorText(parsed.error(), origin));
   toml::table& doc = parsed.table();
   TROUPE_RETURN_IF_ERROR(Apply(doc, "", origin, config, present));
-  config.source_text = text;
+  std::string applied;
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     size_t dot = o.find('.');
@@ -160,10 +193,19 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
     TROUPE_ASSIGN_OR_RETURN(ConfigValue value, OverrideValue(o, key, o.substr(eq + 1)));
     TROUPE_RETURN_IF_ERROR(SetConfigValue(*FindConfigKey(key), value, config).WithContext("--set"));
     present[key] = "--set";
-    config.source_text += "\n# --set " + o + "\n";
+    Merge(doc, key, value);
+    applied += "#   --set " + o + "\n";
   }
   TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
   TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));
+  if (overrides.empty()) {
+    config.source_text = text;
+  } else {
+    std::ostringstream os;
+    os << "# " << origin << " (its comments are not kept) with these overrides applied:\n"
+       << applied << doc << "\n";
+    config.source_text = os.str();
+  }
   return config;
 }
 
@@ -214,6 +256,26 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
   ::close(fd);
   ::unlink(probe.c_str());
   return Status::OK();
+}
+
+Status WriteConfigRecord(const TrainConfig& config) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(config.run_dir, ec);
+  if (ec) {
+    return PermissionDeniedError("job.run_dir: cannot create '" + config.run_dir +
+                                 "': " + ec.message() + "; choose a writable directory");
+  }
+  const std::string path = (fs::path(config.run_dir) / "config.toml").string();
+  // A start the trainer then refuses (a changed model or batch cannot resume) must not lose
+  // the record of the config the checkpoints were written with.
+  std::ifstream in(path);
+  std::stringstream previous;
+  if (in) previous << in.rdbuf();
+  if (in && previous.str() != config.source_text) {
+    TROUPE_RETURN_IF_ERROR(WriteFileAtomically(path + ".previous", previous.str()));
+  }
+  return WriteFileAtomically(path, config.source_text);
 }
 
 }  // namespace troupe::launch

@@ -25,6 +25,11 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
 Result<TrainConfig> LoadTrainConfig(const std::string& path,
                                     const std::vector<std::string>& overrides = {});
 
+// Writes config.source_text, the config as it runs (the file, --set overrides merged in), to
+// <run_dir>/config.toml through a temporary file and a rename; creates run_dir if needed. A
+// different record already there is kept as config.toml.previous.
+Status WriteConfigRecord(const TrainConfig& config);
+
 // Checks the environment the config needs without writing anything: the dataset files exist
 // and the run directory (or its nearest existing parent) is writable. `total_replicas` is the
 // job's replica count (processes x replicas_per_process), which the batch must divide.

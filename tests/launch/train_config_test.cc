@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 namespace troupe::launch {
 namespace {
@@ -126,6 +130,65 @@ TEST(TrainConfigTest, AutoShardPolicies) {
   }
   EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {"data.auto_shard=HINT"}),
                        "data.auto_shard: 'HINT' is not one of AUTO, FILE, DATA, OFF"));
+}
+
+// The record of a run parses back to the config that ran, --set overrides included.
+TEST(TrainConfigTest, SourceTextIsTheConfigThatRuns) {
+  const std::string text = "# comment\n[train]\nepochs = 5\n[optimizer]\nname = \"sgd\"\n";
+  auto plain = ParseTrainConfig(text, "t.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->source_text, text);
+  const std::vector<std::string> overrides = {"train.epochs=2", "optimizer.momentum=0.25",
+                                              "job.run_dir=/tmp/x y", "control.peer_timeout_s=3"};
+  auto c = ParseTrainConfig(text, "t.toml", overrides);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->source_text.rfind("# t.toml (its comments are not kept) with these overrides "
+                                 "applied:\n#   --set train.epochs=2\n#   --set "
+                                 "optimizer.momentum=0.25\n",
+                                 0),
+            0u)
+      << c->source_text;
+  auto again = ParseTrainConfig(c->source_text, "config.toml");
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << c->source_text;
+  EXPECT_EQ(again->epochs, 2);
+  EXPECT_EQ(again->momentum, 0.25);
+  EXPECT_EQ(again->optimizer, "sgd");
+  EXPECT_EQ(again->run_dir, "/tmp/x y");
+  EXPECT_EQ(again->peer_timeout_s, 3.0);
+}
+
+TEST(TrainConfigTest, ConfigRecordIsWrittenWhole) {
+  namespace fs = std::filesystem;
+  fs::path base = fs::temp_directory_path() / ("troupe_record_test_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  auto c = ParseTrainConfig("[train]\nepochs = 3\n", "t.toml",
+                            {"job.run_dir=" + (base / "run").string()});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(WriteConfigRecord(*c).ok());  // creates the run dir
+  auto read = [&](const std::string& name) {
+    std::ifstream in(base / "run" / name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  EXPECT_EQ(read("config.toml"), c->source_text);
+  ASSERT_TRUE(WriteConfigRecord(*c).ok());  // a restart with the same config
+  EXPECT_FALSE(fs::exists(base / "run" / "config.toml.previous"));
+  const std::string first = c->source_text;
+  c->source_text = "[train]\nepochs = 4\n";
+  ASSERT_TRUE(WriteConfigRecord(*c).ok());  // a start with another config replaces it
+  EXPECT_EQ(read("config.toml"), c->source_text);
+  EXPECT_EQ(read("config.toml.previous"), first);
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(base / "run")) names.insert(e.path().filename());
+  // No temporary left behind.
+  EXPECT_EQ(names, (std::set<std::string>{"config.toml", "config.toml.previous"}));
+  std::ofstream(base / "file") << "x";
+  c->run_dir = (base / "file" / "run").string();
+  Status s = WriteConfigRecord(*c);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("job.run_dir"), std::string::npos) << s;
+  fs::remove_all(base);
 }
 
 TEST(TrainConfigTest, EnvironmentChecksWriteNothing) {
