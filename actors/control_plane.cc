@@ -1,13 +1,16 @@
 #include "actors/control_plane.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <caf/io/all.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <thread>
 
 #include "actors/actors_internal.h"
+#include "core/host.h"
 #include "core/logging.h"
 
 namespace troupe::actors {
@@ -15,7 +18,6 @@ namespace troupe::actors {
 void AddMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RegisterRequest>("RegisterRequest");
   cfg.add_message_type<Assignment>("Assignment");
-  cfg.add_message_type<Progress>("Progress");
   cfg.add_message_type<CheckpointDone>("CheckpointDone");
   cfg.add_message_type<StopOrder>("StopOrder");
 }
@@ -24,11 +26,6 @@ namespace {
 
 caf::timespan Seconds(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "localhost";
 }
 
 // Logs the order and ends the process unless the training thread returns first: a peer is
@@ -134,7 +131,7 @@ Result<Assignment> ControlPlane::Join(const std::string& coordinator_host,
   }
   RegisterRequest req;
   req.job_token = impl_->options.job_token;
-  req.host = Hostname();
+  req.host = ::troupe::Hostname();
   req.pid = static_cast<int32_t>(::getpid());
   req.rank = impl_->options.rank;
   req.num_replicas = num_replicas;
@@ -197,19 +194,6 @@ JobOutcome ControlPlane::Finish(const Status& result) {
     outcome.status = AbortedError(stop_reason());
   }
   return outcome;
-}
-
-std::string MakeJobToken() {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16] = {};
-  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
-  static const char* hex = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token += hex[b >> 4];
-    token += hex[b & 15];
-  }
-  return token;
 }
 
 }  // namespace troupe::actors

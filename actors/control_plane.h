@@ -1,8 +1,9 @@
 // ControlPlane: this process's CAF actor system, hosting the job's coordinator actor (rank 0)
 // and this process's worker actor. It carries only control messages: registration with the
-// job token, assignments (global replica ids, replica-hashed RNG keys, input shards), progress
-// and heartbeats, checkpoint notices and stop orders. A lost peer (down message or missed
-// heartbeats) stops the whole job with a message naming host, rank and last step.
+// job token, assignments (global replica ids, replica-hashed RNG keys, input shards),
+// heartbeats carrying each worker's step, checkpoint notices, end-of-work reports and stop
+// orders. A lost peer (down message or missed heartbeats) stops the whole job with a message
+// naming host, rank and last step.
 //
 // Usage (every rank):  plane = ControlPlane::Create(opts);  if rank 0: plane->StartCoordinator;
 //   assignment = plane->Join(...);  ...train, calling ReportProgress...;  plane->Finish(status).
@@ -52,39 +53,39 @@ class ControlPlane {
   static Result<std::unique_ptr<ControlPlane>> Create(const ControlOptions& options);
   ~ControlPlane();
 
-  // Rank 0 only: starts and publishes the coordinator; returns the port it listens on.
+  // Rank 0 only: starts the coordinator and, in a multi-process job, publishes it; returns the
+  // port it listens on (0 for a single process, where nothing remote needs to reach it).
   Result<uint16_t> StartCoordinator(const CoordinatorOptions& options);
 
   // Registers this process's worker (with the coordinator hosted here when there is one,
   // else at host:port) and waits for its assignment. Unavailable/DeadlineExceeded name host:port;
-  // PermissionDenied when the coordinator refused the job token.
+  // PermissionDenied when the coordinator refused this worker (wrong job token, rank taken or
+  // out of range, job already ended), saying which.
   Result<Assignment> Join(const std::string& coordinator_host, uint16_t coordinator_port,
                           int num_replicas, const std::string& devices);
 
-  // Cheap, from the training thread: the heartbeat carries the latest values.
+  // Cheap, from the training thread: the next heartbeat carries `step` and `epoch` (a lost
+  // peer's last step is named in the stop message). `metrics` are not sent anywhere.
   void ReportProgress(int64_t step, int64_t epoch, const std::vector<double>& metrics);
+  // The coordinator keeps the latest as the job's last durable step (JobOutcome).
   void ReportCheckpoint(int64_t step, const std::string& path);
 
   // Set when the coordinator ordered a stop (a peer was lost) or the coordinator vanished.
   bool stop_requested() const;
   std::string stop_reason() const;
-  // Called (from an actor thread) when a stop arrives; default: log and _exit after a grace
-  // period if the training thread has not returned.
+  // Called (from an actor thread) when a stop arrives; default: log, and end the process with
+  // the order's exit code (1 if it has none) 2 s later unless it has exited by then.
   void SetStopHandler(std::function<void(const StopOrder&)> handler);
 
   // Tells the coordinator this worker ended with `result`. On rank 0 also waits until the
-  // whole job ended and returns its outcome.
+  // whole job ended and returns its outcome; elsewhere returns `result`, or Aborted with the
+  // stop reason when the job was stopped.
   JobOutcome Finish(const Status& result);
 
-  // Test hook: the coordinator's view of the last step each rank reported.
-  struct Impl;
-
  private:
+  struct Impl;
   explicit ControlPlane(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// A fresh random job token (hex, from the OS's entropy).
-std::string MakeJobToken();
 
 }  // namespace troupe::actors

@@ -1,9 +1,9 @@
-// Plain message structs of the control plane (no CAF here, so launch/ can use them).
-// Floating-point values travel as raw bytes: CAF 0.17's remoting garbles floats.
+// Plain message structs of the control plane (no CAF here: the actors' public headers can
+// name them). None carries a floating-point value: CAF 0.17's remoting garbles floats, so a
+// message that needs one must carry its raw bytes instead.
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,8 +18,8 @@ struct RegisterRequest {
   std::string devices;  // "cpu:0,cpu:0" one entry per local replica
 };
 
-// What one worker process runs: its global replica ids, each replica's generator state and
-// the input pipeline it owns.
+// What one worker process runs: its global replica ids, the job generator's state with each
+// local replica's key hashed from it, and the input pipeline it owns.
 struct Assignment {
   int32_t rank = 0;
   int32_t world_size = 1;
@@ -34,13 +34,6 @@ struct Assignment {
   std::string shard_policy = "AUTO";
 };
 
-struct Progress {
-  int32_t rank = 0;
-  int64_t step = 0;
-  int64_t epoch = 0;
-  std::vector<uint8_t> metrics;  // float64 values as raw bytes (see PackDoubles)
-};
-
 struct CheckpointDone {
   int64_t step = 0;
   std::string path;
@@ -50,17 +43,5 @@ struct StopOrder {
   std::string reason;
   int32_t exit_code = 0;
 };
-
-inline std::vector<uint8_t> PackDoubles(const std::vector<double>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(double));
-  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
-inline std::vector<double> UnpackDoubles(const std::vector<uint8_t>& bytes) {
-  std::vector<double> values(bytes.size() / sizeof(double));
-  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(double));
-  return values;
-}
 
 }  // namespace troupe::actors

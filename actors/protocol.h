@@ -1,7 +1,7 @@
 // Control-plane messages between the coordinator and the workers. CAF 0.17's remoting garbles
-// floats (denormals, -0, inf, NaN; shared/facts/caf-0.17.md), so every floating-point value
-// crosses as raw little-endian bytes; tensors never cross CAF at all (they go through
-// collectives/). Include only from actors/*.cc: it pulls in CAF.
+// floats (denormals, -0, inf, NaN; shared/facts/caf-0.17.md), so no message carries one (a
+// future one would cross as raw little-endian bytes); tensors never cross CAF at all (they go
+// through collectives/). Include only from actors/*.cc: it pulls in CAF.
 #pragma once
 
 #include <caf/all.hpp>
@@ -17,7 +17,6 @@ namespace troupe::actors {
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using assign_atom = caf::atom_constant<caf::atom("assign")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
-using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using ckpt_atom = caf::atom_constant<caf::atom("ckptdone")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
@@ -33,10 +32,6 @@ typename Inspector::result_type inspect(Inspector& f, Assignment& x) {
   return f(caf::meta::type_name("Assignment"), x.rank, x.world_size, x.first_replica,
            x.num_replicas, x.total_replicas, x.rng_alg, x.job_rng_state, x.replica_rng_keys,
            x.input_pipeline_id, x.num_input_pipelines, x.shard_policy);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, Progress& x) {
-  return f(caf::meta::type_name("Progress"), x.rank, x.step, x.epoch, x.metrics);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CheckpointDone& x) {

@@ -16,7 +16,7 @@ struct TrainConfig {
   // [model]
   std::string model = "lenet5";
   // [data]
-  std::string data_source = "fashion_mnist";  // fashion_mnist | tfrecord
+  std::string data_source = "fashion_mnist";  // the only source so far
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF
@@ -54,7 +54,8 @@ struct TrainConfig {
   double heartbeat_interval_s = 0.5;
   double peer_timeout_s = 10.0;
 
-  // The TOML text this config was parsed from plus overrides, for the run dir record.
+  // The config as it runs, for <run_dir>/config.toml: the TOML text as read, or, with --set
+  // overrides, the parsed document with them merged in (parses back to this config).
   std::string source_text;
 };
 

@@ -12,6 +12,7 @@
 #include "actors/trainer_setup.h"
 #include "checkpoint/checkpoint_state.h"
 #include "core/gpu.h"
+#include "core/host.h"
 #include "core/logging.h"
 
 namespace troupe::actors {

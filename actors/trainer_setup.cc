@@ -24,11 +24,6 @@ Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& text) 
   return std::make_pair(text.substr(0, colon), static_cast<uint16_t>(port));
 }
 
-std::string Hostname() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "localhost";
-}
-
 CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
   CollectiveOptions o;
   o.deterministic = c.deterministic;

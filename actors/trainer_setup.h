@@ -22,8 +22,6 @@ std::string CheckpointDir(const TrainConfig& c);
 // "host:port" split in two; InvalidArgument naming the text when it is not that.
 Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& text);
 
-std::string Hostname();
-
 CollectiveOptions CollectiveOptionsFor(const TrainConfig& c);
 
 // Restores the newest checkpoint that reads back cleanly; a damaged one is reported and

@@ -1,9 +1,11 @@
 // Executor: runs a finished FuncGraph many times. Create() prunes the graph (keeping what the
 // outputs need plus every stateful node), fixes the schedule (creation order, which is
-// topological), resolves kernels once, assigns every value a slot and computes where each slot
-// is last used. Run() then walks the steps with no lookups: each kernel gets its outputs from a
-// per-step cache of buffers that is reused whenever the previous run's buffer is no longer
-// referenced and the shape fits, so repeated same-shape runs allocate nothing for
+// topological, with each output's Identity moved right after the step that makes its input),
+// resolves kernels once, assigns every value a slot and computes where each slot is last used.
+// Run() then walks the steps with no lookups: each kernel gets its outputs from a per-step
+// cache of buffers that is reused whenever the previous run's buffer is no longer referenced
+// and is large enough, and small elementwise steps (fast_elementwise.h) rewrite their output
+// buffer when nobody else holds it, so repeated same-shape runs allocate nothing for
 // intermediates.
 //
 // Run() is thread-safe: concurrent calls use separate run states (each with its own buffers).
@@ -110,8 +112,7 @@ class Executor {
   std::vector<std::vector<int>> outputs_after_;  // per step: the outputs it makes
   std::vector<int> clear_slots_;                 // slots still set after a successful run
   std::vector<char> is_const_;
-  std::vector<int> slot_home_;
-  std::vector<int> flat_;  // per slot: the fast step whose cache owns it, or -1
+  std::vector<int> flat_;  // every step's `in` and `rel` lists, back to back
 
   std::mutex mu_;
   std::vector<std::unique_ptr<RunState>> free_states_;

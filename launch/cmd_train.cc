@@ -116,6 +116,14 @@ int RunTrain(int argc, char** argv) {
   if (!env.ok()) return Usage(env.status());
   Status valid = ValidateTrainEnvironment(*config, env->world_size * config->replicas_per_process);
   if (!valid.ok()) return Usage(valid);
+  if (env->rank == 0) {
+    // The run dir records what this start ran with, --set overrides included.
+    Status recorded = WriteConfigRecord(*config);
+    if (!recorded.ok()) {
+      std::fprintf(stderr, "troupe train: %s\n", recorded.message().c_str());
+      return kExitFailure;
+    }
+  }
 
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/host.h"
+
 namespace troupe::launch {
 namespace {
 
@@ -18,12 +20,6 @@ Result<int> EnvInt(const EnvLookup& env, const std::string& name) {
     return InvalidArgumentError(name + "='" + *v + "' is not a valid non-negative integer");
   }
   return static_cast<int>(n);
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
 }
 
 Status CheckFlag(const char* flag, const std::optional<int>& value, int detected,

@@ -22,6 +22,10 @@ Status FlagParser::Parse(int argc, char** argv) {
   bool only_positional = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (!only_positional && (arg == "--help" || arg == "-h")) {
+      help_requested_ = true;
+      continue;
+    }
     if (only_positional || arg.size() < 2 || arg.rfind("--", 0) != 0) {
       if (!only_positional && arg.size() >= 2 && arg[0] == '-' && arg[1] != '-' &&
           !std::isdigit(static_cast<unsigned char>(arg[1]))) {
@@ -33,10 +37,6 @@ Status FlagParser::Parse(int argc, char** argv) {
     }
     if (arg == "--") {
       only_positional = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      help_requested_ = true;
       continue;
     }
     std::string name = arg.substr(2);
@@ -119,7 +119,7 @@ std::string FlagParser::Usage(const std::string& synopsis) const {
     if (f.repeated) os << " (repeatable)";
     os << "\n";
   }
-  os << "  --help                    show this help\n";
+  os << "  -h, --help                show this help\n";
   return os.str();
 }
 

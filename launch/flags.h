@@ -23,7 +23,8 @@ class FlagParser {
   // Repeatable flag (`--set a=1 --set b=2`).
   void AddRepeatedFlag(std::string name, std::string value_name, std::string help);
 
-  // argv[0] is skipped. `--help` sets help_requested() instead of failing.
+  // argv[0] is skipped. `-h` or `--help` (before any `--`) sets help_requested() instead of
+  // failing.
   Status Parse(int argc, char** argv);
 
   bool help_requested() const { return help_requested_; }

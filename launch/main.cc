@@ -12,7 +12,7 @@ void PrintHelp() {
   std::printf(
       "troupe %s - distributed, actor-based training in C++\n\n"
       "Usage: troupe <command> [args...]\n"
-      "       troupe --version | --help\n\nCommands:\n",
+      "       troupe --version | -h | --help\n\nCommands:\n",
       troupe::launch::VersionString().c_str());
   for (const auto& c : troupe::launch::Commands()) {
     std::printf("  %-10s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),

@@ -7,128 +7,18 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <sstream>
 
-#include "graph/models/registry.h"
+#include "launch/config_schema.h"
 
 namespace troupe::launch {
 namespace {
 
-// One entry per accepted key: how to read it into the struct.
-using Setter = std::function<Status(const toml::node&, const std::string& key, TrainConfig&)>;
-
-Status TypeError(const std::string& key, const char* want, const toml::node& node) {
-  std::ostringstream os;
-  os << key << ": expected " << want << ", got " << node.type();
-  return InvalidArgumentError(os.str());
-}
-
-Setter Int(int64_t TrainConfig::*field, int64_t min_value) {
-  return [=](const toml::node& n, const std::string& key, TrainConfig& c) -> Status {
-    auto v = n.value_exact<int64_t>();
-    if (!v) return TypeError(key, "an integer", n);
-    if (*v < min_value) {
-      return InvalidArgumentError(key + ": must be >= " + std::to_string(min_value) + ", got " +
-                                  std::to_string(*v));
-    }
-    c.*field = *v;
-    return Status::OK();
-  };
-}
-
-Setter Float(double TrainConfig::*field, double min_value, bool strictly_positive = false) {
-  return [=](const toml::node& n, const std::string& key, TrainConfig& c) -> Status {
-    auto v = n.value<double>();  // integers are accepted as floats
-    if (!v || n.is_boolean()) return TypeError(key, "a number", n);
-    if (*v < min_value || (strictly_positive && *v <= 0)) {
-      return InvalidArgumentError(key + ": must be " + (strictly_positive ? "> " : ">= ") +
-                                  std::to_string(min_value) + ", got " + std::to_string(*v));
-    }
-    c.*field = *v;
-    return Status::OK();
-  };
-}
-
-Setter Bool(bool TrainConfig::*field) {
-  return [=](const toml::node& n, const std::string& key, TrainConfig& c) -> Status {
-    auto v = n.value_exact<bool>();
-    if (!v) return TypeError(key, "true or false", n);
-    c.*field = *v;
-    return Status::OK();
-  };
-}
-
-Setter String(std::string TrainConfig::*field, std::vector<std::string> choices = {}) {
-  return [=](const toml::node& n, const std::string& key, TrainConfig& c) -> Status {
-    auto v = n.value_exact<std::string>();
-    if (!v) return TypeError(key, "a string", n);
-    if (!choices.empty() && std::find(choices.begin(), choices.end(), *v) == choices.end()) {
-      std::string list;
-      for (const auto& ch : choices) list += (list.empty() ? "" : ", ") + ch;
-      return InvalidArgumentError(key + ": '" + *v + "' is not one of " + list);
-    }
-    c.*field = *v;
-    return Status::OK();
-  };
-}
-
-// model.name: a model of the registry (the zoo's, or one the program registered).
-Setter ModelName() {
-  return [](const toml::node& n, const std::string& key, TrainConfig& c) -> Status {
-    auto v = n.value_exact<std::string>();
-    if (!v) return TypeError(key, "a string", n);
-    const std::vector<std::string> names = models::RegisteredModelNames();
-    if (std::find(names.begin(), names.end(), *v) == names.end()) {
-      std::string list;
-      for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
-      return InvalidArgumentError(key + ": '" + *v + "' is not one of " + list);
-    }
-    c.model = *v;
-    return Status::OK();
-  };
-}
-
-const std::map<std::string, Setter>& Schema() {
-  static const auto* schema = new std::map<std::string, Setter>{
-      {"job.name", String(&TrainConfig::name)},
-      {"job.seed", Int(&TrainConfig::seed, INT64_MIN)},
-      {"job.run_dir", String(&TrainConfig::run_dir)},
-      {"model.name", ModelName()},
-      {"data.source", String(&TrainConfig::data_source, {"fashion_mnist", "tfrecord"})},
-      {"data.dir", String(&TrainConfig::data_dir)},
-      {"data.shuffle_buffer", Int(&TrainConfig::shuffle_buffer, 0)},
-      {"data.auto_shard", String(&TrainConfig::auto_shard, {"AUTO", "FILE", "DATA", "OFF"})},
-      {"train.epochs", Int(&TrainConfig::epochs, 1)},
-      {"train.max_steps", Int(&TrainConfig::max_steps, 0)},
-      {"train.global_batch_size", Int(&TrainConfig::global_batch_size, 1)},
-      {"train.replicas_per_process", Int(&TrainConfig::replicas_per_process, 1)},
-      {"train.device", String(&TrainConfig::device, {"cpu", "gpu"})},
-      {"train.replicas_per_gpu", Int(&TrainConfig::replicas_per_gpu, 1)},
-      {"train.log_every", Int(&TrainConfig::log_every, 1)},
-      {"train.skip_nonfinite", Bool(&TrainConfig::skip_nonfinite)},
-      {"optimizer.name", String(&TrainConfig::optimizer, {"adam", "sgd"})},
-      {"optimizer.learning_rate", Float(&TrainConfig::learning_rate, 0, true)},
-      {"optimizer.momentum", Float(&TrainConfig::momentum, 0)},
-      {"optimizer.beta_1", Float(&TrainConfig::beta_1, 0)},
-      {"optimizer.beta_2", Float(&TrainConfig::beta_2, 0)},
-      {"optimizer.epsilon", Float(&TrainConfig::epsilon, 0, true)},
-      {"checkpoint.every_steps", Int(&TrainConfig::checkpoint_every_steps, 0)},
-      {"checkpoint.max_to_keep", Int(&TrainConfig::max_to_keep, 1)},
-      {"checkpoint.keep_every_n_hours", Float(&TrainConfig::keep_checkpoint_every_n_hours, 0)},
-      {"collectives.deterministic", Bool(&TrainConfig::deterministic)},
-      {"collectives.backend", String(&TrainConfig::collectives_backend, {"auto", "nccl"})},
-      {"collectives.bucket_mib", Float(&TrainConfig::bucket_mib, 0, true)},
-      {"collectives.timeout_s", Float(&TrainConfig::collective_timeout_s, 0, true)},
-      {"control.heartbeat_interval_s", Float(&TrainConfig::heartbeat_interval_s, 0, true)},
-      {"control.peer_timeout_s", Float(&TrainConfig::peer_timeout_s, 0, true)},
-  };
-  return *schema;
-}
+// Where each key present in the config was set: the file's name or "--set".
+using PresentKeys = std::map<std::string, std::string>;
 
 // Edit distance for "did you mean" hints.
 size_t Distance(const std::string& a, const std::string& b) {
@@ -147,27 +37,47 @@ size_t Distance(const std::string& a, const std::string& b) {
 Status UnknownKey(const std::string& key, const std::string& origin) {
   std::string best;
   size_t best_d = 4;
-  for (const auto& [known, setter] : Schema()) {
-    size_t d = Distance(key, known);
-    if (d < best_d) best_d = d, best = known;
+  for (const ConfigKey& known : ConfigSchema()) {
+    size_t d = Distance(key, known.name);
+    if (d < best_d) best_d = d, best = known.name;
   }
   std::string msg = origin + ": unknown key '" + key + "'";
   if (!best.empty()) msg += "; did you mean '" + best + "'?";
-  return InvalidArgumentError(msg);
+  return InvalidArgumentError(msg + " (`troupe config keys` lists them all)");
+}
+
+Result<ConfigValue> ToConfigValue(const toml::node& node, const ConfigKey& key) {
+  if (auto v = node.value_exact<int64_t>()) return ConfigValue(*v);
+  if (auto v = node.value_exact<double>()) return ConfigValue(*v);
+  if (auto v = node.value_exact<bool>()) return ConfigValue(*v);
+  if (auto v = node.value_exact<std::string>()) return ConfigValue(*v);
+  std::ostringstream os;
+  os << key.name << ": expected " << TypeText(key) << ", got " << node.type();
+  return InvalidArgumentError(os.str());
+}
+
+// Sets `key` from `node` and records where it was set.
+Status SetKey(const std::string& key, const toml::node& node, const std::string& origin,
+              TrainConfig& config, PresentKeys& present) {
+  const ConfigKey* k = FindConfigKey(key);
+  if (k == nullptr) return UnknownKey(key, origin);
+  Result<ConfigValue> value = ToConfigValue(node, *k);
+  TROUPE_RETURN_IF_ERROR(value.status().WithContext(origin));
+  TROUPE_RETURN_IF_ERROR(SetConfigValue(*k, *value, config).WithContext(origin));
+  present[key] = origin;
+  return Status::OK();
 }
 
 Status Apply(const toml::table& table, const std::string& prefix, const std::string& origin,
-             TrainConfig& config) {
+             TrainConfig& config, PresentKeys& present) {
   for (const auto& [k, node] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (const toml::table* sub = node.as_table()) {
       if (!prefix.empty()) return UnknownKey(key, origin);
-      TROUPE_RETURN_IF_ERROR(Apply(*sub, key, origin, config));
+      TROUPE_RETURN_IF_ERROR(Apply(*sub, key, origin, config, present));
       continue;
     }
-    auto it = Schema().find(key);
-    if (it == Schema().end()) return UnknownKey(key, origin);
-    TROUPE_RETURN_IF_ERROR(it->second(node, key, config).WithContext(origin));
+    TROUPE_RETURN_IF_ERROR(SetKey(key, node, origin, config, present));
   }
   return Status::OK();
 }
@@ -179,35 +89,24 @@ std::string ParseErrorText(const toml::parse_error& e, const std::string& origin
   return os.str();
 }
 
-}  // namespace
+// A key that only means something with another key's value (ConfigKey::only_with) is an
+// error when present otherwise, even at its default: the user meant it to do something.
+Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
+  for (const auto& [name, origin] : present) {
+    const ConfigKey* key = FindConfigKey(name);
+    if (!key->only_with) continue;
+    const ConfigKey::Condition& want = *key->only_with;
+    const std::string have = ValueText(FindConfigKey(want.key)->get(config));
+    const std::string need = ValueText(want.value);
+    if (have == need) continue;
+    return InvalidArgumentError(origin + ": " + name + " applies only with " + want.key + " = " +
+                                need + ", and " + want.key + " is " + have + " (" + want.why +
+                                "); remove " + name + " or set " + want.key + " = " + need);
+  }
+  return Status::OK();
+}
 
-Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& origin,
-                                     const std::vector<std::string>& overrides) {
-  TrainConfig config;
-  toml::parse_result parsed = toml::parse(text, origin);
-  if (!parsed) return InvalidArgumentError(ParseErrorText(parsed.error(), origin));
-  TROUPE_RETURN_IF_ERROR(Apply(parsed.table(), "", origin, config));
-  config.source_text = text;
-  for (const std::string& o : overrides) {
-    size_t eq = o.find('=');
-    size_t dot = o.find('.');
-    if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
-      return InvalidArgumentError("--set '" + o + "': expected section.key=value");
-    }
-    std::string key = o.substr(0, eq);
-    std::string value = o.substr(eq + 1);
-    // Bare words are strings; anything TOML can parse keeps its type.
-    toml::parse_result v = toml::parse("v = " + value, "--set " + key);
-    if (!v) v = toml::parse("v = \"" + value + "\"", "--set " + key);
-    if (!v) return InvalidArgumentError("--set '" + o + "': cannot parse the value");
-    auto it = Schema().find(key);
-    if (it == Schema().end()) return UnknownKey(key, "--set");
-    TROUPE_RETURN_IF_ERROR(it->second(*v.table().get("v"), key, config).WithContext("--set"));
-    config.source_text += "\n# --set " + o + "\n";
-  }
-  if (config.optimizer == "sgd" && (config.momentum < 0 || config.momentum >= 1)) {
-    return InvalidArgumentError(origin + ": optimizer.momentum must be in [0, 1)");
-  }
+Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   if (config.collectives_backend == "nccl" && config.device != "gpu") {
     return InvalidArgumentError(origin +
                                 ": collectives.backend = \"nccl\" needs train.device = \"gpu\"");
@@ -225,6 +124,87 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
                                 ") is not divisible by train.replicas_per_process (" +
                                 std::to_string(config.replicas_per_process) +
                                 "); choose a batch that is a multiple of the replica count");
+  }
+  return Status::OK();
+}
+
+// Puts an override into the parsed document, so that the recorded text is what ran.
+void Merge(toml::table& doc, const std::string& key, const ConfigValue& value) {
+  const size_t dot = key.find('.');
+  const std::string section = key.substr(0, dot);
+  if (!doc[section].is_table()) doc.insert_or_assign(section, toml::table{});
+  toml::table& t = *doc[section].as_table();
+  std::visit([&](const auto& v) { t.insert_or_assign(key.substr(dot + 1), v); }, value);
+}
+
+// The override's value, typed as TOML reads it; a bare word is a string.
+Result<ConfigValue> OverrideValue(const std::string& o, const std::string& key,
+                                  const std::string& value) {
+  toml::parse_result v = toml::parse("v = " + value, "--set " + key);
+  if (!v) v = toml::parse("v = \"" + value + "\"", "--set " + key);
+  if (!v) return InvalidArgumentError("--set '" + o + "': cannot parse the value");
+  const ConfigKey* k = FindConfigKey(key);
+  if (k == nullptr) return UnknownKey(key, "--set");
+  return ToConfigValue(*v.table().get("v"), *k);
+}
+
+Status WriteError(const std::string& path, const char* step) {
+  return PermissionDeniedError("cannot write " + path + " (" + step + ": " + std::strerror(errno) +
+                               "); check that job.run_dir is writable");
+}
+
+// Readers see the old file or the whole new one, never a torn one.
+Status WriteFileAtomically(const std::string& path, const std::string& data) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return WriteError(tmp, "open");
+  Status s;
+  for (size_t done = 0; s.ok() && done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) s = WriteError(tmp, "write");
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  if (s.ok() && ::fsync(fd) != 0) s = WriteError(tmp, "fsync");
+  if (::close(fd) != 0 && s.ok()) s = WriteError(tmp, "close");
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = WriteError(path, "rename");
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+}  // namespace
+
+Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& origin,
+                                     const std::vector<std::string>& overrides) {
+  TrainConfig config;
+  PresentKeys present;
+  toml::parse_result parsed = toml::parse(text, origin);
+  if (!parsed) return InvalidArgumentError(ParseErrorText(parsed.error(), origin));
+  toml::table& doc = parsed.table();
+  TROUPE_RETURN_IF_ERROR(Apply(doc, "", origin, config, present));
+  std::string applied;
+  for (const std::string& o : overrides) {
+    size_t eq = o.find('=');
+    size_t dot = o.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
+      return InvalidArgumentError("--set '" + o + "': expected section.key=value");
+    }
+    const std::string key = o.substr(0, eq);
+    TROUPE_ASSIGN_OR_RETURN(ConfigValue value, OverrideValue(o, key, o.substr(eq + 1)));
+    TROUPE_RETURN_IF_ERROR(SetConfigValue(*FindConfigKey(key), value, config).WithContext("--set"));
+    present[key] = "--set";
+    Merge(doc, key, value);
+    applied += "#   --set " + o + "\n";
+  }
+  TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
+  TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));
+  if (overrides.empty()) {
+    config.source_text = text;
+  } else {
+    std::ostringstream os;
+    os << "# " << origin << " (its comments are not kept) with these overrides applied:\n"
+       << applied << doc << "\n";
+    config.source_text = os.str();
   }
   return config;
 }
@@ -246,18 +226,15 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
         ") is not divisible by the job's " + std::to_string(total_replicas) +
         " replicas; choose a multiple of the replica count");
   }
-  if (config.data_source == "fashion_mnist") {
-    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-      fs::path p = fs::path(config.data_dir) / f;
-      if (!fs::exists(p)) {
-        return NotFoundError("data.dir: dataset file '" + p.string() +
-                             "' is missing; install it with `apt-get install "
-                             "dataset-fashion-mnist` or point data.dir at the IDX files");
-      }
+  // fashion_mnist is the only data.source the parser accepts.
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    fs::path p = fs::path(config.data_dir) / f;
+    if (!fs::exists(p)) {
+      return NotFoundError("data.dir: dataset file '" + p.string() +
+                           "' is missing; install it with `apt-get install "
+                           "dataset-fashion-mnist` or point data.dir at the IDX files");
     }
-  } else if (!fs::is_directory(config.data_dir)) {
-    return NotFoundError("data.dir: '" + config.data_dir + "' is not a directory of TFRecords");
   }
   // The run dir, or its nearest existing ancestor, must be writable; nothing is created here.
   fs::path dir = fs::absolute(config.run_dir);
@@ -279,6 +256,26 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
   ::close(fd);
   ::unlink(probe.c_str());
   return Status::OK();
+}
+
+Status WriteConfigRecord(const TrainConfig& config) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(config.run_dir, ec);
+  if (ec) {
+    return PermissionDeniedError("job.run_dir: cannot create '" + config.run_dir +
+                                 "': " + ec.message() + "; choose a writable directory");
+  }
+  const std::string path = (fs::path(config.run_dir) / "config.toml").string();
+  // A start the trainer then refuses (a changed model or batch cannot resume) must not lose
+  // the record of the config the checkpoints were written with.
+  std::ifstream in(path);
+  std::stringstream previous;
+  if (in) previous << in.rdbuf();
+  if (in && previous.str() != config.source_text) {
+    TROUPE_RETURN_IF_ERROR(WriteFileAtomically(path + ".previous", previous.str()));
+  }
+  return WriteFileAtomically(path, config.source_text);
 }
 
 }  // namespace troupe::launch

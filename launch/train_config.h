@@ -2,7 +2,10 @@
 // reads (examples/fashion_lenet.toml is the reference). Parsing is strict: an unknown key, a value
 // of the wrong type or range, a missing dataset or an unwritable run directory is an
 // InvalidArgument/NotFound that names the key or path and the fix. `--set section.key=value`
-// overrides are applied before validation.
+// overrides are applied before validation. The keys, their types, defaults and meanings are
+// config_schema.h's (`troupe config keys` prints them); a key that does not apply to the
+// chosen optimizer (optimizer.momentum with adam; beta_1, beta_2, epsilon with sgd) is an
+// error whenever it is present, even at its default value.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,11 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
                                      const std::vector<std::string>& overrides = {});
 Result<TrainConfig> LoadTrainConfig(const std::string& path,
                                     const std::vector<std::string>& overrides = {});
+
+// Writes config.source_text, the config as it runs (the file, --set overrides merged in), to
+// <run_dir>/config.toml through a temporary file and a rename; creates run_dir if needed. A
+// different record already there is kept as config.toml.previous.
+Status WriteConfigRecord(const TrainConfig& config);
 
 // Checks the environment the config needs without writing anything: the dataset files exist
 // and the run directory (or its nearest existing parent) is writable. `total_replicas` is the

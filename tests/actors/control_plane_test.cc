@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "collectives/job_processes.h"
+
 namespace troupe::actors {
 namespace {
 
@@ -63,6 +65,17 @@ std::string ReadLine(FILE* f) {
   char buf[512] = {};
   if (!fgets(buf, sizeof(buf), f)) return "";
   return buf;
+}
+
+TEST(ControlPlaneTest, JobTokensAreRandomHex) {
+  Result<std::string> a = NewJobToken();
+  Result<std::string> b = NewJobToken();
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->size(), 32u);
+  EXPECT_EQ(a->find_first_not_of("0123456789abcdef"), std::string::npos) << *a;
+  // An unchecked short read left zeros: 16 zero bytes, or the same token twice.
+  EXPECT_NE(*a, std::string(32, '0'));
+  EXPECT_NE(*a, *b);
 }
 
 TEST(ControlPlaneTest, SingleProcessJobEndsCleanly) {

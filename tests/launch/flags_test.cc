@@ -52,11 +52,26 @@ TEST(FlagParserTest, ErrorsNameTheFlag) {
   EXPECT_FALSE(ParseArgs(t, {"x", "--alg", "a", "--alg", "b"}).ok());
 }
 
+TEST(FlagParserTest, DashHIsHelpUntilDoubleDash) {
+  for (const char* help : {"-h", "--help"}) {
+    FlagParser p = MakeParser();
+    EXPECT_TRUE(ParseArgs(p, {"x", "pos", help}).ok()) << help;
+    EXPECT_TRUE(p.help_requested()) << help;
+    EXPECT_TRUE(p.positional() == std::vector<std::string>{"pos"}) << help;
+    // After `--` it belongs to the wrapped command (troupe supervise -- cmd -h).
+    FlagParser q = MakeParser();
+    ASSERT_TRUE(ParseArgs(q, {"x", "--", "cmd", help}).ok()) << help;
+    EXPECT_FALSE(q.help_requested()) << help;
+    EXPECT_EQ(q.positional(), (std::vector<std::string>{"cmd", help}));
+  }
+}
+
 TEST(FlagParserTest, UsageListsFlags) {
   FlagParser p = MakeParser();
   std::string usage = p.Usage("troupe test [flags]");
   EXPECT_NE(usage.find("--count N"), std::string::npos);
   EXPECT_NE(usage.find("(default: 10)"), std::string::npos);
+  EXPECT_NE(usage.find("-h, --help"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// The schema of `troupe train`'s TOML config: every accepted key with its type, range,
+// default, one line of meaning, and the TrainConfig field it sets. It is the one source of
+// truth: the parser (train_config.h), `troupe config keys` and the schema tests all read it, so
+// a key cannot be accepted without being documented or documented without being parsed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "actors/train_config.h"
+#include "core/result.h"
+
+namespace troupe::launch {
+
+using actors::TrainConfig;
+
+enum class ConfigType { kInt, kFloat, kBool, kString };
+
+// One scalar as TOML gives it (integers stay integers; kFloat keys accept both).
+using ConfigValue = std::variant<bool, int64_t, double, std::string>;
+
+struct ConfigKey {
+  std::string name;  // "section.key"
+  ConfigType type = ConfigType::kString;
+  std::string meaning;  // one line, for `troupe config keys`
+  // Numbers must lie in [min, max), or (min, max) when min_exclusive.
+  double min = -std::numeric_limits<double>::infinity();
+  bool min_exclusive = false;
+  double max = std::numeric_limits<double>::infinity();
+  // Strings: the accepted values (empty: any); `refusal_hint` ends the error for another one.
+  std::vector<std::string> choices;
+  // When set, the accepted values as they are when the key is checked (a registry that the
+  // program may extend, like model.name's); replaces `choices`.
+  std::function<std::vector<std::string>()> choices_from;
+  std::string refusal_hint;
+  // A key that only means something while another key has a given value (optimizer.momentum
+  // with optimizer.name = "sgd"); setting it otherwise is an error ending in `why`.
+  struct Condition {
+    std::string key;
+    std::string value;
+    std::string why;
+  };
+  std::optional<Condition> only_with;
+  // Write and read the key's TrainConfig field; `store` checks nothing (SetConfigValue does).
+  std::function<void(const ConfigValue&, TrainConfig&)> store;
+  std::function<ConfigValue(const TrainConfig&)> get;
+};
+
+// Every key, in the order `troupe config keys` lists them (by section).
+const std::vector<ConfigKey>& ConfigSchema();
+// nullptr for an unknown key.
+const ConfigKey* FindConfigKey(std::string_view name);
+
+// Checks `value`'s type, range and choices against `key` (InvalidArgument naming the key and
+// what it accepts), then stores it in `config`.
+Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, TrainConfig& config);
+
+// A string key's accepted values now (empty: any).
+std::vector<std::string> ConfigChoices(const ConfigKey& key);
+// "integer >= 1", "number in [0, 1)", "\"adam\" | \"sgd\"", "true | false", "string".
+std::string TypeText(const ConfigKey& key);
+// The value as TOML writes it: 3, 0.001, 1e-07, true, "adam".
+std::string ValueText(const ConfigValue& value);
+// The listing `troupe config keys` prints: one line per key with type, default and meaning.
+std::string FormatConfigKeys();
+
+}  // namespace troupe::launch
