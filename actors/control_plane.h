@@ -38,7 +38,7 @@ struct CoordinatorOptions {
   std::string shard_policy = "AUTO";
   // (job state, alg, global replica id) -> that replica's key; supplied by the caller so the
   // coordinator hands out exactly TF's per-replica streams (graph/random implements it).
-  std::function<int64_t(const std::vector<int64_t>&, int, int)> replica_key;
+  std::function<Result<int64_t>(const std::vector<int64_t>&, int, int)> replica_key;
 };
 
 // What the coordinator reports when the job ends.

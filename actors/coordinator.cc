@@ -56,11 +56,21 @@ void AssignAll(Self* self, const ControlOptions& control, const CoordinatorOptio
     a.total_replicas = total;
     a.rng_alg = options.rng_alg;
     a.job_rng_state = options.job_rng_state;
-    for (int i = 0; i < a.num_replicas; ++i) {
-      a.replica_rng_keys.push_back(
-          options.replica_key
-              ? options.replica_key(options.job_rng_state, options.rng_alg, first + i)
-              : 0);
+    std::string refusal;
+    for (int i = 0; i < a.num_replicas && refusal.empty(); ++i) {
+      Result<int64_t> key = options.replica_key ? options.replica_key(options.job_rng_state,
+                                                                      options.rng_alg, first + i)
+                                                : Result<int64_t>(int64_t{0});
+      if (key.ok()) {
+        a.replica_rng_keys.push_back(*key);
+      } else {
+        refusal = "cannot derive replica " + std::to_string(first + i) +
+                  "'s RNG key: " + key.status().ToString();
+      }
+    }
+    if (!refusal.empty()) {
+      rp.deliver(assign_atom::value, Assignment{}, refusal);
+      continue;
     }
     // One input pipeline per process (TF's InputContext: pipeline id = worker index).
     a.input_pipeline_id = rank;

@@ -12,7 +12,8 @@ namespace troupe::actors {
 namespace {
 
 // Protobuf wire format, just what tf.Event / tf.Summary need:
-//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5;
+//             SessionLog session_log = 7; }   SessionLog { SessionStatus status = 1; START = 1 }
 //   Summary { repeated Value value = 1; }   Value { string tag = 1; float simple_value = 2; }
 void PutVarint(std::string* out, uint64_t v) {
   while (v >= 0x80) {
@@ -74,6 +75,15 @@ std::string EventWriter::EncodeFileVersionEvent(double wall_time) {
   return event;
 }
 
+std::string EventWriter::EncodeSessionStartEvent(double wall_time, int64_t step) {
+  std::string event = EventHeader(wall_time, step);
+  std::string log;
+  PutTag(&log, 1, 0);
+  PutVarint(&log, 1);  // SessionLog.START
+  PutBytes(&event, 7, log);
+  return event;
+}
+
 EventWriter::EventWriter(std::string path, std::unique_ptr<input::TFRecordWriter> writer)
     : path_(std::move(path)), writer_(std::move(writer)) {}
 
@@ -102,6 +112,10 @@ Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir)
 
 Status EventWriter::AddScalar(const std::string& tag, double value, int64_t step) {
   return writer_->WriteRecord(EncodeScalarEvent(Now(), step, tag, static_cast<float>(value)));
+}
+
+Status EventWriter::AddSessionStart(int64_t step) {
+  return writer_->WriteRecord(EncodeSessionStartEvent(Now(), step));
 }
 
 Status EventWriter::Flush() { return writer_->Flush(); }

@@ -1,7 +1,8 @@
 // EventWriter: TensorBoard event files (`events.out.tfevents.<time>.<host>`), TFRecord-framed
 // tf.Event protos with scalar summaries, readable by TensorBoard and by
 // tf.compat.v1.train.summary_iterator. The first record is the file_version event, as TF
-// writes it. A resumed run appends a new file and continues at the checkpointed step.
+// writes it. A resumed run appends a new file, marks the restart (AddSessionStart) and
+// continues after the checkpointed step.
 #pragma once
 
 #include <memory>
@@ -22,6 +23,10 @@ class EventWriter {
   ~EventWriter();
 
   Status AddScalar(const std::string& tag, double value, int64_t step);
+  // Marks a restart at `step` (tf.SessionLog START): TensorBoard drops what earlier files
+  // logged at `step` and later, so a run resumed from an older checkpoint leaves no
+  // duplicate steps.
+  Status AddSessionStart(int64_t step);
   Status Flush();
   const std::string& path() const { return path_; }
 
@@ -29,6 +34,7 @@ class EventWriter {
   static std::string EncodeScalarEvent(double wall_time, int64_t step, const std::string& tag,
                                        float value);
   static std::string EncodeFileVersionEvent(double wall_time);
+  static std::string EncodeSessionStartEvent(double wall_time, int64_t step);
 
  private:
   EventWriter(std::string path, std::unique_ptr<input::TFRecordWriter> writer);

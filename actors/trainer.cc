@@ -41,10 +41,12 @@ Status JoinControlPlane(Trainer::Parts& p) {
     copts.job_rng_state.assign(state.data<int64_t>(), state.data<int64_t>() + state.num_elements());
     copts.rng_alg = 1;
     copts.shard_policy = p.config.auto_shard;
-    copts.replica_key = [](const std::vector<int64_t>& s, int alg, int replica) -> int64_t {
-      Tensor t = Tensor::FromVector(s);
-      auto kc = random::ReplicaKeyCounter(t, static_cast<random::RngAlgorithm>(alg), replica);
-      return kc.ok() ? static_cast<int64_t>(kc->key) : 0;
+    copts.replica_key = [](const std::vector<int64_t>& s, int alg, int replica) -> Result<int64_t> {
+      TROUPE_ASSIGN_OR_RETURN(
+          random::KeyCounter kc,
+          random::ReplicaKeyCounter(Tensor::FromVector(s), static_cast<random::RngAlgorithm>(alg),
+                                    replica));
+      return static_cast<int64_t>(kc.key);
     };
     TROUPE_ASSIGN_OR_RETURN(uint16_t port, p.plane->StartCoordinator(copts));
     if (coordinator.empty()) coordinator = Hostname() + ":" + std::to_string(port);

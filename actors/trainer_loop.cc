@@ -41,7 +41,11 @@ void PrintStartup(const Trainer::Parts& p) {
 
 Result<TrainSummary> Trainer::Run() {
   Parts& p = *p_;
-  if (p.chief) PrintStartup(p);
+  if (p.chief) {
+    PrintStartup(p);
+    // What an earlier run logged after the resume point is replaced by this run's steps.
+    if (!p.resumed_from.empty()) TROUPE_RETURN_IF_ERROR(p.events->AddSessionStart(p.step + 1));
+  }
   TrainSummary summary;
   summary.first_step = p.step;
   ProgressLine progress(p.total_steps, p.config.epochs, p.step);

@@ -93,6 +93,22 @@ TEST(ControlPlaneTest, SingleProcessJobEndsCleanly) {
   EXPECT_TRUE(out.status.ok()) << out.status;
 }
 
+// A key the coordinator cannot derive is a refused assignment naming the replica, never a
+// key of 0 that every replica would share.
+TEST(ControlPlaneTest, AKeyThatCannotBeDerivedRefusesTheAssignment) {
+  auto plane = *ControlPlane::Create(Options(0, 1));
+  CoordinatorOptions c = CoordOptions();
+  c.replica_key = [](const std::vector<int64_t>&, int, int replica) -> Result<int64_t> {
+    if (replica == 1) return InvalidArgumentError("bad state");
+    return int64_t{7};
+  };
+  ASSERT_TRUE(plane->StartCoordinator(c).ok());
+  auto a = plane->Join("", 0, 2, "cpu:0,cpu:0");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("replica 1's RNG key"), std::string::npos) << a.status();
+  EXPECT_NE(a.status().message().find("bad state"), std::string::npos) << a.status();
+}
+
 TEST(ControlPlaneTest, TwoProcessesGetConsecutiveReplicaIds) {
   auto plane = *ControlPlane::Create(Options(0, 2));
   uint16_t port = *plane->StartCoordinator(CoordOptions());

@@ -5,6 +5,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import tensorflow as tf
 
@@ -33,5 +34,19 @@ with tempfile.TemporaryDirectory() as d:
         acc = event_accumulator.EventAccumulator(d)
         acc.Reload()
         assert [s.step for s in acc.Scalars("loss")] == list(range(10))
+    # A run resumed at step 6 marks the restart: TF reads a SessionLog START at 6, and
+    # TensorBoard keeps steps 0..5 of the first file and 6..9 of the second, once each.
+    time.sleep(1.1)  # file names sort by their second
+    resumed = subprocess.check_output([tool, d, "resume", "6"], text=True).strip()
+    first = list(tf.compat.v1.train.summary_iterator(resumed))[1]
+    assert first.step == 6 and first.session_log.status == tf.compat.v1.SessionLog.START, first
+    if event_accumulator is not None:
+        acc = event_accumulator.EventAccumulator(d)
+        acc.Reload()
+        loss = acc.Scalars("loss")
+        assert [s.step for s in loss] == list(range(10)), [s.step for s in loss]
+        for s in loss:
+            want = (2.0 if s.step >= 6 else 1.0) / (s.step + 1)
+            assert s.value == struct.unpack("f", struct.pack("f", want))[0], (s.step, s.value)
 print("ok: %d events" % len(events))
 sys.exit(0)
