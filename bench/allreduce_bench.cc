@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "collectives/in_process_communicator.h"
-#include "collectives/mpi_bootstrap.h"
-#include "collectives/mpi_factory.h"
+#include "collectives/mpi/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_factory.h"
 
 namespace troupe {
 namespace {

@@ -8,7 +8,7 @@ if(TARGET troupe_collectives)
                         RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
   if(TROUPE_HAVE_MPI)
     add_executable(allreduce_bench ${CMAKE_CURRENT_LIST_DIR}/allreduce_bench.cc)
-    target_link_libraries(allreduce_bench PRIVATE troupe_collectives)
+    target_link_libraries(allreduce_bench PRIVATE troupe_collectives_mpi)
     set_target_properties(allreduce_bench PROPERTIES
                           RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
   endif()

@@ -10,11 +10,14 @@
 #if TROUPE_HAVE_MPI
 #include <mpi.h>
 
-#include "collectives/mpi_bootstrap.h"
-#include "collectives/mpi_factory.h"
+#include "collectives/mpi/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_factory.h"
 #endif
 #if TROUPE_COLLECTIVES_WITH_NCCL
 #include "collectives/nccl_communicator.h"
+#if TROUPE_HAVE_MPI
+#include "collectives/mpi/nccl_mpi.h"
+#endif
 #endif
 
 namespace troupe {
@@ -32,7 +35,7 @@ Result<std::unique_ptr<Communicator>> Nccl(const ProcessGroup& group,
 #if TROUPE_COLLECTIVES_WITH_NCCL
   if (over_mpi) {
 #if TROUPE_HAVE_MPI
-    return Up(NcclCommunicator::CreateWithMpi(group, options, MPI_COMM_WORLD, device.index));
+    return Up(CreateNcclCommunicatorWithMpi(group, options, MPI_COMM_WORLD, device.index));
 #else
     return FailedPreconditionError("collectives.backend = \"nccl\" across processes needs MPI");
 #endif

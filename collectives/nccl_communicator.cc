@@ -223,32 +223,6 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(ProcessGroup 
       new NcclCommunicator(std::move(group), options, std::move(st)));
 }
 
-#if TROUPE_HAVE_MPI
-Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::CreateWithMpi(ProcessGroup group,
-                                                                          CollectiveOptions options,
-                                                                          MPI_Comm comm,
-                                                                          int device) {
-  NcclId id;
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  Status made;
-  if (rank == 0) {
-    auto fresh = NewUniqueId();
-    if (fresh.ok()) {
-      id = *fresh;
-    } else {
-      made = fresh.status();
-    }
-  }
-  // Everyone learns whether rank 0 succeeded, so nobody waits for an id that never comes.
-  int ok = made.ok() ? 1 : 0;
-  MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
-  if (!ok) return made.ok() ? UnavailableError("rank 0 could not create an NCCL id") : made;
-  MPI_Bcast(id.bytes.data(), static_cast<int>(id.bytes.size()), MPI_BYTE, 0, comm);
-  return Create(std::move(group), options, id, device);
-}
-#endif
-
 NcclCommunicator::NcclCommunicator(ProcessGroup group, CollectiveOptions options,
                                    std::unique_ptr<State> state)
     : Communicator(std::move(group), options), state_(std::move(state)) {}

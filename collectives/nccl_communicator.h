@@ -8,18 +8,14 @@
 // Device tensors are read and written in the order of the device's compute stream
 // (gpu::Stream) as it stood when the collective was issued: the call records an event there and
 // NCCL's stream waits for it, so kernels queued after the call overlap with the collective.
-// Built only when CUDA and NCCL are found; the NCCL unique id comes from rank 0 through MPI
-// (CreateWithMpi) or from the caller (NewUniqueId + Create).
+// Built only when CUDA and NCCL are found; the NCCL unique id comes from the caller
+// (NewUniqueId + Create), or from rank 0 through MPI (collectives/mpi/nccl_mpi.h).
 #pragma once
 
 #include <array>
 #include <memory>
 
 #include "collectives/communicator.h"
-#include "troupe/build_info.h"
-#if TROUPE_HAVE_MPI
-#include <mpi.h>
-#endif
 
 namespace troupe {
 
@@ -36,12 +32,6 @@ class NcclCommunicator : public Communicator {
   static Result<std::unique_ptr<NcclCommunicator>> Create(ProcessGroup group,
                                                           CollectiveOptions options,
                                                           const NcclId& id, int device = -1);
-#if TROUPE_HAVE_MPI
-  // Rank 0 makes the id and broadcasts it over `comm`.
-  static Result<std::unique_ptr<NcclCommunicator>> CreateWithMpi(ProcessGroup group,
-                                                                 CollectiveOptions options,
-                                                                 MPI_Comm comm, int device = -1);
-#endif
   // Number of CUDA devices, or an error (no driver/GPU: tests skip on it).
   static Result<int> DeviceCount();
 

@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "collectives/gradient_bucketer.h"
-#include "collectives/mpi_bootstrap.h"
-#include "collectives/mpi_factory.h"
+#include "collectives/mpi/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_factory.h"
 #include "collectives/shm_communicator.h"
 #include "tests/collectives/collective_testing.h"
 

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "collectives/communicator.h"
-#include "collectives/mpi_channel.h"
+#include "collectives/mpi/mpi_channel.h"
 
 namespace troupe {
 

@@ -1,4 +1,4 @@
-#include "collectives/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_bootstrap.h"
 
 #include <sched.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/mpi_channel.h"
+#include "collectives/mpi/mpi_channel.h"
 #include "collectives/process_group.h"
 #include "collectives/reduce_plan.h"
 

@@ -1,4 +1,4 @@
-#include "collectives/mpi_collectives.h"
+#include "collectives/mpi/mpi_collectives.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "collectives/in_process_communicator.h"
-#include "collectives/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_bootstrap.h"
 #include "core/dtype_traits.h"
 
 namespace troupe {

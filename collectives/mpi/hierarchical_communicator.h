@@ -18,8 +18,8 @@
 #include <memory>
 #include <string>
 
-#include "collectives/mpi_channel.h"
-#include "collectives/mpi_communicator.h"
+#include "collectives/mpi/mpi_channel.h"
+#include "collectives/mpi/mpi_communicator.h"
 #include "collectives/shm_collectives.h"
 
 namespace troupe {

@@ -1,4 +1,4 @@
-#include "collectives/mpi_channel.h"
+#include "collectives/mpi/mpi_channel.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <climits>
 #include <fstream>
 
-#include "collectives/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_bootstrap.h"
 #include "collectives/process_group.h"
 #include "collectives/shm_segment.h"
 

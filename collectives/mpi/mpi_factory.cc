@@ -1,12 +1,12 @@
-#include "collectives/mpi_factory.h"
+#include "collectives/mpi/mpi_factory.h"
 
-#include "collectives/hierarchical_communicator.h"
 #include "collectives/in_process_communicator.h"
-#include "collectives/mpi_communicator.h"
+#include "collectives/mpi/hierarchical_communicator.h"
+#include "collectives/mpi/mpi_communicator.h"
 #include "collectives/shm_communicator.h"
 #include "troupe/build_info.h"
 #if defined(TROUPE_COLLECTIVES_WITH_NCCL)
-#include "collectives/nccl_communicator.h"
+#include "collectives/mpi/nccl_mpi.h"
 #endif
 
 namespace troupe {
@@ -38,7 +38,7 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(std::string_view backen
   }
   if (name == "nccl") {
 #if defined(TROUPE_COLLECTIVES_WITH_NCCL)
-    return Up(NcclCommunicator::CreateWithMpi(std::move(group), options, comm));
+    return Up(CreateNcclCommunicatorWithMpi(std::move(group), options, comm));
 #else
     return UnimplementedError("backend 'nccl' was not built: no NCCL under the CUDA toolkit");
 #endif

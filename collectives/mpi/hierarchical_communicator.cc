@@ -1,12 +1,12 @@
-#include "collectives/hierarchical_communicator.h"
+#include "collectives/mpi/hierarchical_communicator.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "collectives/backend_plans.h"
-#include "collectives/mpi_bootstrap.h"
-#include "collectives/mpi_collectives.h"
+#include "collectives/mpi/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_collectives.h"
 
 namespace troupe {
 

@@ -1,11 +1,11 @@
-#include "collectives/mpi_communicator.h"
+#include "collectives/mpi/mpi_communicator.h"
 
 #include <numeric>
 
 #include "collectives/backend_plans.h"
 #include "collectives/in_process_communicator.h"
-#include "collectives/mpi_bootstrap.h"
-#include "collectives/mpi_collectives.h"
+#include "collectives/mpi/mpi_bootstrap.h"
+#include "collectives/mpi/mpi_collectives.h"
 
 namespace troupe {
 namespace {
