@@ -192,6 +192,14 @@ Status HonourAssignment(Trainer::Parts& p) {
       std::vector<int64_t>(state.data<int64_t>(), state.data<int64_t>() + state.num_elements())) {
     return refuse("its job generator state is not the one this run dir holds");
   }
+  const input::InputContext built = InputContextOf(p);
+  if (a.input_pipeline_id != built.input_pipeline_id ||
+      a.num_input_pipelines != built.num_input_pipelines) {
+    return refuse("input pipeline " + std::to_string(a.input_pipeline_id) + " of " +
+                  std::to_string(a.num_input_pipelines) + ", but this process reads pipeline " +
+                  std::to_string(built.input_pipeline_id) + " of " +
+                  std::to_string(built.num_input_pipelines));
+  }
   if (a.shard_policy != p.config.auto_shard) {
     return refuse("shard policy " + a.shard_policy + ", the config says " + p.config.auto_shard);
   }

@@ -1,7 +1,7 @@
 // Launch environment detection: which rank this process is, how many there are, its rank on
-// the host, and where the coordinator listens. Precedence: flags > MPI/PMIx (mpirun,
-// srun --mpi=pmix) > Slurm > single process. Under mpirun inside a Slurm job every rank
-// inherits SLURM_PROCID=0, so MPI's variables always win over Slurm's.
+// the host (collectives/launcher.h reads the launcher's variables), and where the
+// coordinator listens. Precedence: flags > MPI/PMIx (mpirun, srun --mpi=pmix) > Slurm >
+// single process.
 #pragma once
 
 #include <functional>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/launcher.h"
 #include "core/result.h"
 
 namespace troupe::launch {
@@ -32,9 +33,8 @@ struct LaunchEnvironment {
   bool under_mpi = false;            // MPI can be initialised (mpirun or srun --mpi=pmix)
 };
 
-// Reads variables through `getenv` (tests pass a map).
-using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
-EnvLookup ProcessEnv();
+using ::troupe::EnvLookup;
+using ::troupe::ProcessEnv;
 
 // Fails with InvalidArgument when flags disagree with the launcher's variables, naming both.
 Result<LaunchEnvironment> DetectEnvironment(const LaunchFlags& flags,
