@@ -1,12 +1,14 @@
 // GPU array ops: the views Identity, Reshape, ExpandDims, Squeeze (the CPU kernels themselves:
 // they only re-wrap the input buffer and never touch data), Cast, Fill, ZerosLike, OnesLike,
-// AddN and Transpose. Shape is left CPU-only (its output is host metadata), and so is
-// BroadcastGradientArgs (small int shape vectors; a GPU copy would need a sync).
+// AddN, Transpose, and Shape (made on the host from the input's metadata and copied over: a
+// few bytes, for the random ops of layers like Dropout, which read it back on the host).
+// BroadcastGradientArgs stays CPU-only (small int shape vectors; a GPU copy would need a sync).
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "core/gpu.h"
 #include "kernels/cuda/ew_common.h"
 #include "kernels/cuda/ew_launch.h"
 #include "kernels/cuda/ew_transpose.h"
@@ -227,6 +229,20 @@ void RegisterGpuArrayKernels(OpRegistry& r) {
   using namespace gpu_ew;  // NOLINT
   // Views: the CPU kernels forward the input's buffer with a new shape (device-agnostic).
   for (const char* op : {"Identity", "Reshape", "ExpandDims", "Squeeze"}) ReuseCpuKernel(r, op);
+
+  ShapeFn shape = ShapeFnOf(r, "Shape");
+  RegisterGpu(r, "Shape", [shape](KernelContext& ctx) -> Status {
+    TROUPE_ASSIGN_OR_RETURN(SpecList out, OutputSpecs(shape, ctx));
+    const Tensor& x = ctx.input(0);
+    std::vector<int64_t> dims(static_cast<size_t>(x.rank()));
+    for (int d = 0; d < x.rank(); ++d) dims[static_cast<size_t>(d)] = x.dim(d);
+    Tensor host = out[0].dtype == DType::kInt64
+                      ? Tensor::FromVector<int64_t>(dims)
+                      : Tensor::FromVector<int32_t>(std::vector<int32_t>(dims.begin(), dims.end()));
+    TROUPE_ASSIGN_OR_RETURN(Tensor on_device, gpu::CopyTo(host, ctx.device()));
+    ctx.SetOutput(0, std::move(on_device));
+    return Status::OK();
+  });
 
   ShapeFn cast = ShapeFnOf(r, "Cast");
   RegisterGpu(r, "Cast", [cast](KernelContext& ctx) -> Status {

@@ -13,6 +13,7 @@
 #include "kernels/cuda/random_launch.h"
 #include "kernels/op_registry.h"
 #include "kernels/random/philox.h"
+#include "kernels/random/stateless.h"
 #include "kernels/random/xla_cpu_math.h"
 #include "kernels/random/xla_threefry.h"
 
@@ -278,6 +279,24 @@ void RegisterGpuV2(OpRegistry& r, Distribution dist) {
   });
 }
 
+// seed -> (key, counter): a few words, computed on the host (TF keeps the seed in host
+// memory) and handed to the device like any GPU kernel's outputs.
+void RegisterGpuGetKeyCounter(OpRegistry& r) {
+  (void)r.RegisterKernel(
+      "StatelessRandomGetKeyCounter", Device::Type::kGpu, [](KernelContext& ctx) -> Status {
+        TROUPE_ASSIGN_OR_RETURN(Tensor seed, OnHostTensor(ctx.input(0)));
+        TROUPE_ASSIGN_OR_RETURN(KeyCounter kc,
+                                random::SeedToKeyCounter(seed, random::RngAlgorithm::kAutoSelect));
+        Tensor key = Tensor::FromVector<uint64_t>({kc.key});
+        Tensor ctr = Tensor::FromVector<uint64_t>({kc.counter[0], kc.counter[1]});
+        TROUPE_ASSIGN_OR_RETURN(Tensor dkey, gpu::CopyTo(key, ctx.device()));
+        TROUPE_ASSIGN_OR_RETURN(Tensor dctr, gpu::CopyTo(ctr, ctx.device()));
+        ctx.SetOutput(0, std::move(dkey));
+        ctx.SetOutput(1, std::move(dctr));
+        return Status::OK();
+      });
+}
+
 }  // namespace
 
 void RegisterGpuRandomKernels(OpRegistry& registry) {
@@ -286,6 +305,7 @@ void RegisterGpuRandomKernels(OpRegistry& registry) {
         Distribution::kUniformInt, Distribution::kUniformFullInt}) {
     RegisterGpuV2(registry, d);
   }
+  RegisterGpuGetKeyCounter(registry);
 }
 
 }  // namespace troupe

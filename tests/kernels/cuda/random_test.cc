@@ -323,6 +323,20 @@ const Distribution kAllDists[] = {Distribution::kUniform, Distribution::kNormal,
                                   Distribution::kTruncatedNormal, Distribution::kUniformInt,
                                   Distribution::kUniformFullInt};
 
+// What Dropout runs in a replica's step on a GPU: the step seed (+ [0, k] for later draws),
+// then the seed's key and counter, then the uniform draw.
+TEST(GpuRandomTest, DropoutSeedOpsBitEqualToCpu) {
+  TROUPE_SKIP_WITHOUT_GPU();
+  EnsureRandomOps();
+  gpu_testing::ExpectBitEqual("Shape", {Tensor::FromVector<float>({1, 2, 3, 4, 5, 6})});
+  for (auto seed : {std::vector<int32_t>{7, -3}, std::vector<int32_t>{-2147483647, 2147483647}}) {
+    gpu_testing::ExpectBitEqual("StatelessRandomGetKeyCounter",
+                                {Tensor::FromVector<int32_t>(seed)});
+    gpu_testing::ExpectBitEqual(
+        "AddV2", {Tensor::FromVector<int32_t>(seed), Tensor::FromVector<int32_t>({0, 3})});
+  }
+}
+
 TEST(GpuRandomTest, PhiloxOpsBitEqualToCpu) {
   TROUPE_SKIP_WITHOUT_GPU();
   for (Distribution d : kAllDists) {
