@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -91,7 +92,8 @@ EventWriter::~EventWriter() {
   if (writer_) (void)writer_->Close();
 }
 
-Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir) {
+Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir,
+                                                         const std::string& run_name) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -102,8 +104,11 @@ Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir)
   ::gethostname(host, sizeof(host) - 1);
   double now = Now();
   // TF's naming; the pid keeps two files of one second apart.
+  std::string suffix;
+  for (char c : run_name) suffix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   std::string path = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) +
-                     "." + host + "." + std::to_string(::getpid()) + ".v2";
+                     "." + host + "." + std::to_string(::getpid()) +
+                     (suffix.empty() ? "" : "." + suffix) + ".v2";
   TROUPE_ASSIGN_OR_RETURN(auto writer, input::TFRecordWriter::Open(path));
   TROUPE_RETURN_IF_ERROR(writer->WriteRecord(EncodeFileVersionEvent(now)));
   TROUPE_RETURN_IF_ERROR(writer->Flush());

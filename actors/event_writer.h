@@ -18,8 +18,10 @@ namespace troupe::actors {
 
 class EventWriter {
  public:
-  // Creates the directory if needed and a new event file in it.
-  static Result<std::unique_ptr<EventWriter>> Create(const std::string& dir);
+  // Creates the directory if needed and a new event file in it; a `run_name` (job.name) ends
+  // the file name, as tf.summary's filename_suffix does.
+  static Result<std::unique_ptr<EventWriter>> Create(const std::string& dir,
+                                                     const std::string& run_name = "");
   ~EventWriter();
 
   Status AddScalar(const std::string& tag, double value, int64_t step);

@@ -191,6 +191,8 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
   s->optimizer_name_ =
       std::make_unique<ckpt::VariableTrackable>("optimizer", Tensor::Scalar(job.optimizer));
   s->job_.Track("optimizer", s->optimizer_name_.get());
+  s->job_name_ = std::make_unique<ckpt::VariableTrackable>("name", Tensor::Scalar(job.name));
+  s->job_.Track("name", s->job_name_.get());
 
   s->root_.Track("model", s->model_.get());
   s->root_.Track("optimizer", s->optimizer_.get());
@@ -212,7 +214,8 @@ void TrainState::SetProgress(int64_t step, int64_t epoch) {
 JobShape TrainState::job() const {
   return JobShape{
       total_replicas_->value().scalar<int64_t>(), global_batch_->value().scalar<int64_t>(),
-      model_name_->value().scalar<std::string>(), optimizer_name_->value().scalar<std::string>()};
+      model_name_->value().scalar<std::string>(), optimizer_name_->value().scalar<std::string>(),
+      job_name_->value().scalar<std::string>()};
 }
 
 }  // namespace troupe::actors

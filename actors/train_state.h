@@ -44,6 +44,7 @@ struct JobShape {
   int64_t global_batch_size = 1;
   std::string model;
   std::string optimizer;  // a checkpoint without it (older) reads back as the config's
+  std::string name;       // job.name, recorded with the checkpoint
 };
 
 class TrainState {
@@ -80,7 +81,7 @@ class TrainState {
   std::unique_ptr<ckpt::VariableTrackable> step_, epoch_;
   ckpt::TrackableObject job_;
   std::unique_ptr<ckpt::VariableTrackable> total_replicas_, global_batch_, model_name_,
-      optimizer_name_;
+      optimizer_name_, job_name_;
   IteratorStateTrackable iterator_;
 };
 

@@ -140,7 +140,8 @@ Status RestoreRunDir(Trainer::Parts& p) {
                           ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
-  JobShape shape{p.total_replicas, p.config.global_batch_size, p.config.model, p.config.optimizer};
+  JobShape shape{p.total_replicas, p.config.global_batch_size, p.config.model, p.config.optimizer,
+                 p.config.name};
   TROUPE_ASSIGN_OR_RETURN(p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
                                                       p.job_generator->state(), shape));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
@@ -251,7 +252,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
   if (config.max_steps > 0) p->total_steps = std::min(p->total_steps, config.max_steps);
   p->per_replica_batch = config.global_batch_size / p->total_replicas;
   if (p->chief) {
-    TROUPE_ASSIGN_OR_RETURN(p->events, EventWriter::Create(config.run_dir + "/events"));
+    TROUPE_ASSIGN_OR_RETURN(p->events,
+                            EventWriter::Create(config.run_dir + "/events", config.name));
   }
   TROUPE_RETURN_IF_ERROR(CreateGradientReduction(*p));
   p->replica_pool = std::make_unique<ThreadPool>(std::max(1, p->local_replicas - 1), "replicas");

@@ -85,7 +85,8 @@ std::vector<ConfigKey> BuildSchema() {
   const std::string adam_only = "SGD does not use it";
   return {
       String("job.name", &C::name, {},
-             "Name of the run: the start-up line and <run_dir>/config.toml."),
+             "Name of the run: the start-up line, TensorBoard file names, checkpoints and "
+             "<run_dir>/config.toml."),
       Int("job.seed", &C::seed, -kInf,
           "Seeds the initial weights, the shuffle order and the job's random generator."),
       String("job.run_dir", &C::run_dir, {},

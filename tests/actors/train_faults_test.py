@@ -132,7 +132,12 @@ assert sorted(os.listdir(os.path.join(d, "checkpoints"))) == before
 # 7. The end of a run: completed (steps, this run's share, time, speed, test metrics) with
 #    exit 0; stopped by SIGINT with exit 75 and no made-up metrics.
 d = os.path.join(base, "summary")
-p = train(d, 30, 2)
+p = train(d, 30, 2, extra=["job.name=fashion run"])
+assert "job 'fashion run': model lenet5" in p.stdout, p.stdout  # the start-up line
+assert any(".fashion_run." in f for f in os.listdir(os.path.join(d, "events"))), os.listdir(d)
+r = subprocess.run([BIN, "ckpt", "ls", os.path.join(d, "checkpoints")], capture_output=True,
+                   text=True)
+assert "job/name" in r.stdout, r.stdout
 assert re.search(r"done: 30 steps \(30 in this run, [0-9.]+ s, [0-9]+ examples/s\), test loss "
                  r"[0-9.]+, test accuracy [0-9.]+, last checkpoint .*ckpt-30", p.stdout), p.stdout
 cmd = [BIN, "train", CONFIG] + settings(os.path.join(base, "int"), 100000, 2,
