@@ -50,7 +50,9 @@ struct TrainSummary {
   double examples_per_sec = 0;  // mean over this run's steps
   int64_t skipped_steps = 0;    // updates skipped as non-finite (train.skip_nonfinite)
   std::string last_checkpoint;
-  bool stopped_by_signal = false;  // SIGTERM/SIGINT: checkpoint written, a rerun resumes
+  // Stopped early (SIGTERM/SIGINT on some rank, or the coordinator's order): checkpoint
+  // written, a rerun resumes.
+  bool stopped_by_signal = false;
 };
 
 // One step's metrics, summed over every replica of the job.

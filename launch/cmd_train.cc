@@ -61,8 +61,8 @@ void PrintEndOfRun(const actors::TrainSummary& s) {
   }
   if (s.stopped_by_signal) {
     std::printf(
-        "stopped at step %lld by a signal; checkpoint written (%s); run the same command to "
-        "resume (exit code %d)%s\n",
+        "stopped at step %lld (SIGTERM/SIGINT, or the coordinator stopped the job); checkpoint "
+        "written (%s); run the same command to resume (exit code %d)%s\n",
         static_cast<long long>(s.steps), s.last_checkpoint.c_str(), kExitStopped, skipped.c_str());
   } else if (!s.test_accuracy) {
     std::printf("done: %lld steps, nothing left to train, last checkpoint %s\n",
