@@ -1,11 +1,12 @@
 // Trainer: one process's part of a training job. Setup builds the communicator and its
 // replicas' traced step functions, restores the run dir's latest valid checkpoint, then joins
 // the control plane (hosting the coordinator on rank 0, which hashes the restored job
-// generator into per-replica keys) and checks it can do what it was assigned; RunStep reads the
-// next global batch, gives replica g rows [g*b, (g+1)*b), allreduces gradients through collectives/
-// in global-replica-id order and applies identical optimizer steps; Evaluate scores the test split;
-// Save has the process holding replica 0 write a checkpoint; Run loops to the end with progress
-// lines, TensorBoard scalars, checkpoints every K steps and an evaluation every epoch.
+// generator into per-replica keys) and checks it can do what it was assigned. RunStep reads
+// the next global batch, gives replica g rows [g*b, (g+1)*b), allreduces gradients through
+// collectives/ in global-replica-id order and applies identical optimizer steps. Evaluate
+// scores the test split; Save has the process holding replica 0 write a checkpoint; Run loops
+// to the end with progress lines, TensorBoard scalars, checkpoints every K steps and an
+// evaluation every epoch.
 //
 // The input order depends only on the seed and the global batch, and every sum on the replica
 // ids, so 1x4, 2x2 and 4x1 layouts produce bit-identical checkpoints. A non-finite loss or

@@ -43,7 +43,8 @@ struct Trainer::Parts {
   Assignment assignment;
   std::vector<int64_t> replica_keys;  // per local replica, from the coordinator
 
-  std::optional<random::Generator> job_generator;  // set by Setup, replaced by Resume
+  // From the seed, replaced by the restored checkpoint's; its unhashed state is checkpointed.
+  std::optional<random::Generator> job_generator;
   std::unique_ptr<ModelReplicas> replicas;
   std::unique_ptr<TrainState> state;
   std::unique_ptr<ckpt::CheckpointManager> manager;
