@@ -11,8 +11,8 @@ namespace {
 
 // The metrics between two progress lines.
 struct Window {
-  double loss = 0, correct = 0;
-  int64_t examples = 0;
+  double loss = 0, correct = 0, wait_s = 0;
+  int64_t examples = 0, steps = 0;
 };
 
 void PrintStartup(const Trainer::Parts& p) {
@@ -51,7 +51,7 @@ Result<TrainSummary> Trainer::Run() {
   summary.first_step = p.step;
   ProgressLine progress(p.total_steps, p.config.epochs, p.step);
   Window window;
-  double run_examples = 0;
+  double run_examples = 0, run_wait_s = 0;
   int64_t last_saved = p.resumed_from.empty() ? -1 : p.step;
   const auto loop_start = std::chrono::steady_clock::now();
   while (p.step < p.total_steps) {
@@ -60,7 +60,10 @@ Result<TrainSummary> Trainer::Run() {
     window.loss += m.loss_sum;
     window.correct += m.correct;
     window.examples += static_cast<int64_t>(m.examples);
+    window.wait_s += m.allreduce_wait_s;
+    ++window.steps;
     run_examples += m.examples;
+    run_wait_s += m.allreduce_wait_s;
     if (m.skipped) {
       ++summary.skipped_steps;
       if (p.chief) {
@@ -77,6 +80,8 @@ Result<TrainSummary> Trainer::Run() {
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("loss", loss, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("accuracy", acc, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("examples_per_sec", rate, step));
+      TROUPE_RETURN_IF_ERROR(p.events->AddScalar(
+          "allreduce_wait_ms", 1000 * window.wait_s / std::max<int64_t>(1, window.steps), step));
       window = Window{};
     }
     if (m.stop ||
@@ -111,6 +116,8 @@ Result<TrainSummary> Trainer::Run() {
   summary.steps = p.step;
   summary.epochs = p.step / p.steps_per_epoch;
   summary.examples_per_sec = loop_s > 0 ? run_examples / loop_s : 0;
+  const int64_t trained = p.step - summary.first_step;
+  summary.allreduce_wait_ms = trained > 0 ? 1000 * run_wait_s / static_cast<double>(trained) : 0;
   summary.last_checkpoint = p.manager->latest_checkpoint().value_or("");
   JobOutcome outcome = p.plane->Finish(Status::OK());
   TROUPE_RETURN_IF_ERROR(outcome.status);

@@ -89,10 +89,16 @@ Result<StepMetrics> Trainer::RunStep() {
   for (const Status& s : errors) {
     if (!s.ok()) return p.JobFailed(s.WithContext("step " + std::to_string(p.step)));
   }
+  double wait_s = 0;
   if (p.reduce) {
+    // What the step still waits for once every replica's backward pass is done: the buckets
+    // whose allreduce did not finish while backward ran.
+    const auto backward_done = std::chrono::steady_clock::now();
     Status reduced = p.bucketer->Finish().WithContext(p.nccl ? "gradient allreduce (nccl)"
                                                              : "gradient allreduce");
     if (!reduced.ok()) return p.JobFailed(reduced);
+    wait_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - backward_done).count();
   }
   // One flag in the metrics sum makes every rank stop at the same step on SIGTERM.
   const bool stop_here =
@@ -100,7 +106,7 @@ Result<StepMetrics> Trainer::RunStep() {
   local[0][3] = stop_here ? 1 : 0;
   Result<std::array<double, 4>> summed = p.SumMetrics(local);
   if (!summed.ok()) return p.JobFailed(summed.status());
-  StepMetrics m{(*summed)[0], (*summed)[1], (*summed)[2], (*summed)[3] > 0, false};
+  StepMetrics m{(*summed)[0], (*summed)[1], (*summed)[2], (*summed)[3] > 0, false, wait_s};
   // The summed loss and the reduced gradients are the same on every rank, so every rank
   // takes the same decision.
   if (!std::isfinite(m.loss_sum) || !GradientsFinite(grads[0])) {

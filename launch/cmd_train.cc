@@ -69,10 +69,10 @@ void PrintEndOfRun(const actors::TrainSummary& s) {
                 static_cast<long long>(s.steps), s.last_checkpoint.c_str());
   } else {
     std::printf(
-        "done: %lld steps (%lld in this run, %.1f s, %.0f examples/s), test loss %.4f, test "
-        "accuracy %.4f%s, last checkpoint %s\n",
-        static_cast<long long>(s.steps), trained, s.wall_s, s.examples_per_sec, *s.test_loss,
-        *s.test_accuracy, skipped.c_str(), s.last_checkpoint.c_str());
+        "done: %lld steps (%lld in this run, %.1f s, %.0f examples/s, allreduce wait %.3f "
+        "ms/step), test loss %.4f, test accuracy %.4f%s, last checkpoint %s\n",
+        static_cast<long long>(s.steps), trained, s.wall_s, s.examples_per_sec, s.allreduce_wait_ms,
+        *s.test_loss, *s.test_accuracy, skipped.c_str(), s.last_checkpoint.c_str());
   }
   std::fflush(stdout);
 }

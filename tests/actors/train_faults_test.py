@@ -138,7 +138,8 @@ assert any(".fashion_run." in f for f in os.listdir(os.path.join(d, "events"))),
 r = subprocess.run([BIN, "ckpt", "ls", os.path.join(d, "checkpoints")], capture_output=True,
                    text=True)
 assert "job/name" in r.stdout, r.stdout
-assert re.search(r"done: 30 steps \(30 in this run, [0-9.]+ s, [0-9]+ examples/s\), test loss "
+assert re.search(r"done: 30 steps \(30 in this run, [0-9.]+ s, [0-9]+ examples/s, allreduce "
+                 r"wait [0-9.]+ ms/step\), test loss "
                  r"[0-9.]+, test accuracy [0-9.]+, last checkpoint .*ckpt-30", p.stdout), p.stdout
 cmd = [BIN, "train", CONFIG] + settings(os.path.join(base, "int"), 100000, 2,
                                         ["checkpoint.every_steps=0"])
