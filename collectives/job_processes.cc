@@ -23,26 +23,20 @@
 namespace troupe {
 namespace {
 
-template <typename T>
-Result<std::unique_ptr<Communicator>> Up(Result<std::unique_ptr<T>> r) {
-  if (!r.ok()) return r.status();
-  return std::unique_ptr<Communicator>(std::move(*r));
-}
-
 Result<std::unique_ptr<Communicator>> Nccl(const ProcessGroup& group,
                                            const CollectiveOptions& options, Device device,
                                            bool over_mpi) {
 #if TROUPE_COLLECTIVES_WITH_NCCL
   if (over_mpi) {
 #if TROUPE_HAVE_MPI
-    return Up(CreateNcclCommunicatorWithMpi(group, options, MPI_COMM_WORLD, device.index));
+    return CreateNcclCommunicatorWithMpi(group, options, MPI_COMM_WORLD, device.index);
 #else
     return FailedPreconditionError("collectives.backend = \"nccl\" across processes needs MPI");
 #endif
   }
   // One process: the unique id needs no exchange.
   TROUPE_ASSIGN_OR_RETURN(NcclId id, NcclCommunicator::NewUniqueId());
-  return Up(NcclCommunicator::Create(group, options, id, device.index));
+  return NcclCommunicator::Create(group, options, id, device.index);
 #else
   (void)group, (void)options, (void)device, (void)over_mpi;
   return FailedPreconditionError(
@@ -138,7 +132,7 @@ Result<std::unique_ptr<Communicator>> JobProcesses::CreateCommunicator(
   if (backend != "auto") {
     return InvalidArgumentError("collectives.backend: unknown '" + backend + "'; use auto or nccl");
   }
-  if (world_size_ == 1) return Up(InProcessCommunicator::Create(group, options));
+  if (world_size_ == 1) return InProcessCommunicator::Create(group, options);
 #if TROUPE_HAVE_MPI
   return ::troupe::CreateCommunicator("auto", group, options, MPI_COMM_WORLD, job_token);
 #else

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cassert>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -20,6 +21,13 @@ class [[nodiscard]] Result {
       std::get<1>(data_) = InternalError("Result constructed from an OK Status");
     }
   }
+
+  // A Result of a type T can be made from (a unique_ptr<Derived> for a unique_ptr<Base>, say).
+  template <typename U>
+  requires(!std::is_same_v<U, T> && std::is_convertible_v<U&&, T>)
+      Result(Result<U>&& other)  // NOLINT: implicit, like the value it holds
+      : data_(other.ok() ? std::variant<T, Status>(std::in_place_index<0>, std::move(*other))
+                         : std::variant<T, Status>(std::in_place_index<1>, other.status())) {}
 
   bool ok() const { return data_.index() == 0; }
   Status status() const { return ok() ? Status::OK() : std::get<1>(data_); }

@@ -10,15 +10,6 @@
 #endif
 
 namespace troupe {
-namespace {
-
-template <typename T>
-Result<std::unique_ptr<Communicator>> Up(Result<std::unique_ptr<T>> r) {
-  if (!r.ok()) return r.status();
-  return std::unique_ptr<Communicator>(std::move(*r));
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Communicator>> CreateCommunicator(std::string_view backend,
                                                          ProcessGroup group,
@@ -30,15 +21,15 @@ Result<std::unique_ptr<Communicator>> CreateCommunicator(std::string_view backen
     name = group.world_size == 1 ? "in-process" : group.num_hosts() == 1 ? "shm" : "hierarchical";
   }
   const std::string segment = "/troupe-" + job_token;
-  if (name == "in-process") return Up(InProcessCommunicator::Create(std::move(group), options));
-  if (name == "shm") return Up(ShmCommunicator::Create(std::move(group), options, segment));
-  if (name == "mpi") return Up(MpiCommunicator::Create(std::move(group), options, comm));
+  if (name == "in-process") return InProcessCommunicator::Create(std::move(group), options);
+  if (name == "shm") return ShmCommunicator::Create(std::move(group), options, segment);
+  if (name == "mpi") return MpiCommunicator::Create(std::move(group), options, comm);
   if (name == "hierarchical") {
-    return Up(HierarchicalCommunicator::Create(std::move(group), options, comm, segment));
+    return HierarchicalCommunicator::Create(std::move(group), options, comm, segment);
   }
   if (name == "nccl") {
 #if defined(TROUPE_COLLECTIVES_WITH_NCCL)
-    return Up(CreateNcclCommunicatorWithMpi(std::move(group), options, comm));
+    return CreateNcclCommunicatorWithMpi(std::move(group), options, comm);
 #else
     return UnimplementedError("backend 'nccl' was not built: no NCCL under the CUDA toolkit");
 #endif

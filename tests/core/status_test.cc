@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/result.h"
 
 namespace troupe {
@@ -41,6 +43,26 @@ TEST(ResultTest, PropagatesErrors) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(), "odd: 3");
   EXPECT_EQ(r.value_or(-1), -1);
+}
+
+struct Base {
+  virtual ~Base() = default;
+  virtual int Id() const { return 0; }
+};
+struct Derived : Base {
+  int Id() const override { return 7; }
+};
+
+TEST(ResultTest, ConvertsToAResultOfABaseClassPointer) {
+  Result<std::unique_ptr<Base>> made =
+      Result<std::unique_ptr<Derived>>(std::make_unique<Derived>());
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ((*made)->Id(), 7);
+  Result<std::unique_ptr<Base>> failed =
+      Result<std::unique_ptr<Derived>>(NotFoundError("no such backend"));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(failed.status().message(), "no such backend");
 }
 
 }  // namespace
