@@ -1,8 +1,8 @@
 #include "input/data_source.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
+
+#include "core/named_registry.h"
 
 namespace troupe::input {
 namespace {
@@ -36,17 +36,12 @@ Result<SourceData> FashionMnist(const DataSourceSpec& spec, DataSplit split, con
   return SourceData{std::move(ds), FashionMnistToModel, TensorShape{28, 28, 1}};
 }
 
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, DataSourceFn> sources;
-};
-
 // Built-ins are registered here rather than by static initializers, which a static library
 // would drop when nothing references them.
-Registry& TheRegistry() {
-  static Registry* registry = [] {
-    auto* r = new Registry();
-    r->sources["fashion_mnist"] = FashionMnist;
+NamedRegistry<DataSourceFn>& TheRegistry() {
+  static auto* registry = [] {
+    auto* r = new NamedRegistry<DataSourceFn>("source", "data.source");
+    (void)r->Register("fashion_mnist", FashionMnist);
     return r;
   }();
   return *registry;
@@ -55,41 +50,17 @@ Registry& TheRegistry() {
 }  // namespace
 
 Status RegisterDataSource(const std::string& name, DataSourceFn fn) {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  if (!r.sources.emplace(name, std::move(fn)).second) {
-    return AlreadyExistsError("data source '" + name + "' is already registered");
-  }
-  return Status::OK();
+  return TheRegistry().Register(name, std::move(fn));
 }
 
 Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
                                   const InputContext& context) {
-  DataSourceFn fn;
-  {
-    Registry& r = TheRegistry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.sources.find(spec.source);
-    if (it != r.sources.end()) fn = it->second;
-  }
-  if (!fn) {
-    std::string names;
-    for (const std::string& n : RegisteredDataSourceNames()) {
-      names += (names.empty() ? "" : ", ") + n;
-    }
-    return NotFoundError("data.source: unknown source '" + spec.source + "'; registered: " + names);
-  }
+  TROUPE_ASSIGN_OR_RETURN(DataSourceFn fn, TheRegistry().Find(spec.source));
   TROUPE_RETURN_IF_ERROR(context.Validate());
   return fn(spec, split, context);
 }
 
-std::vector<std::string> RegisteredDataSourceNames() {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::vector<std::string> names;
-  for (const auto& [name, fn] : r.sources) names.push_back(name);
-  return names;
-}
+std::vector<std::string> RegisteredDataSourceNames() { return TheRegistry().Names(); }
 
 std::pair<int64_t, int64_t> ReplicaRows(int64_t n, int replicas, int replica) {
   const int64_t base = n / replicas;
