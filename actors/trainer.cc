@@ -124,17 +124,11 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   return Status::OK();
 }
 
-// This process's input pipeline: one per process, reading the global stream (the
-// coordinator's FILE/DATA per-replica pipelines are refused until sources offer them).
-input::InputContext InputContextOf(const Trainer::Parts& p) {
-  return input::InputContext{p.launch.world_size, p.launch.rank, p.total_replicas};
-}
-
 // The model, optimizer and checkpoint state, restored from the newest checkpoint of the run
 // dir that reads back cleanly (nothing restored for a new run). A checkpoint written for
 // another model, global batch or optimizer is refused naming both.
 Status RestoreRunDir(Trainer::Parts& p) {
-  TROUPE_ASSIGN_OR_RETURN(JobInput input, TrainingInput(p.config, InputContextOf(p)));
+  TROUPE_ASSIGN_OR_RETURN(JobInput input, TrainingInput(p.config, p.InputContext()));
   p.train_input = std::make_unique<JobInput>(std::move(input));
   TROUPE_ASSIGN_OR_RETURN(p.replicas,
                           ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape));
@@ -193,7 +187,7 @@ Status HonourAssignment(Trainer::Parts& p) {
       std::vector<int64_t>(state.data<int64_t>(), state.data<int64_t>() + state.num_elements())) {
     return refuse("its job generator state is not the one this run dir holds");
   }
-  const input::InputContext built = InputContextOf(p);
+  const input::InputContext built = p.InputContext();
   if (a.input_pipeline_id != built.input_pipeline_id ||
       a.num_input_pipelines != built.num_input_pipelines) {
     return refuse("input pipeline " + std::to_string(a.input_pipeline_id) + " of " +
@@ -276,6 +270,10 @@ Status Trainer::Save() {
   TROUPE_ASSIGN_OR_RETURN(std::string path, p.manager->Save());
   p.plane->ReportCheckpoint(p.step, path);
   return Status::OK();
+}
+
+input::InputContext Trainer::Parts::InputContext() const {
+  return input::InputContext{launch.world_size, launch.rank, total_replicas};
 }
 
 Status Trainer::Parts::CheckFiniteState() const {

@@ -49,6 +49,7 @@ struct Trainer::Parts {
   std::unique_ptr<TrainState> state;
   std::unique_ptr<ckpt::CheckpointManager> manager;
   std::unique_ptr<JobInput> train_input;  // global batches; iterator walks them
+  std::unique_ptr<JobInput> eval_input;   // opened by the first Evaluate, read every epoch
   std::unique_ptr<input::Iterator> iterator;
   std::unique_ptr<EventWriter> events;
 
@@ -66,6 +67,9 @@ struct Trainer::Parts {
   int64_t per_replica_batch = 1;
   std::string resumed_from;
 
+  // This process's input pipeline: one per process, reading the global stream (the
+  // coordinator's FILE/DATA per-replica pipelines are refused until sources offer them).
+  input::InputContext InputContext() const;
   // Sums (loss, correct, count, stop) over every replica of the job, in replica-id order.
   Result<std::array<double, 4>> SumMetrics(const std::vector<std::array<double, 4>>& local);
   // A collective that failed because a peer died races the coordinator, whose verdict names

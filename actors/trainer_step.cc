@@ -129,10 +129,11 @@ Result<StepMetrics> Trainer::RunStep() {
 
 Result<std::pair<double, double>> Trainer::Evaluate() {
   Parts& p = *p_;
-  TROUPE_ASSIGN_OR_RETURN(
-      JobInput eval,
-      EvaluationInput(p.config,
-                      input::InputContext{p.launch.world_size, p.launch.rank, p.total_replicas}));
+  if (!p.eval_input) {
+    TROUPE_ASSIGN_OR_RETURN(JobInput eval, EvaluationInput(p.config, p.InputContext()));
+    p.eval_input = std::make_unique<JobInput>(std::move(eval));
+  }
+  const JobInput& eval = *p.eval_input;
   TROUPE_ASSIGN_OR_RETURN(auto it, eval.batches.MakeIterator());
   const int R = p.local_replicas;
   std::array<double, 3> total{0, 0, 0};
