@@ -48,7 +48,7 @@ Result<std::unique_ptr<Communicator>> Nccl(const ProcessGroup& group,
 }  // namespace
 
 Result<std::string> NewJobToken() {
-  unsigned char bytes[16];
+  unsigned char bytes[kJobTokenLength / 2];
   size_t got = 0;
   while (got < sizeof(bytes)) {
     const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);

@@ -5,6 +5,7 @@
 // is collective: all ranks make it, in the same order.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -50,7 +51,9 @@ class JobProcesses {
   bool owns_mpi_;
 };
 
-// A random job token drawn from the OS (Unavailable when no randomness can be read).
+// A random job token: kJobTokenLength hex digits from the OS's CSPRNG (getrandom);
+// Unavailable when no randomness can be read.
+inline constexpr size_t kJobTokenLength = 32;
 Result<std::string> NewJobToken();
 
 }  // namespace troupe

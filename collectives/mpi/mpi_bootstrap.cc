@@ -4,8 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <random>
 #include <vector>
+
+#include "collectives/job_processes.h"
 
 namespace troupe {
 
@@ -120,20 +121,27 @@ Result<ProcessGroup> ProcessGroupFromMpi(MPI_Comm comm, int replicas_per_rank,
 }
 
 Result<std::string> MakeJobToken(MPI_Comm comm, std::chrono::milliseconds timeout) {
-  char token[17] = {};
+  // 32 hex digits, or all zeros when rank 0 could not draw them (every rank then fails
+  // instead of waiting).
+  char token[kJobTokenLength] = {};
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
+  Status drawn;
   if (rank == 0) {
-    std::random_device rd;
-    std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
-                        static_cast<uint64_t>(getpid()));
-    snprintf(token, sizeof(token), "%016llx", static_cast<unsigned long long>(gen()));
+    Result<std::string> fresh = NewJobToken();
+    if (fresh.ok() && fresh->size() == sizeof(token)) {
+      std::copy(fresh->begin(), fresh->end(), token);
+    } else {
+      drawn = fresh.ok() ? InternalError("job token of unexpected length") : fresh.status();
+    }
   }
   MPI_Request req;
-  int rc = MPI_Ibcast(token, 16, MPI_CHAR, 0, comm, &req);
+  int rc = MPI_Ibcast(token, sizeof(token), MPI_CHAR, 0, comm, &req);
   if (rc != MPI_SUCCESS) return UnavailableError("MPI_Ibcast of job token: " + MpiErrorString(rc));
   TROUPE_RETURN_IF_ERROR(WaitMpiRequest(&req, DeadlineAfter(timeout), "MakeJobToken"));
-  return std::string(token, 16);
+  TROUPE_RETURN_IF_ERROR(drawn);
+  if (token[0] == '\0') return UnavailableError("rank 0 could not draw a job token");
+  return std::string(token, sizeof(token));
 }
 
 }  // namespace troupe

@@ -34,8 +34,8 @@ Result<ProcessGroup> ProcessGroupFromMpi(
     MPI_Comm comm, int replicas_per_rank, int ranks_per_fake_host = 0,
     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
-// A random token chosen by rank 0 and broadcast: "/troupe-<token>" names are then unique to
-// this job. Collective over `comm`.
+// NewJobToken drawn by rank 0 and broadcast: "/troupe-<token>" names are then unique to
+// this job. Collective over `comm`; every rank fails when rank 0 could not draw one.
 Result<std::string> MakeJobToken(MPI_Comm comm,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
