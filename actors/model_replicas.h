@@ -39,6 +39,9 @@ class ModelReplicas {
   ~ModelReplicas();
 
   nn::Model& model();
+  // What checkpoints record as the job's model: model.name, or "keras:<the Keras model's
+  // name>" for a model.keras file.
+  const std::string& model_label() const { return model_label_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
   const std::vector<Variable>& trainable() const { return trainable_; }
 
@@ -72,6 +75,7 @@ class ModelReplicas {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
   std::vector<Device> devices_;
+  std::string model_label_;
   Device variable_device_ = Device::Cpu();
   std::vector<std::unique_ptr<Function>> steps_;
   std::vector<std::unique_ptr<Function>> evals_;

@@ -15,6 +15,8 @@ struct TrainConfig {
   std::string run_dir = "runs/troupe";
   // [model]
   std::string model = "lenet5";
+  // A Keras model JSON / .keras file; when set it is the model and `model` is not used.
+  std::string model_keras;
   // [data]
   std::string data_source = "fashion_mnist";  // the only source so far
   std::string data_dir = "/usr/share/datasets/fashion-mnist";

@@ -154,7 +154,7 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
     }
     layers.push_back(std::move(layer));
   }
-  s->model_ = std::make_unique<ckpt::KerasModelLayout>(layers);
+  s->model_ = std::make_unique<ckpt::KerasModelLayout>(layers, model.keras_functional());
 
   // Keras: one list per slot kind, named by the optimizer.
   const std::vector<std::string> lists = optimizer.KerasSlotLists();

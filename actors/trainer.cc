@@ -134,8 +134,8 @@ Status RestoreRunDir(Trainer::Parts& p) {
                           ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
-  JobShape shape{p.total_replicas, p.config.global_batch_size, p.config.model, p.config.optimizer,
-                 p.config.name};
+  JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
+                 p.config.optimizer, p.config.name};
   TROUPE_ASSIGN_OR_RETURN(p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
                                                       p.job_generator->state(), shape));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));

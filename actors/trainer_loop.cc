@@ -25,11 +25,11 @@ void PrintStartup(const Trainer::Parts& p) {
   std::printf(
       "job '%s': model %s (%zu layers, %lld trainable parameters); data %s, %lld steps per epoch "
       "of global batch %lld; %d replica(s) in %d process(es) (rank 0: %s); collectives %s; %s\n",
-      p.config.name.c_str(), p.config.model.c_str(), p.replicas->model().Children().size(),
-      static_cast<long long>(parameters), p.config.data_source.c_str(),
-      static_cast<long long>(p.steps_per_epoch), static_cast<long long>(p.config.global_batch_size),
-      p.total_replicas, p.launch.world_size, devices.c_str(),
-      p.nccl ? "nccl" : p.comm->backend().c_str(),
+      p.config.name.c_str(), p.replicas->model_label().c_str(),
+      p.replicas->model().Children().size(), static_cast<long long>(parameters),
+      p.config.data_source.c_str(), static_cast<long long>(p.steps_per_epoch),
+      static_cast<long long>(p.config.global_batch_size), p.total_replicas, p.launch.world_size,
+      devices.c_str(), p.nccl ? "nccl" : p.comm->backend().c_str(),
       p.resumed_from.empty()
           ? "starting at step 0"
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +

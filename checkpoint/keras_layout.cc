@@ -1,20 +1,59 @@
 #include "checkpoint/keras_layout.h"
 
+#include <map>
 #include <memory>
+#include <string>
 
 namespace troupe::ckpt {
 
-KerasModelLayout::KerasModelLayout(const std::vector<KerasLayerWeights>& layers) {
-  auto functional = std::make_shared<TrackableObject>();
+namespace {
+
+// Tracks `weight` under `path` ("a/b/c": objects a and b, then the weight c), creating the
+// intermediate objects once.
+void TrackPath(TrackableObject* layer, std::map<std::string, TrackableObject*>* objects,
+               std::vector<std::shared_ptr<TrackableObject>>* owned, const std::string& path,
+               Trackable* weight) {
+  TrackableObject* parent = layer;
+  std::string prefix;
+  size_t start = 0;
+  for (size_t slash = path.find('/'); slash != std::string::npos;
+       start = slash + 1, slash = path.find('/', start)) {
+    const std::string part = path.substr(start, slash - start);
+    prefix += part + "/";
+    auto it = objects->find(prefix);
+    if (it == objects->end()) {
+      auto child = std::make_shared<TrackableObject>();
+      parent->Track(part, child.get());
+      it = objects->emplace(prefix, child.get()).first;
+      owned->push_back(std::move(child));
+    }
+    parent = it->second;
+  }
+  parent->Track(path.substr(start), weight);
+}
+
+}  // namespace
+
+KerasModelLayout::KerasModelLayout(const std::vector<KerasLayerWeights>& layers, bool functional) {
   auto operations = std::make_shared<TrackableList>();
   for (const KerasLayerWeights& layer : layers) {
     auto l = std::make_shared<TrackableObject>();
-    for (const auto& [name, weight] : layer.weights) l->Track(name, weight);
+    std::map<std::string, TrackableObject*> sublayers;
+    std::vector<std::shared_ptr<TrackableObject>> owned;
+    for (const auto& [path, weight] : layer.weights) {
+      TrackPath(l.get(), &sublayers, &owned, path, weight);
+    }
     operations->Append(l.get());
     owned_.push_back(std::move(l));
+    for (auto& o : owned) owned_.push_back(std::move(o));
   }
-  functional->Own("_operations", operations);
-  Own("_functional", functional);
+  if (functional) {
+    Own("_operations", operations);
+  } else {
+    auto root = std::make_shared<TrackableObject>();
+    root->Own("_operations", operations);
+    Own("_functional", root);
+  }
 }
 
 KerasOptimizerLayout::KerasOptimizerLayout(

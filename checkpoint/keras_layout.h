@@ -24,11 +24,12 @@ struct KerasLayerWeights {
   std::vector<std::pair<std::string, Trackable*>> weights;
 };
 
-// A keras.Sequential / Functional model: layers in Keras's `model.layers`-with-input order
-// (index 0 is the InputLayer for models built with keras.Input).
+// A keras.Sequential (model/_functional/_operations/k) or Functional (model/_operations/k)
+// model: layers in Keras's operation order (index 0 is the InputLayer). A weight's attribute
+// may be a path through sublayers ("_query_dense/_kernel" in MultiHeadAttention).
 class KerasModelLayout : public TrackableObject {
  public:
-  explicit KerasModelLayout(const std::vector<KerasLayerWeights>& layers);
+  explicit KerasModelLayout(const std::vector<KerasLayerWeights>& layers, bool functional = false);
 };
 
 // A keras.optimizers.Optimizer. `slots` lists the per-variable slot kinds in the order Keras

@@ -96,6 +96,9 @@ std::vector<ConfigKey> BuildSchema() {
                           "The model to train: one of the zoo's or one the program registered "
                           "(graph/models/registry.h)."),
                    models::RegisteredModelNames),
+      String("model.keras", &C::model_keras, {},
+             "A Keras 3 model to train instead of model.name: a .json file written by "
+             "model.to_json() or a .keras file (Sequential or Functional)."),
       WithRefusalHint(
           String("data.source", &C::data_source, {"fashion_mnist"},
                  "Where examples come from: fashion_mnist reads the IDX files in data.dir."),

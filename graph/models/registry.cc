@@ -1,6 +1,7 @@
 #include "graph/models/registry.h"
 
 #include "core/named_registry.h"
+#include "graph/keras/model_json.h"
 #include "graph/models/lenet.h"
 
 namespace troupe::models {
@@ -28,6 +29,11 @@ Status RegisterModel(const std::string& name, ModelFactory factory) {
 }
 
 Result<std::unique_ptr<nn::Model>> CreateModel(const ModelSpec& spec) {
+  if (!spec.keras.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<keras::KerasModel> model,
+                            keras::KerasModel::FromFile(spec.keras, spec.seed));
+    return std::unique_ptr<nn::Model>(std::move(model));
+  }
   TROUPE_ASSIGN_OR_RETURN(ModelFactory factory, TheRegistry().Find(spec.name));
   return factory(spec);
 }

@@ -19,6 +19,8 @@ namespace troupe::models {
 struct ModelSpec {
   std::string name;
   int64_t seed = 0;
+  // A Keras model JSON / .keras file: when set, CreateModel loads it instead of `name`.
+  std::string keras;
 };
 
 // A factory returns the model unbuilt; the caller builds it for its input shape.

@@ -1,5 +1,7 @@
 #include "graph/nn/model.h"
 
+#include "graph/nn/losses.h"
+
 namespace troupe::nn {
 
 Result<std::vector<KerasLayer>> Model::KerasLayers() const {
@@ -18,6 +20,10 @@ Result<std::vector<KerasLayer>> Model::KerasLayers() const {
     layers.push_back(std::move(layer));
   }
   return layers;
+}
+
+Value Model::Loss(const Value& labels, const Value& outputs) {
+  return SparseCategoricalCrossentropy(labels, outputs, /*from_logits=*/true);
 }
 
 }  // namespace troupe::nn

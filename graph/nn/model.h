@@ -34,6 +34,12 @@ class Model : public Module {
   // an optional bias ("_kernel", "bias": Keras' Dense and Conv2D). Unimplemented naming the
   // child when it holds anything else; models with other layers override this.
   virtual Result<std::vector<KerasLayer>> KerasLayers() const;
+  // True when the Keras twin is a Functional model (its layers sit at model/_operations/k in a
+  // checkpoint), false for a Sequential one (model/_functional/_operations/k).
+  virtual bool keras_functional() const { return false; }
+  // The training loss of a batch: default, sparse categorical cross-entropy of int labels and
+  // logits, averaged over the batch (Keras' SparseCategoricalCrossentropy(from_logits=True)).
+  virtual Value Loss(const Value& labels, const Value& outputs);
 };
 
 }  // namespace troupe::nn

@@ -1,0 +1,60 @@
+#include "graph/keras/keras_file.h"
+
+#include <zip.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+namespace troupe::keras {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Result<std::string> ReadKerasArchive(const std::string& path) {
+  int error = 0;
+  std::unique_ptr<zip_t, decltype(&zip_discard)> archive(zip_open(path.c_str(), ZIP_RDONLY, &error),
+                                                         zip_discard);
+  if (archive == nullptr) {
+    zip_error_t z;
+    zip_error_init_with_code(&z, error);
+    std::string why = zip_error_strerror(&z);
+    zip_error_fini(&z);
+    return DataLossError(path + " is not a readable .keras archive: " + why +
+                         " (save it with model.save('m.keras'))");
+  }
+  zip_stat_t st;
+  if (zip_stat(archive.get(), "config.json", 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)) {
+    return DataLossError(path + " has no config.json member (is it a Keras 3 .keras file?)");
+  }
+  std::unique_ptr<zip_file_t, decltype(&zip_fclose)> member(
+      zip_fopen(archive.get(), "config.json", 0), zip_fclose);
+  if (member == nullptr) return DataLossError(path + ": cannot open config.json");
+  std::string text(st.size, '\0');
+  zip_int64_t n = zip_fread(member.get(), text.data(), st.size);
+  if (n < 0 || static_cast<zip_uint64_t>(n) != st.size) {
+    return DataLossError(path + ": config.json is damaged (read " + std::to_string(n) + " of " +
+                         std::to_string(st.size) + " bytes)");
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> ReadModelConfigText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return NotFoundError("model file '" + path +
+                         "' does not exist or cannot be read (model.keras names a .json from "
+                         "model.to_json() or a .keras file)");
+  }
+  if (EndsWith(path, ".keras")) return ReadKerasArchive(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace troupe::keras

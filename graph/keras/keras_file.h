@@ -1,0 +1,14 @@
+// Reads a Keras model's config text: a .json file written from model.to_json(), or the
+// config.json member of a .keras archive (a zip, read with libzip).
+#pragma once
+
+#include <string>
+
+#include "core/result.h"
+
+namespace troupe::keras {
+
+// NotFound naming the path when it does not exist; DataLoss for a damaged .keras archive.
+Result<std::string> ReadModelConfigText(const std::string& path);
+
+}  // namespace troupe::keras

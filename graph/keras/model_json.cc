@@ -1,0 +1,376 @@
+#include "graph/keras/model_json.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "graph/keras/json_util.h"
+#include "graph/keras/keras_file.h"
+#include "graph/nn/losses.h"
+#include "graph/ops.h"
+#include "graph/tape.h"
+
+namespace troupe::keras {
+
+using nlohmann::json;
+
+namespace {
+
+bool IsKerasTensor(const json& j) {
+  return j.is_object() && j.value("class_name", "") == "__keras_tensor__";
+}
+
+// Flattens a node's positional arguments: [KT], [[KT, KT]] (merge layers), [KT, KT] (MHA,
+// the x + y op-layer).
+Status CollectTensors(const json& arg, const std::string& where, std::vector<TensorRef>* out) {
+  if (IsKerasTensor(arg)) {
+    const json* config = Find(arg, "config");
+    if (config == nullptr) return InvalidArgumentError(where + ": a tensor has no config");
+    const json* history = Find(*config, "keras_history");
+    if (history == nullptr) return InvalidArgumentError(where + ": a tensor has no keras_history");
+    TROUPE_ASSIGN_OR_RETURN(TensorRef ref, ParseTensorRef(*history, where));
+    out->push_back(std::move(ref));
+    return Status::OK();
+  }
+  if (arg.is_array()) {
+    for (const json& a : arg) TROUPE_RETURN_IF_ERROR(CollectTensors(a, where, out));
+    return Status::OK();
+  }
+  return UnimplementedError(where + ": Troupe takes only tensors as positional layer inputs, got " +
+                            arg.dump());
+}
+
+}  // namespace
+
+// One layer call: which layer, on which tensors, with which keyword options.
+struct KerasModel::Node {
+  KerasLayer* layer = nullptr;
+  int64_t index = 0;  // this node's index among the layer's calls
+  std::vector<TensorRef> inputs;
+  CallOptions options;
+};
+
+// The layer calls in an order where every input exists before it is used.
+struct KerasModel::Plan {
+  std::vector<Node> nodes;
+  TensorRef output;
+};
+
+KerasModel::KerasModel(std::string name) : nn::Model(std::move(name)) {}
+KerasModel::~KerasModel() = default;
+
+Result<std::string> KerasModelClass(const json& model) {
+  if (!model.is_object()) {
+    return InvalidArgumentError("not a Keras model JSON: expected an object, got " +
+                                std::string(model.type_name()));
+  }
+  const std::string cls = model.value("class_name", "");
+  const json* config = Find(model, "config");
+  if (cls == "Sequential" && config != nullptr && Find(*config, "layers") != nullptr) return cls;
+  if ((cls == "Functional" || cls == "Model") && config != nullptr &&
+      Find(*config, "layers") != nullptr && Find(*config, "input_layers") != nullptr) {
+    return std::string("Functional");
+  }
+  if (cls.empty()) {
+    return InvalidArgumentError(
+        "not a Keras model JSON: it has no \"class_name\" (write it with model.to_json())");
+  }
+  return InvalidArgumentError("not a Keras model JSON: class_name '" + cls +
+                              "' is not Sequential or Functional with layers (write the model "
+                              "with model.to_json())");
+}
+
+Result<std::unique_ptr<KerasModel>> KerasModel::FromJson(const json& model, int64_t seed) {
+  TROUPE_ASSIGN_OR_RETURN(std::string cls, KerasModelClass(model));
+  const json& config = model["config"];
+  std::unique_ptr<KerasModel> m(new KerasModel(config.value("name", "model")));
+  m->json_ = model;
+  m->functional_ = cls == "Functional";
+  Status s = m->functional_ ? m->LoadFunctional(config, seed) : m->LoadSequential(config, seed);
+  if (!s.ok()) return s.WithContext("Keras model '" + m->name() + "'");
+  return m;
+}
+
+Result<std::unique_ptr<KerasModel>> KerasModel::FromFile(const std::string& path, int64_t seed) {
+  TROUPE_ASSIGN_OR_RETURN(std::string text, ReadModelConfigText(path));
+  json model = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (model.is_discarded()) {
+    return InvalidArgumentError(path + " is not valid JSON (write it with model.to_json())");
+  }
+  Result<std::unique_ptr<KerasModel>> m = FromJson(model, seed);
+  if (!m.ok()) return m.status().WithContext(path);
+  return m;
+}
+
+Status KerasModel::AddInput(const json& input_layer) {
+  TROUPE_ASSIGN_OR_RETURN(const json* config, RequireObject(input_layer, "config", "InputLayer"));
+  const json* shape = Find(*config, "batch_shape");
+  if (shape == nullptr) shape = Find(*config, "batch_input_shape");
+  if (shape == nullptr || !shape->is_array() || shape->empty()) {
+    return InvalidArgumentError("InputLayer has no batch_shape");
+  }
+  std::vector<int64_t> dims;
+  for (size_t i = 1; i < shape->size(); ++i) {
+    const json& d = (*shape)[i];
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
+      return UnimplementedError("InputLayer shape " + shape->dump() +
+                                ": Troupe needs every dimension but the batch known");
+    }
+    dims.push_back(d.get<int64_t>());
+  }
+  TROUPE_ASSIGN_OR_RETURN(input_shape_, TensorShape::FromDims(dims));
+  TROUPE_ASSIGN_OR_RETURN(input_dtype_,
+                          ParseDType(config->value("dtype", "float32"), "InputLayer"));
+  for (const char* key : {"sparse", "ragged"}) {
+    if (config->value(key, false)) {
+      return UnimplementedError(std::string("InputLayer option ") + key + "=true");
+    }
+  }
+  input_name_ = config->value("name", input_layer.value("name", "input_layer"));
+  return Status::OK();
+}
+
+Result<KerasLayer*> KerasModel::AddLayer(const json& envelope, int64_t seed) {
+  // Each layer draws its unseeded initializers from its own block of seeds.
+  const int64_t layer_seed = seed + 1000 * static_cast<int64_t>(layers_.size() + 1);
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<KerasLayer> layer, MakeKerasLayer(envelope, layer_seed));
+  for (const auto& other : layers_) {
+    if (other->name() == layer->name() || layer->name() == input_name_) {
+      return InvalidArgumentError("two layers are named '" + layer->name() +
+                                  "'; Keras layer names are unique within a model");
+    }
+  }
+  if (nn::Module* m = layer->module()) AddModule(m);
+  layers_.push_back(std::move(layer));
+  return layers_.back().get();
+}
+
+Status KerasModel::LoadSequential(const json& config, int64_t seed) {
+  const json& layers = config["layers"];
+  if (!layers.is_array()) return InvalidArgumentError("\"layers\" is not a list");
+  plan_ = std::make_unique<Plan>();
+  std::string previous;
+  for (const json& envelope : layers) {
+    if (envelope.value("class_name", "") == "InputLayer") {
+      if (!previous.empty() || !input_name_.empty()) {
+        return InvalidArgumentError("an InputLayer must come first in a Sequential model");
+      }
+      TROUPE_RETURN_IF_ERROR(AddInput(envelope));
+      previous = input_name_;
+      continue;
+    }
+    if (previous.empty()) {
+      const json* shape = Find(config, "build_input_shape");
+      if (shape == nullptr || shape->is_null()) {
+        return InvalidArgumentError(
+            "the Sequential model has no input shape: start it with keras.Input(shape) or build "
+            "it before model.to_json()");
+      }
+      TROUPE_RETURN_IF_ERROR(AddInput(json{{"config", {{"batch_shape", *shape}}}}));
+      previous = input_name_;
+    }
+    TROUPE_ASSIGN_OR_RETURN(KerasLayer * layer, AddLayer(envelope, seed));
+    plan_->nodes.push_back(Node{layer, 0, {TensorRef{previous, 0, 0}}, {}});
+    previous = layer->name();
+  }
+  if (layers_.empty()) return InvalidArgumentError("the model has no layers");
+  plan_->output = TensorRef{previous, 0, 0};
+  return Status::OK();
+}
+
+namespace {
+
+// Keyword arguments of a layer call that Troupe understands; anything else is refused.
+Status ParseCallKwargs(const json& kwargs, const std::string& where, CallOptions* options,
+                       std::vector<TensorRef>* tensor_kwargs) {
+  if (kwargs.is_null()) return Status::OK();
+  if (!kwargs.is_object()) return InvalidArgumentError(where + ": kwargs is not an object");
+  for (const char* key : {"query", "value", "key"}) {
+    if (const json* t = Find(kwargs, key))
+      TROUPE_RETURN_IF_ERROR(CollectTensors(*t, where, tensor_kwargs));
+  }
+  for (const auto& [key, value] : kwargs.items()) {
+    if (key == "query" || key == "value" || key == "key") continue;
+    if (key == "use_causal_mask" && value.is_boolean()) {
+      options->use_causal_mask = value.get<bool>();
+    } else if ((key == "mask" || key == "attention_mask" || key == "training") && value.is_null()) {
+      continue;
+    } else {
+      return UnimplementedError(where + ": call argument " + key + "=" + value.dump() +
+                                " is not supported (supported: use_causal_mask)");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
+  const json& layers = config["layers"];
+  if (!layers.is_array()) return InvalidArgumentError("\"layers\" is not a list");
+  // Inputs and outputs: one tensor each.
+  std::vector<TensorRef> inputs, outputs;
+  TROUPE_RETURN_IF_ERROR(CollectRefs(config["input_layers"], "input_layers", &inputs));
+  TROUPE_RETURN_IF_ERROR(
+      CollectRefs(config.value("output_layers", json()), "output_layers", &outputs));
+  if (inputs.size() != 1 || outputs.size() != 1) {
+    return UnimplementedError("Troupe trains models with one input and one output; this one has " +
+                              std::to_string(inputs.size()) + " inputs and " +
+                              std::to_string(outputs.size()) + " outputs");
+  }
+  std::vector<Node> pending;
+  for (const json& envelope : layers) {
+    const std::string name = envelope.value("name", "");
+    if (envelope.value("class_name", "") == "InputLayer") {
+      if (!input_name_.empty()) return UnimplementedError("more than one InputLayer");
+      TROUPE_RETURN_IF_ERROR(AddInput(envelope));
+      if (input_name_ != inputs[0].layer) {
+        return InvalidArgumentError("input_layers names '" + inputs[0].layer +
+                                    "' but the InputLayer is '" + input_name_ + "'");
+      }
+      continue;
+    }
+    TROUPE_ASSIGN_OR_RETURN(KerasLayer * layer, AddLayer(envelope, seed));
+    const json* nodes = Find(envelope, "inbound_nodes");
+    if (nodes == nullptr || !nodes->is_array() || nodes->empty()) {
+      return InvalidArgumentError("layer '" + layer->name() +
+                                  "' is not connected (no inbound_nodes)");
+    }
+    for (size_t k = 0; k < nodes->size(); ++k) {
+      const json& node = (*nodes)[k];
+      const std::string where = "layer '" + layer->name() + "' call " + std::to_string(k);
+      if (!node.is_object()) {
+        return UnimplementedError(where + ": a Keras 2 (legacy) node; save the model with Keras 3");
+      }
+      Node n{layer, static_cast<int64_t>(k), {}, {}};
+      TROUPE_RETURN_IF_ERROR(CollectTensors(node.value("args", json::array()), where, &n.inputs));
+      TROUPE_RETURN_IF_ERROR(
+          ParseCallKwargs(node.value("kwargs", json::object()), where, &n.options, &n.inputs));
+      pending.push_back(std::move(n));
+    }
+  }
+  if (input_name_.empty()) return InvalidArgumentError("the model has no InputLayer");
+  // Replay calls in an order where each input exists (Keras retries until all are made).
+  plan_ = std::make_unique<Plan>();
+  std::set<TensorRef> made = {TensorRef{input_name_, 0, 0}};
+  while (!pending.empty()) {
+    size_t before = pending.size();
+    for (auto it = pending.begin(); it != pending.end();) {
+      bool ready = true;
+      for (const TensorRef& in : it->inputs) ready = ready && made.count(in) > 0;
+      if (!ready) {
+        ++it;
+        continue;
+      }
+      made.insert(TensorRef{it->layer->name(), it->index, 0});
+      plan_->nodes.push_back(std::move(*it));
+      it = pending.erase(it);
+    }
+    if (pending.size() == before) {
+      for (const TensorRef& in : pending.front().inputs) {
+        if (made.count(in) == 0) {
+          return InvalidArgumentError("layer '" + pending.front().layer->name() + "' uses tensor " +
+                                      in.ToString() + ", which no layer of the model produces");
+        }
+      }
+    }
+  }
+  if (made.count(outputs[0]) == 0) {
+    return InvalidArgumentError("output tensor " + outputs[0].ToString() + " is never produced");
+  }
+  plan_->output = outputs[0];
+  return Status::OK();
+}
+
+Value KerasModel::Run(const Value& features, bool training, std::vector<TensorShape>* shapes) {
+  std::map<TensorRef, Value> values;
+  Value input = features;
+  if (input.ok() && input.dtype() != input_dtype_) input = ops::Cast(input, input_dtype_);
+  values[TensorRef{input_name_, 0, 0}] = input;
+  for (Node& node : plan_->nodes) {
+    std::vector<Value> args;
+    for (const TensorRef& ref : node.inputs) args.push_back(values[ref]);
+    CallOptions options = node.options;
+    options.training = training;
+    Value out = node.layer->Apply(args, options);
+    if (!out.ok()) {
+      return Value::Error(out.status().WithContext("layer '" + node.layer->name() + "' (" +
+                                                   node.layer->class_name() + ")"));
+    }
+    if (shapes != nullptr) shapes->push_back(out.shape());
+    values[TensorRef{node.layer->name(), node.index, 0}] = out;
+  }
+  return values[plan_->output];
+}
+
+Status KerasModel::Build(const TensorShape& example_shape) {
+  if (example_shape != input_shape_) {
+    return InvalidArgumentError("model '" + name() + "' takes inputs of shape " +
+                                input_shape_.ToString() + " but the data's examples have shape " +
+                                example_shape.ToString() +
+                                " (change the model's keras.Input shape or the data)");
+  }
+  InitScope eager;
+  std::vector<int64_t> dims = {1};
+  for (int i = 0; i < input_shape_.rank(); ++i) dims.push_back(input_shape_.dim(i));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape batch_shape, TensorShape::FromDims(dims));
+  TROUPE_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(input_dtype_, batch_shape));
+  built_shapes_.clear();
+  Value out = Run(Value(zeros), /*training=*/false, &built_shapes_);
+  return out.status();
+}
+
+Value KerasModel::Call(const Value& features, bool training) {
+  return Run(features, training, nullptr);
+}
+
+Value KerasModel::Loss(const Value& labels, const Value& outputs) {
+  Value loss = nn::Model::Loss(labels, outputs);
+  for (const auto& layer : layers_) {
+    for (const WeightPenalty& p : layer->Penalties()) {
+      if (p.l1 != 0) {
+        loss = ops::Add(loss, ops::Mul(ops::Scalar(static_cast<float>(p.l1)),
+                                       ops::Sum(ops::Abs(Value(p.variable)))));
+      }
+      if (p.l2 != 0) {
+        loss = ops::Add(loss, ops::Mul(ops::Scalar(static_cast<float>(p.l2)),
+                                       ops::Sum(ops::Square(Value(p.variable)))));
+      }
+    }
+  }
+  return loss;
+}
+
+Result<std::vector<nn::KerasLayer>> KerasModel::KerasLayers() const {
+  std::vector<nn::KerasLayer> out;
+  for (const auto& layer : layers_)
+    out.push_back(nn::KerasLayer{layer->name(), layer->KerasWeights()});
+  return out;
+}
+
+std::vector<LayerSummary> KerasModel::Summary() const {
+  std::map<const KerasLayer*, LayerSummary> rows;
+  for (size_t i = 0; i < plan_->nodes.size() && i < built_shapes_.size(); ++i) {
+    const Node& node = plan_->nodes[i];
+    LayerSummary& row = rows[node.layer];
+    row.output_shapes.push_back(ShapeWithBatch(built_shapes_[i]));
+    for (const TensorRef& in : node.inputs) row.inbound.push_back(in.layer);
+  }
+  std::vector<LayerSummary> out;
+  out.push_back(
+      LayerSummary{input_name_, "InputLayer", {ShapeWithBatch(input_shape_, true)}, 0, 0, {}});
+  for (const auto& layer : layers_) {
+    LayerSummary row = rows[layer.get()];
+    row.name = layer->name();
+    row.class_name = layer->class_name();
+    for (const auto& [attr, v] : layer->KerasWeights()) {
+      row.params += v.shape().num_elements();
+      if (v.trainable()) row.trainable_params += v.shape().num_elements();
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace troupe::keras

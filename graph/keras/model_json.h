@@ -1,0 +1,86 @@
+// A Keras 3 model defined by its JSON (`model.to_json()`, or the config.json inside a .keras
+// file): a Sequential stack or a Functional DAG (one tensor used by several layers, Add,
+// Concatenate, the `x + y` op-layer), built from the layers graph/keras/layer_factory.h knows.
+//
+// The model has Keras' variables, with Keras' names ("<layer>/<weight>") and creation order,
+// and lays them out in a checkpoint as Keras does (Sequential: model/_functional/_operations/k,
+// Functional: model/_operations/k, k counting the InputLayer and op-layers), so
+// tf.train.Checkpoint(model=keras.models.model_from_json(same_json)) restores what Troupe
+// writes. Everything the loader does not support is an error naming the layer and the option.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "core/tensor_shape.h"
+#include "graph/keras/layer_factory.h"
+#include "graph/nn/model.h"
+
+namespace troupe::keras {
+
+// One row of a Keras-style summary: a layer as built for a given input shape.
+struct LayerSummary {
+  std::string name;
+  std::string class_name;
+  std::vector<std::string> output_shapes;  // "(None, 28, 28, 6)", one per call of the layer
+  int64_t params = 0;
+  int64_t trainable_params = 0;
+  std::vector<std::string> inbound;  // producers' layer names (Functional)
+};
+
+class KerasModel : public nn::Model {
+ public:
+  ~KerasModel() override;
+
+  // `model` is what model.to_json() returns, parsed. `seed` seeds every initializer whose
+  // config has `seed: null`.
+  static Result<std::unique_ptr<KerasModel>> FromJson(const nlohmann::json& model, int64_t seed);
+  // A .json file holding model.to_json(), or a .keras file (its config.json).
+  static Result<std::unique_ptr<KerasModel>> FromFile(const std::string& path, int64_t seed);
+
+  // Fails naming both shapes when `example_shape` differs from the InputLayer's shape.
+  Status Build(const TensorShape& example_shape) override;
+  Value Call(const Value& features, bool training) override;
+  Value Loss(const Value& labels, const Value& outputs) override;
+  Result<std::vector<nn::KerasLayer>> KerasLayers() const override;
+  bool keras_functional() const override { return functional_; }
+
+  // The InputLayer's shape without the batch dimension, and its dtype.
+  const TensorShape& input_shape() const { return input_shape_; }
+  DType input_dtype() const { return input_dtype_; }
+  bool functional() const { return functional_; }
+  // The JSON this model was built from.
+  const nlohmann::json& config_json() const { return json_; }
+  // Valid after Build.
+  std::vector<LayerSummary> Summary() const;
+
+ private:
+  struct Node;
+  struct Plan;
+  explicit KerasModel(std::string name);
+
+  Status Load(const nlohmann::json& model, int64_t seed);
+  Status LoadSequential(const nlohmann::json& config, int64_t seed);
+  Status LoadFunctional(const nlohmann::json& config, int64_t seed);
+  Status AddInput(const nlohmann::json& input_layer);
+  Result<KerasLayer*> AddLayer(const nlohmann::json& envelope, int64_t seed);
+  Value Run(const Value& features, bool training, std::vector<TensorShape>* shapes);
+
+  nlohmann::json json_;
+  bool functional_ = false;
+  std::string input_name_;
+  TensorShape input_shape_;
+  DType input_dtype_ = DType::kFloat32;
+  std::vector<std::unique_ptr<KerasLayer>> layers_;  // in the config's order, InputLayer excluded
+  std::unique_ptr<Plan> plan_;
+  std::vector<TensorShape> built_shapes_;  // one per plan node, after Build
+};
+
+// The model's class as the config names it: "Sequential" or "Functional".
+Result<std::string> KerasModelClass(const nlohmann::json& model);
+
+}  // namespace troupe::keras
