@@ -132,8 +132,8 @@ void RegisterArrayGradients() {
     }
     return Status::OK();
   });
-  // Outputs that depend on the input's shape only: no gradient (TF returns None).
-  for (const char* op : {"ZerosLike", "OnesLike", "Shape", "Fill"})
+  // Outputs that depend on the input's shape only, and StopGradient: no gradient (TF returns None).
+  for (const char* op : {"ZerosLike", "OnesLike", "Shape", "Fill", "StopGradient"})
     RegisterGradient(op, NoGradient);
   RegisterGradient("SumToShapeOf", [](const OpCall& c, const V& dy, V* dx) {
     // The transpose of summing: broadcast back to the gradient input's shape.

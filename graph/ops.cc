@@ -38,6 +38,7 @@ Value Zeros(const std::vector<int64_t>& dims, DType dtype) { return Fill(dims, 0
 Value Ones(const std::vector<int64_t>& dims, DType dtype) { return Fill(dims, 1, dtype); }
 
 Value Identity(const Value& x) { return Apply1("Identity", {x}, {}, "Identity"); }
+Value StopGradient(const Value& x) { return Apply1("StopGradient", {x}, {}, "StopGradient"); }
 Value ZerosLike(const Value& x) { return Apply1("ZerosLike", {x}, {}, "zeros_like"); }
 Value OnesLike(const Value& x) { return Apply1("OnesLike", {x}, {}, "ones_like"); }
 Value AddN(const std::vector<Value>& xs) {

@@ -21,6 +21,8 @@ Value Zeros(const std::vector<int64_t>& dims, DType dtype = DType::kFloat32);
 Value Ones(const std::vector<int64_t>& dims, DType dtype = DType::kFloat32);
 
 Value Identity(const Value& x);
+// tf.stop_gradient: x forward, no gradient flows back through it.
+Value StopGradient(const Value& x);
 Value ZerosLike(const Value& x);
 Value OnesLike(const Value& x);
 Value AddN(const std::vector<Value>& xs);

@@ -173,6 +173,12 @@ void RegisterArrayOps(OpRegistry& r) {
              ctx.SetOutput(0, ctx.input(0));
              return Status::OK();
            });
+  // tf.stop_gradient: the identity forward; graph/array_grad.cc gives it no gradient.
+  Register(r, {.name = "StopGradient", .num_inputs = 1, .infer_shapes = IdentityShape},
+           [](KernelContext& ctx) {
+             ctx.SetOutput(0, ctx.input(0));
+             return Status::OK();
+           });
   Register(r, {.name = "Reshape", .num_inputs = 1, .infer_shapes = ReshapeShape},
            ForwardAs(ReshapeShape));
   Register(r, {.name = "ExpandDims", .num_inputs = 1, .infer_shapes = ExpandDimsShape},
