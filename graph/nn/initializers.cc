@@ -107,6 +107,12 @@ Initializer RandomNormal(double mean, double stddev, int64_t seed) {
     return random::StatelessNormal(shape, seed_t, mean, stddev, dtype);
   };
 }
+Initializer TruncatedNormal(double mean, double stddev, int64_t seed) {
+  return [=](const TensorShape& shape, DType dtype) -> Result<Tensor> {
+    TROUPE_ASSIGN_OR_RETURN(Tensor seed_t, SeedTensor(seed));
+    return random::StatelessTruncatedNormal(shape, seed_t, mean, stddev, dtype);
+  };
+}
 
 int64_t NextDefaultSeed() { return g_next_seed.fetch_add(1); }
 void SetDefaultSeed(int64_t seed) { g_next_seed.store(seed); }

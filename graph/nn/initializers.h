@@ -30,6 +30,8 @@ Initializer LecunUniform(int64_t seed);
 Initializer LecunNormal(int64_t seed);
 Initializer RandomUniform(double minval, double maxval, int64_t seed);
 Initializer RandomNormal(double mean, double stddev, int64_t seed);
+// Keras TruncatedNormal: normal draws beyond 2 stddev redrawn.
+Initializer TruncatedNormal(double mean, double stddev, int64_t seed);
 
 // Keras' compute_fans.
 void ComputeFans(const TensorShape& shape, double* fan_in, double* fan_out);

@@ -77,18 +77,38 @@ Status Dense::BuildImpl(const TensorShape& input_shape) {
   }
   TROUPE_RETURN_IF_ERROR(NeedKnownLastDim("Dense", input_shape));
   const int64_t in = input_shape.dim(input_shape.rank() - 1);
-  TROUPE_ASSIGN_OR_RETURN(
-      kernel_, AddVariable(options_.kernel_name, Init(options_.kernel_initializer,
-                                                      TensorShape{in, units_}, DType::kFloat32)));
+  TROUPE_ASSIGN_OR_RETURN(kernel_, AddVariable(options_.kernel_name,
+                                               Init(options_.kernel_initializer,
+                                                    TensorShape{in, units_}, DType::kFloat32),
+                                               options_.trainable));
   if (options_.use_bias) {
-    TROUPE_ASSIGN_OR_RETURN(bias_, AddVariable("bias", Init(options_.bias_initializer,
-                                                            TensorShape{units_}, DType::kFloat32)));
+    TROUPE_ASSIGN_OR_RETURN(
+        bias_,
+        AddVariable("bias", Init(options_.bias_initializer, TensorShape{units_}, DType::kFloat32),
+                    options_.trainable));
   }
   return Status::OK();
 }
 
 Value Dense::Call(const Value& x, bool) {
-  Value y = ops::MatMul(x, kernel_);
+  const TensorShape& s = x.shape();
+  Value y;
+  if (s.rank() <= 2) {
+    y = ops::MatMul(x, kernel_);
+  } else {
+    // Keras contracts the last axis (tf.matmul broadcasting over the leading dims): the same
+    // dot products as a [prod(leading), in] x [in, units] matmul.
+    std::vector<int64_t> out_dims(s.dims().begin(), s.dims().end() - 1);
+    int unknown = 0;
+    for (int64_t d : out_dims) unknown += d < 0;
+    if (unknown > 1) {
+      return Value::Error(UnimplementedError(
+          "Dense '" + name() +
+          "' on inputs with more than one unknown leading dim: " + s.ToString()));
+    }
+    out_dims.push_back(units_);
+    y = ops::Reshape(ops::MatMul(ops::Reshape(x, {-1, s.dim(s.rank() - 1)}), kernel_), out_dims);
+  }
   if (options_.use_bias) y = ops::Add(y, bias_);
   return Activate(options_.activation, y);
 }
@@ -117,11 +137,13 @@ Status Conv2D::BuildImpl(const TensorShape& input_shape) {
   TensorShape shape{kernel_size_[0], kernel_size_[1], input_shape.dim(3), filters_};
   TROUPE_ASSIGN_OR_RETURN(
       kernel_,
-      AddVariable(options_.kernel_name, Init(options_.kernel_initializer, shape, DType::kFloat32)));
+      AddVariable(options_.kernel_name, Init(options_.kernel_initializer, shape, DType::kFloat32),
+                  options_.trainable));
   if (options_.use_bias) {
     TROUPE_ASSIGN_OR_RETURN(
-        bias_, AddVariable("bias", Init(options_.bias_initializer, TensorShape{filters_},
-                                        DType::kFloat32)));
+        bias_,
+        AddVariable("bias", Init(options_.bias_initializer, TensorShape{filters_}, DType::kFloat32),
+                    options_.trainable));
   }
   return Status::OK();
 }

@@ -25,6 +25,7 @@ struct DenseOptions {
   Initializer kernel_initializer;  // overrides the seeded glorot_uniform
   Initializer bias_initializer;    // default zeros
   std::string kernel_name = "weight";
+  bool trainable = true;  // false: the variables are created non-trainable (Keras frozen)
 };
 
 class Dense : public Layer {
@@ -52,6 +53,7 @@ struct Conv2DOptions {
   Initializer kernel_initializer;
   Initializer bias_initializer;
   std::string kernel_name = "filter";
+  bool trainable = true;  // false: the variables are created non-trainable (Keras frozen)
 };
 
 class Conv2D : public Layer {

@@ -1,0 +1,66 @@
+#include "graph/nn/embedding.h"
+
+#include <vector>
+
+#include "graph/nn/layer_util.h"
+#include "graph/ops.h"
+
+namespace troupe::nn {
+
+Embedding::Embedding(std::string name, int64_t input_dim, int64_t output_dim,
+                     EmbeddingOptions options)
+    : Layer(std::move(name)),
+      input_dim_(input_dim),
+      output_dim_(output_dim),
+      options_(std::move(options)) {
+  if (!options_.embeddings_initializer) {
+    options_.embeddings_initializer = RandomUniform(-0.05, 0.05, NextDefaultSeed());
+  }
+}
+
+Status Embedding::BuildImpl(const TensorShape&) {
+  if (input_dim_ <= 0 || output_dim_ <= 0) {
+    return InvalidArgumentError("Embedding '" + name() +
+                                "' needs positive input_dim and "
+                                "output_dim, got " +
+                                std::to_string(input_dim_) + ", " + std::to_string(output_dim_));
+  }
+  TROUPE_ASSIGN_OR_RETURN(embeddings_,
+                          AddVariable("embeddings",
+                                      internal::InitValue(options_.embeddings_initializer,
+                                                          TensorShape{input_dim_, output_dim_}),
+                                      options_.trainable));
+  return Status::OK();
+}
+
+Value Embedding::Call(const Value& input, bool) {
+  Value ids = input;
+  if (ids.dtype() != DType::kInt32 && ids.dtype() != DType::kInt64) {
+    ids = ops::Cast(ids, DType::kInt32);
+  }
+  const TensorShape& s = ids.shape();
+  int unknown = 0;
+  for (int i = 0; i < s.rank(); ++i) unknown += s.dim(i) < 0;
+  if (s.unknown_rank() || unknown > 1) {
+    return Value::Error(UnimplementedError(
+        "Embedding '" + name() + "' needs ids with at most one unknown dim, got " + s.ToString()));
+  }
+  // Keras: where(i < 0, i + input_dim, i).
+  Value zero = ops::ScalarOf(0, ids.dtype());
+  ids = ops::Add(ids, ops::Mul(ops::Cast(ops::Less(ids, zero), ids.dtype()),
+                               ops::ScalarOf(input_dim_, ids.dtype())));
+  Tensor range = *Tensor::Allocate(ids.dtype(), TensorShape{input_dim_});
+  for (int64_t i = 0; i < input_dim_; ++i) {
+    if (ids.dtype() == DType::kInt32) {
+      range.data<int32_t>()[i] = static_cast<int32_t>(i);
+    } else {
+      range.data<int64_t>()[i] = i;
+    }
+  }
+  Value one_hot = ops::Cast(ops::Equal(ops::Reshape(ids, {-1, 1}), Value(range)), DType::kFloat32);
+  std::vector<int64_t> out_dims = s.dims();
+  out_dims.push_back(output_dim_);
+  return ops::Reshape(ops::MatMul(one_hot, embeddings_), out_dims);
+}
+
+}  // namespace troupe::nn

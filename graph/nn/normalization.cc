@@ -1,0 +1,208 @@
+#include "graph/nn/normalization.h"
+
+#include <algorithm>
+
+#include "graph/nn/layer_util.h"
+#include "graph/ops.h"
+
+namespace troupe::nn {
+namespace {
+
+using internal::InitValue;
+using internal::NormalizeAxis;
+
+Value C(double v, const Value& like) { return ops::ScalarOf(v, like.dtype()); }
+
+// tf.nn.moments(x, axes, keepdims=True): mean, then the biased variance about a mean the
+// gradient does not flow through.
+std::vector<Value> TwoPassMoments(const Value& x, const std::vector<int64_t>& axes) {
+  Value mean = ops::Mean(x, axes, /*keep_dims=*/true);
+  Value variance = ops::Mean(ops::SquaredDifference(x, ops::StopGradient(mean)), axes, true);
+  return {mean, variance};
+}
+
+// tf.nn.batch_normalization: inv = rsqrt(var + eps) * gamma; x*inv + (beta - mean*inv).
+Value Normalize(const Value& x, const Value& mean, const Value& variance, const Value& gamma,
+                const Value& beta, double epsilon) {
+  Value inv = ops::Rsqrt(ops::Add(variance, C(epsilon, variance)));
+  if (gamma.defined()) inv = ops::Mul(inv, gamma);
+  Value shift =
+      beta.defined() ? ops::Sub(beta, ops::Mul(mean, inv)) : ops::Neg(ops::Mul(mean, inv));
+  return ops::Add(ops::Mul(x, inv), shift);
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------- BatchNormalization
+
+BatchNormalization::BatchNormalization(std::string name, BatchNormOptions options)
+    : Layer(std::move(name)), options_(std::move(options)) {
+  if (!options_.beta_initializer) options_.beta_initializer = Zeros();
+  if (!options_.gamma_initializer) options_.gamma_initializer = Ones();
+  if (!options_.moving_mean_initializer) options_.moving_mean_initializer = Zeros();
+  if (!options_.moving_variance_initializer) options_.moving_variance_initializer = Ones();
+}
+
+Status BatchNormalization::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.unknown_rank()) {
+    return InvalidArgumentError("BatchNormalization needs inputs of known rank");
+  }
+  rank_ = input_shape.rank();
+  TROUPE_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(options_.axis, rank_, "BatchNormalization"));
+  axis_ = static_cast<int>(axis);
+  const int64_t c = input_shape.dim(axis_);
+  if (c < 0) {
+    return InvalidArgumentError("BatchNormalization needs a known size on axis " +
+                                std::to_string(options_.axis) + ", got shape " +
+                                input_shape.ToString());
+  }
+  const TensorShape shape{c};
+  if (options_.scale) {
+    TROUPE_ASSIGN_OR_RETURN(
+        gamma_,
+        AddVariable("gamma", InitValue(options_.gamma_initializer, shape), options_.trainable));
+  }
+  if (options_.center) {
+    TROUPE_ASSIGN_OR_RETURN(beta_, AddVariable("beta", InitValue(options_.beta_initializer, shape),
+                                               options_.trainable));
+  }
+  TROUPE_ASSIGN_OR_RETURN(
+      moving_mean_,
+      AddVariable("moving_mean", InitValue(options_.moving_mean_initializer, shape), false));
+  TROUPE_ASSIGN_OR_RETURN(
+      moving_variance_, AddVariable("moving_variance",
+                                    InitValue(options_.moving_variance_initializer, shape), false));
+  return Status::OK();
+}
+
+std::vector<Value> BatchNormalization::Moments(const Value& x) {
+  std::vector<int64_t> axes;
+  for (int i = 0; i < rank_; ++i) {
+    if (i != axis_) axes.push_back(i);
+  }
+  std::vector<Value> m = options_.synchronized ? SyncMoments(x) : TwoPassMoments(x, axes);
+  return {ops::Squeeze(m[0], axes), ops::Squeeze(m[1], axes)};
+}
+
+// Keras' _compute_moments_sync: all-reduced sum, sum of squares and count; one-pass variance.
+std::vector<Value> BatchNormalization::SyncMoments(const Value& x) {
+  std::vector<int64_t> axes;
+  for (int i = 0; i < rank_; ++i) {
+    if (i != axis_) axes.push_back(i);
+  }
+  CrossReplicaSum all_reduce = options_.cross_replica_sum;
+  if (!all_reduce) all_reduce = [](const Value& v) { return v; };
+  Value sum = all_reduce(ops::Sum(x, axes, true));
+  Value squared_sum = all_reduce(ops::Sum(ops::Square(x), axes, true));
+  Value count = all_reduce(ops::Sum(ops::OnesLike(x), axes, true));
+  Value mean = ops::DivNoNan(sum, count);
+  Value squared_mean = ops::DivNoNan(squared_sum, count);
+  Value variance = ops::Maximum(ops::Sub(squared_mean, ops::Square(mean)), C(0.0, mean));
+  return {mean, variance};
+}
+
+Status BatchNormalization::UpdateMovingStats(const Value& mean, const Value& variance) {
+  // Keras: moving * momentum + stat * (1.0 - momentum), the Python doubles rounded to f32 only
+  // when they meet the tensors.
+  const double m = options_.momentum;
+  Value mm = moving_mean_.Read();
+  Value mv = moving_variance_.Read();
+  TROUPE_RETURN_IF_ERROR(
+      moving_mean_.Assign(ops::Add(ops::Mul(mm, C(m, mm)), ops::Mul(mean, C(1.0 - m, mean)))));
+  return moving_variance_.Assign(
+      ops::Add(ops::Mul(mv, C(m, mv)), ops::Mul(variance, C(1.0 - m, variance))));
+}
+
+Value BatchNormalization::Call(const Value& x, bool training) {
+  if (x.dtype() != DType::kFloat32) {
+    return Value::Error(UnimplementedError("BatchNormalization '" + name() +
+                                           "' supports float32 inputs only, got " +
+                                           std::string(DTypeName(x.dtype()))));
+  }
+  Value mean, variance;
+  if (training && options_.trainable) {
+    std::vector<Value> m = Moments(x);
+    mean = m[0];
+    variance = m[1];
+    if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
+  } else {
+    mean = moving_mean_.Read();
+    variance = moving_variance_.Read();
+  }
+  Value gamma = options_.scale ? gamma_.Read() : Value();
+  Value beta = options_.center ? beta_.Read() : Value();
+  if (axis_ != rank_ - 1) {
+    // Keras reshapes the [C] statistics to broadcast along the channel axis.
+    std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
+    shape[static_cast<size_t>(axis_)] = -1;
+    mean = ops::Reshape(mean, shape);
+    variance = ops::Reshape(variance, shape);
+    if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
+    if (beta.defined()) beta = ops::Reshape(beta, shape);
+  }
+  return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
+}
+
+// --------------------------------------------------------------------- LayerNormalization
+
+LayerNormalization::LayerNormalization(std::string name, LayerNormOptions options)
+    : Layer(std::move(name)), options_(std::move(options)) {
+  if (!options_.beta_initializer) options_.beta_initializer = Zeros();
+  if (!options_.gamma_initializer) options_.gamma_initializer = Ones();
+}
+
+Status LayerNormalization::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.unknown_rank()) {
+    return InvalidArgumentError("LayerNormalization needs inputs of known rank");
+  }
+  const int rank = input_shape.rank();
+  axes_.clear();
+  for (int64_t a : options_.axis) {
+    TROUPE_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a, rank, "LayerNormalization"));
+    axes_.push_back(axis);
+  }
+  std::sort(axes_.begin(), axes_.end());
+  if (axes_.empty() || std::adjacent_find(axes_.begin(), axes_.end()) != axes_.end()) {
+    return InvalidArgumentError("LayerNormalization axis must name distinct axes");
+  }
+  std::vector<int64_t> param_dims;
+  broadcast_shape_.assign(static_cast<size_t>(rank), 1);
+  for (int64_t a : axes_) {
+    const int64_t d = input_shape.dim(static_cast<int>(a));
+    if (d < 0) {
+      return InvalidArgumentError("LayerNormalization needs known sizes on its axes, got shape " +
+                                  input_shape.ToString());
+    }
+    param_dims.push_back(d);
+    broadcast_shape_[static_cast<size_t>(a)] = d;
+  }
+  const TensorShape shape(param_dims);
+  if (options_.scale) {
+    TROUPE_ASSIGN_OR_RETURN(
+        gamma_,
+        AddVariable("gamma", InitValue(options_.gamma_initializer, shape), options_.trainable));
+  }
+  if (options_.center) {
+    TROUPE_ASSIGN_OR_RETURN(beta_, AddVariable("beta", InitValue(options_.beta_initializer, shape),
+                                               options_.trainable));
+  }
+  return Status::OK();
+}
+
+Value LayerNormalization::Call(const Value& x, bool) {
+  if (x.dtype() != DType::kFloat32) {
+    return Value::Error(UnimplementedError("LayerNormalization '" + name() +
+                                           "' supports float32 inputs only, got " +
+                                           std::string(DTypeName(x.dtype()))));
+  }
+  // keras.ops.layer_normalization: inv = rsqrt(var + eps) * gamma; res = -mean*inv + beta;
+  // out = x*inv + res.
+  std::vector<Value> m = TwoPassMoments(x, axes_);
+  Value inv = ops::Rsqrt(ops::Add(m[1], C(options_.epsilon, m[1])));
+  if (options_.scale) inv = ops::Mul(inv, ops::Reshape(gamma_, broadcast_shape_));
+  Value res = ops::Mul(ops::Neg(m[0]), inv);
+  if (options_.center) res = ops::Add(res, ops::Reshape(beta_, broadcast_shape_));
+  return ops::Add(ops::Mul(x, inv), res);
+}
+
+}  // namespace troupe::nn

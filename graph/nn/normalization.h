@@ -1,0 +1,97 @@
+// BatchNormalization and LayerNormalization with Keras 3 (TF backend) numerics
+// (facts/keras-models.md §3.1-3.2): tf.nn.moments' two-pass biased variance, the
+// tf.nn.batch_normalization op order x*inv + (beta - mean*inv), and moving statistics updated
+// as moving*momentum + stat*f32(1.0 - momentum) with (1 - momentum) computed in double.
+//
+// Cross-replica statistics (synchronized=True): the layer sums its per-replica sums through a
+// CrossReplicaSum hook. The default is the identity (one replica); a data-parallel training
+// loop sets a hook that all-reduces (sums) a Value across replicas, which must be called in
+// the same order on every replica (sum, sum of squares, count — Keras' order).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/nn/initializers.h"
+#include "graph/nn/module.h"
+
+namespace troupe::nn {
+
+// Sums `local` elementwise over all replicas; every replica receives the total.
+using CrossReplicaSum = std::function<Value(const Value& local)>;
+
+struct BatchNormOptions {
+  int64_t axis = -1;
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  Initializer beta_initializer;             // zeros
+  Initializer gamma_initializer;            // ones
+  Initializer moving_mean_initializer;      // zeros
+  Initializer moving_variance_initializer;  // ones
+  // Keras trainable=False: gamma/beta are not trainable and the layer always runs in
+  // inference mode (moving statistics, no update).
+  bool trainable = true;
+  // One-pass E[x^2]-E[x]^2 statistics summed through cross_replica_sum.
+  bool synchronized = false;
+  CrossReplicaSum cross_replica_sum;  // identity when empty
+};
+
+// Variables, in Keras' order: gamma [if scale], beta [if center], moving_mean, moving_variance.
+class BatchNormalization : public Layer {
+ public:
+  explicit BatchNormalization(std::string name, BatchNormOptions options = {});
+  const Variable& gamma() const { return gamma_; }
+  const Variable& beta() const { return beta_; }
+  const Variable& moving_mean() const { return moving_mean_; }
+  const Variable& moving_variance() const { return moving_variance_; }
+  // Plugs in the communicator for synchronized statistics (see the header comment).
+  void set_cross_replica_sum(CrossReplicaSum sum) { options_.cross_replica_sum = std::move(sum); }
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool training) override;
+
+ private:
+  // (mean, variance) over every axis but the channel axis, shaped [C].
+  std::vector<Value> Moments(const Value& x);
+  std::vector<Value> SyncMoments(const Value& x);
+  Status UpdateMovingStats(const Value& mean, const Value& variance);
+
+  BatchNormOptions options_;
+  int rank_ = 0;
+  int axis_ = 0;  // normalized
+  Variable gamma_, beta_, moving_mean_, moving_variance_;
+};
+
+struct LayerNormOptions {
+  std::vector<int64_t> axis = {-1};
+  double epsilon = 1e-3;  // Keras' default (PyTorch uses 1e-5)
+  bool center = true;
+  bool scale = true;
+  bool trainable = true;
+  Initializer beta_initializer;   // zeros
+  Initializer gamma_initializer;  // ones
+};
+
+// Variables: gamma [if scale], beta [if center], shaped like the input's dims on `axis`.
+class LayerNormalization : public Layer {
+ public:
+  explicit LayerNormalization(std::string name, LayerNormOptions options = {});
+  const Variable& gamma() const { return gamma_; }
+  const Variable& beta() const { return beta_; }
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool training) override;
+
+ private:
+  LayerNormOptions options_;
+  std::vector<int64_t> axes_;             // normalized, sorted
+  std::vector<int64_t> broadcast_shape_;  // gamma/beta reshaped for the input's rank
+  Variable gamma_, beta_;
+};
+
+}  // namespace troupe::nn
