@@ -1,0 +1,73 @@
+// Building blocks of the Keras layer factory (internal): the KerasLayer implementations and
+// the per-file tables of layer makers that layer_factory.cc joins.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/keras/config_reader.h"
+#include "graph/keras/layer_factory.h"
+#include "graph/nn/activations.h"
+#include "graph/nn/module.h"
+
+namespace troupe::keras::internal {
+
+// One Keras weight: its attribute path, how to reach the nn variable once built, and the
+// regularizer the config gives it.
+struct WeightSpec {
+  std::string keras_name;
+  std::function<Variable()> get;
+  Regularizer regularizer;
+};
+
+// A Keras layer that is one nn::Layer called on one input, then an optional activation.
+class UnaryLayer : public KerasLayer {
+ public:
+  UnaryLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer,
+             std::vector<WeightSpec> weights = {}, nn::ActivationFn activation = nullptr);
+  // Weightless layers report no module, except those with state (Dropout's seed generator).
+  nn::Module* module() override;
+  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override;
+  std::vector<std::pair<std::string, Variable>> KerasWeights() const override;
+  std::vector<WeightPenalty> Penalties() const override;
+
+ private:
+  std::unique_ptr<nn::Layer> layer_;
+  std::vector<WeightSpec> weights_;
+  nn::ActivationFn activation_;
+};
+
+// A weightless Keras layer computed from all its inputs (Add, Concatenate).
+class FunctionLayer : public KerasLayer {
+ public:
+  using Fn = std::function<Value(const std::vector<Value>&)>;
+  FunctionLayer(const ConfigReader& r, Fn fn)
+      : KerasLayer(r.name(), r.class_name()), fn_(std::move(fn)) {}
+  nn::Module* module() override { return nullptr; }
+  Value Apply(const std::vector<Value>& inputs, const CallOptions&) override { return fn_(inputs); }
+  std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
+
+ private:
+  Fn fn_;
+};
+
+// Builds one layer from its (opened) config; `seed` is the base of its initializers' default
+// seeds (variable k of the layer uses seed + k).
+using Maker = std::function<Result<std::unique_ptr<KerasLayer>>(ConfigReader& r, int64_t seed)>;
+// Keyed by "module.ClassName".
+using MakerTable = std::map<std::string, Maker>;
+
+void AddCoreMakers(MakerTable* table);
+void AddNormalizationMakers(MakerTable* table);
+void AddConvMakers(MakerTable* table);
+void AddSequenceMakers(MakerTable* table);
+
+// Penalties for the specs whose variable exists and whose regularizer is active.
+std::vector<WeightPenalty> PenaltiesOf(const std::vector<WeightSpec>& weights);
+std::vector<std::pair<std::string, Variable>> WeightsOf(const std::vector<WeightSpec>& weights);
+
+}  // namespace troupe::keras::internal

@@ -1,0 +1,103 @@
+#include "graph/keras/layer_factory.h"
+
+#include <algorithm>
+
+#include "graph/keras/factory_internal.h"
+
+namespace troupe::keras {
+namespace internal {
+
+UnaryLayer::UnaryLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer,
+                       std::vector<WeightSpec> weights, nn::ActivationFn activation)
+    : KerasLayer(r.name(), r.class_name()),
+      layer_(std::move(layer)),
+      weights_(std::move(weights)),
+      activation_(std::move(activation)) {}
+
+nn::Module* UnaryLayer::module() {
+  const bool stateful = !weights_.empty() || class_name() == "Dropout";
+  return stateful ? layer_.get() : nullptr;
+}
+
+Value UnaryLayer::Apply(const std::vector<Value>& inputs, const CallOptions& options) {
+  if (inputs.size() != 1) {
+    return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
+                                             "' takes 1 input, got " +
+                                             std::to_string(inputs.size())));
+  }
+  Value y = (*layer_)(inputs[0], options.training);
+  return activation_ ? activation_(y) : y;
+}
+
+std::vector<WeightPenalty> PenaltiesOf(const std::vector<WeightSpec>& weights) {
+  std::vector<WeightPenalty> out;
+  for (const WeightSpec& w : weights) {
+    Variable v = w.get();
+    if (v.valid() && w.regularizer.active()) {
+      out.push_back({v, w.regularizer.l1, w.regularizer.l2});
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Variable>> WeightsOf(const std::vector<WeightSpec>& weights) {
+  std::vector<std::pair<std::string, Variable>> out;
+  for (const WeightSpec& w : weights) {
+    Variable v = w.get();
+    if (v.valid()) out.emplace_back(w.keras_name, v);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Variable>> UnaryLayer::KerasWeights() const {
+  return WeightsOf(weights_);
+}
+std::vector<WeightPenalty> UnaryLayer::Penalties() const { return PenaltiesOf(weights_); }
+
+}  // namespace internal
+
+namespace {
+
+const internal::MakerTable& Makers() {
+  static const auto* table = [] {
+    auto* t = new internal::MakerTable;
+    internal::AddCoreMakers(t);
+    internal::AddNormalizationMakers(t);
+    internal::AddConvMakers(t);
+    internal::AddSequenceMakers(t);
+    return t;
+  }();
+  return *table;
+}
+
+std::string SupportedList() {
+  std::string list;
+  for (const std::string& n : SupportedKerasLayers()) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+}  // namespace
+
+std::vector<std::string> SupportedKerasLayers() {
+  std::vector<std::string> names;
+  for (const auto& [key, maker] : Makers()) names.push_back(key);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const nlohmann::json& envelope,
+                                                   int64_t default_seed) {
+  TROUPE_ASSIGN_OR_RETURN(internal::ConfigReader r, internal::ConfigReader::Open(envelope));
+  // An entry without "module" is Keras 2's format; its classes are keras.layers ones.
+  const std::string module = r.module().empty() ? "keras.layers" : r.module();
+  auto it = Makers().find(module + "." + r.class_name());
+  if (it == Makers().end()) {
+    return UnimplementedError("Keras layer " + module + "." + r.class_name() + " '" + r.name() +
+                              "' is not supported; supported layers: " + SupportedList());
+  }
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<KerasLayer> layer, it->second(r, default_seed));
+  TROUPE_RETURN_IF_ERROR(r.Finish());
+  return layer;
+}
+
+}  // namespace troupe::keras
