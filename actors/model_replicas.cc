@@ -6,6 +6,7 @@
 #include "graph/models/registry.h"
 #include "graph/nn/losses.h"
 #include "graph/nn/replica_random.h"
+#include "graph/nn/state_updates.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
 
@@ -46,6 +47,32 @@ Result<double> ScalarOf(const Tensor& metric, const char* graph) {
   return static_cast<double>(t.data<float>()[0]);
 }
 
+// `v`'s value after the step: its recorded update, or its current value if this trace made
+// none.
+Value NewStateValue(const nn::StateUpdateScope& updates, const Variable& v) {
+  for (const auto& [var, value] : updates.updates()) {
+    if (var.id() == v.id()) return value;
+  }
+  return Value(v);
+}
+
+// The variables a training call of `model` updates through nn::UpdateState, in update order:
+// one eager call on a zero example, its updates discarded.
+Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& feature_shape) {
+  InitScope eager;
+  std::vector<int64_t> dims = {1};
+  for (int i = 0; i < feature_shape.rank(); ++i) dims.push_back(feature_shape.dim(i));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
+  TROUPE_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(DType::kFloat32, shape));
+  nn::StateUpdateScope updates;
+  nn::ReplicaSeedScope seeds(Value(ModelReplicas::StepSeed(0, 0)));
+  Value out = model.Call(Value(zeros), /*training=*/true);
+  if (!out.ok()) return out.status().WithContext("probing the model's training call");
+  std::vector<Variable> state;
+  for (const auto& [var, value] : updates.updates()) state.push_back(var);
+  return state;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
@@ -57,11 +84,13 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   m->impl_ = std::make_unique<Impl>();
   // Initial weights come from stateless seeds derived from the job seed: every rank builds the
   // same model without communicating.
-  TROUPE_ASSIGN_OR_RETURN(m->impl_->model, models::CreateModel(models::ModelSpec{
-                                               config.model, config.seed, config.model_keras}));
+  TROUPE_ASSIGN_OR_RETURN(
+      m->impl_->model, models::CreateModel(models::ModelSpec{config.model, config.seed,
+                                                             config.model_keras, feature_shape}));
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
+  TROUPE_ASSIGN_OR_RETURN(m->state_, ProbeState(*m->impl_->model, feature_shape));
   if (config.optimizer == "adam") {
     m->optimizer_ = std::make_unique<nn::Adam>(
         nn::AdamOptions{config.learning_rate, config.beta_1, config.beta_2, config.epsilon});
@@ -78,11 +107,13 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
 
   nn::Model* model = m->impl_->model.get();
   std::vector<Variable> vars = m->trainable_;
+  std::vector<Variable> state = m->state_;
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
-        [model, vars](const Args& args) -> Outputs {
+        [model, vars, state](const Args& args) -> Outputs {
           nn::ReplicaSeedScope seeds(args[2].value());
+          nn::StateUpdateScope updates;
           GradientTape tape;
           Value logits = model->Call(args[0].value(), /*training=*/true);
           Value mean_loss;
@@ -91,6 +122,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
           if (!grads.ok()) return grads.status();
           std::vector<Value> out = metrics;
           out.insert(out.end(), grads->begin(), grads->end());
+          for (const Variable& v : state) out.push_back(NewStateValue(updates, v));
           return out;
         },
         FunctionOptions{
@@ -105,12 +137,16 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
             {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
   }
   nn::Optimizer* optimizer = m->optimizer_.get();
-  m->apply_ =
-      std::make_unique<Function>("apply_gradients", [optimizer, vars](const Args& args) -> Outputs {
+  m->apply_ = std::make_unique<Function>(
+      "apply_gradients", [optimizer, vars, state](const Args& args) -> Outputs {
         std::vector<Value> grads;
         for (const Arg& a : args[0].list()) grads.push_back(a.value());
         Status s = optimizer->ApplyGradients(grads, vars);
         if (!s.ok()) return s;
+        const std::vector<Arg>& values = args[1].list();
+        for (size_t i = 0; i < state.size(); ++i) {
+          TROUPE_RETURN_IF_ERROR(state[i].Assign(values[i].value()));
+        }
         return std::vector<Value>{};
       });
   return m;
@@ -163,7 +199,7 @@ Result<StepOutput> ModelReplicas::Step(int r, const input::Element& batch, const
     };
   }
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out, fn->RunFlat(inputs, ready));
-  if (out.size() != kMetrics + trainable_.size()) {
+  if (out.size() != kMetrics + trainable_.size() + state_.size()) {
     return InternalError("train_step returned " + std::to_string(out.size()) + " tensors");
   }
   StepOutput s;
@@ -180,8 +216,14 @@ Result<StepOutput> ModelReplicas::Step(int r, const input::Element& batch, const
 }
 
 Status ModelReplicas::Apply(const std::vector<Tensor>& grads) {
-  std::vector<Arg> list(grads.begin(), grads.end());
-  return apply_->Run({Arg(std::move(list))}).status();
+  if (grads.size() != trainable_.size() + state_.size()) {
+    return InternalError("Apply got " + std::to_string(grads.size()) + " tensors for " +
+                         std::to_string(trainable_.size()) + " gradients and " +
+                         std::to_string(state_.size()) + " state values");
+  }
+  const auto split = grads.begin() + static_cast<std::ptrdiff_t>(trainable_.size());
+  std::vector<Arg> g(grads.begin(), split), s(split, grads.end());
+  return apply_->Run({Arg(std::move(g)), Arg(std::move(s))}).status();
 }
 
 Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const input::Element& batch) {

@@ -21,9 +21,11 @@
 namespace troupe::actors {
 
 struct StepOutput {
-  double loss_sum = 0;        // sum of per-example losses
-  double correct = 0;         // examples whose argmax equals the label
-  std::vector<Tensor> grads;  // d(mean loss of this replica's batch)/d(trainable variables)
+  double loss_sum = 0;  // sum of per-example losses
+  double correct = 0;   // examples whose argmax equals the label
+  // d(mean loss of this replica's batch)/d(trainable variables), then the new values of the
+  // model's state() (BatchNormalization's moving statistics): everything the replicas average.
+  std::vector<Tensor> grads;
 };
 
 class ModelReplicas {
@@ -44,6 +46,10 @@ class ModelReplicas {
   const std::string& model_label() const { return model_label_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
   const std::vector<Variable>& trainable() const { return trainable_; }
+  // Non-trainable variables a training step updates (nn/state_updates.h), found by one probe
+  // call of the model at creation. Each replica's step returns their new values after its
+  // gradients; Apply assigns the replicas' mean.
+  const std::vector<Variable>& state() const { return state_; }
 
   // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
   // thread running Step, while later layers' gradients are still being computed. The tensor
@@ -74,6 +80,7 @@ class ModelReplicas {
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
+  std::vector<Variable> state_;
   std::vector<Device> devices_;
   std::string model_label_;
   Device variable_device_ = Device::Cpu();

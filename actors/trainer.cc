@@ -109,8 +109,12 @@ Status PrepareCheckpointDir(Trainer::Parts& p) {
 // on its GPU (nothing to reduce; the update runs there). Host reductions go through buckets
 // that are reduced while the backward pass still runs.
 Status CreateGradientReduction(Trainer::Parts& p) {
-  for (const auto& [name, var] : p.replicas->model().NamedVariables()) {
-    if (var.trainable()) p.params.push_back({name, var.dtype(), var.shape()});
+  // Gradients, then the state values the replicas average (ModelReplicas::state()).
+  for (const Variable& var : p.replicas->trainable()) {
+    p.params.push_back({var.name(), var.dtype(), var.shape()});
+  }
+  for (const Variable& var : p.replicas->state()) {
+    p.params.push_back({var.name(), var.dtype(), var.shape()});
   }
   const bool resident = !p.replicas->variable_device().is_cpu();
   p.device_grads = p.nccl || (resident && p.total_replicas == 1);

@@ -74,7 +74,7 @@ Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const json& envelope, int64_t
     o.kernel_name = "kernel";
     o.use_bias = c.value("use_bias", true);
     o.padding = c.value("padding", "valid") == "same" ? "SAME" : "VALID";
-    o.strides = c["strides"].get<std::vector<int64_t>>();
+    o.strides = c.value("strides", std::vector<int64_t>{1, 1});
     return std::unique_ptr<KerasLayer>(new Single<nn::Conv2D>(
         name, cls,
         std::make_unique<nn::Conv2D>(name, c["filters"].get<int64_t>(),
@@ -84,6 +84,11 @@ Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const json& envelope, int64_t
   if (cls == "Flatten") {
     return std::unique_ptr<KerasLayer>(
         new Single<nn::Flatten>(name, cls, std::make_unique<nn::Flatten>(name), false));
+  }
+  if (cls == "AveragePooling2D") {
+    return std::unique_ptr<KerasLayer>(new Single<nn::AvgPool2D>(
+        name, cls,
+        std::make_unique<nn::AvgPool2D>(name, c["pool_size"].get<std::vector<int64_t>>()), false));
   }
   if (cls == "MaxPooling2D") {
     return std::unique_ptr<KerasLayer>(new Single<nn::MaxPool2D>(
