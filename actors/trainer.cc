@@ -11,6 +11,8 @@
 #include "actors/trainer_parts.h"
 #include "actors/trainer_setup.h"
 #include "checkpoint/checkpoint_state.h"
+#include "checkpoint/bundle_reader.h"
+#include "checkpoint/object_checkpoint.h"
 #include "core/gpu.h"
 #include "core/host.h"
 #include "core/logging.h"
@@ -128,6 +130,48 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   return Status::OK();
 }
 
+// `[model] init_from`: the model weights a checkpoint holds at the model's Keras paths (Keras'
+// tf.train.Checkpoint(model=m, ...) output, or a Troupe run), all or nothing; what the model
+// has that the checkpoint lacks keeps its initial value, and both lists are printed.
+Status InitFromCheckpoint(Trainer::Parts& p) {
+  const std::string& path = p.config.init_from;
+  if (path.empty()) return Status::OK();
+  ckpt::TrackableObject root;
+  root.Track("model", p.state->model_layout());
+  ckpt::RestoreOptions options;
+  options.atomic = true;  // a shape mismatch changes no weight
+  Result<ckpt::RestoreStatus> restored = [&]() -> Result<ckpt::RestoreStatus> {
+    TROUPE_ASSIGN_OR_RETURN(std::string prefix, ckpt::ResolveCheckpointPrefix(path));
+    TROUPE_ASSIGN_OR_RETURN(auto reader, ckpt::BundleReader::Open(prefix));
+    return ckpt::RestoreObjectGraph(*reader, root, options);
+  }();
+  if (!restored.ok()) return restored.status().WithContext("model.init_from " + path);
+  if (restored->restored_tensors() == 0) {
+    return InvalidArgumentError("model.init_from " + path +
+                                ": none of the model's weights is in this checkpoint (was it "
+                                "written for another model?)");
+  }
+  std::vector<std::string> unused;
+  for (const std::string& u : restored->unused_checkpoint_paths()) {
+    // Model weights; a Keras checkpoint names trainable ones through its optimizer.
+    if (u.rfind("model/", 0) == 0 || u.rfind("optimizer/_trainable_variables/", 0) == 0) {
+      unused.push_back(u);
+    }
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("none") : s;
+  };
+  if (p.launch.rank == 0) {
+    std::printf("init_from %s: %d model weights restored; not in the checkpoint (initial "
+                "values kept): %s; in the checkpoint but not in the model: %s\n",
+                path.c_str(), restored->restored_tensors(),
+                join(restored->unmatched_object_paths()).c_str(), join(unused).c_str());
+  }
+  return Status::OK();
+}
+
 // The model, optimizer and checkpoint state, restored from the newest checkpoint of the run
 // dir that reads back cleanly (nothing restored for a new run). A checkpoint written for
 // another model, global batch or optimizer is refused naming both.
@@ -144,7 +188,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
                                                       p.job_generator->state(), shape));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
   TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
-  if (p.resumed_from.empty()) return Status::OK();
+  if (p.resumed_from.empty()) return InitFromCheckpoint(p);
   const JobShape saved = p.state->job();
   if (saved.model != shape.model || saved.global_batch_size != shape.global_batch_size ||
       saved.optimizer != shape.optimizer) {

@@ -99,6 +99,10 @@ std::vector<ConfigKey> BuildSchema() {
       String("model.keras", &C::model_keras, {},
              "A Keras 3 model to train instead of model.name: a .json file written by "
              "model.to_json() or a .keras file (Sequential or Functional)."),
+      String("model.init_from", &C::init_from, {},
+             "A checkpoint (prefix or directory) whose model weights a new run starts from: "
+             "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
+             "ignores it."),
       WithRefusalHint(
           String("data.source", &C::data_source, {"fashion_mnist"},
                  "Where examples come from: fashion_mnist reads the IDX files in data.dir."),

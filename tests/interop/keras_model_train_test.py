@@ -129,6 +129,37 @@ def check_bad_models(base, spec):
     print("refused missing file")
 
 
+def check_init_from(base, model_json):
+    """[model] init_from restores Keras' own tf.train.Checkpoint(model=m) output: after one
+    SGD step of learning rate 1e-30 every trainable weight is Keras' (zero-initialized biases
+    move by ~1e-30); a checkpoint of another shape is refused naming the variable and both
+    shapes, and the run writes nothing."""
+    model = keras.models.model_from_json(open(model_json).read())
+    for v in model.trainable_variables:  # not the initial values Troupe would draw
+        v.assign(np.random.default_rng(3).normal(size=v.shape).astype(np.float32))
+    ckpt = tf.train.Checkpoint(model=model).save(os.path.join(base, "keras_init", "ckpt"))
+    run = os.path.join(base, "init_from")
+    p = train(run, model_json, steps=1, extra=["model.init_from=" + ckpt, "optimizer.name=sgd",
+                                               "optimizer.learning_rate=1e-30"])
+    assert "model weights restored" in p.stdout and "initial values kept): none" in p.stdout, p.stdout
+    reader = tf.train.load_checkpoint(os.path.join(run, "checkpoints"))
+    for i, v in enumerate(model.trainable_variables):
+        got = reader.get_tensor("optimizer/_trainable_variables/%d/.ATTRIBUTES/VARIABLE_VALUE" % i)
+        np.testing.assert_allclose(got, v.numpy(), rtol=0, atol=1e-20, err_msg=v.path)
+    print("init_from restored %d Keras weights" % len(model.trainable_variables))
+
+    spec = json.loads(open(model_json).read())
+    other = edit_layer(spec, "Dense", lambda l: l["config"].update(units=12))
+    other_model = keras.models.model_from_json(json.dumps(other))
+    other_ckpt = tf.train.Checkpoint(model=other_model).save(os.path.join(base, "keras_12", "ckpt"))
+    run = os.path.join(base, "init_from_mismatch")
+    p = train(run, model_json, steps=1, check=False, extra=["model.init_from=" + other_ckpt])
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and "dense/kernel" in out and "12" in out and "10" in out, out
+    assert not os.path.exists(run), os.listdir(run)
+    print("init_from refused a shape mismatch")
+
+
 base = tempfile.mkdtemp(prefix="troupe_keras_model_")
 try:
     model = residual_model()
@@ -147,6 +178,7 @@ try:
         print("1x4 == %s after %d steps" % (name, STEPS))
     check_keras_restores(runs["1x4"], model_json)
     check_bad_models(base, spec)
+    check_init_from(base, model_json)
 finally:
     shutil.rmtree(base, ignore_errors=True)
 print("ok")
