@@ -24,10 +24,20 @@ namespace {
 
 using namespace ops;  // NOLINT: graph builder vocabulary
 
-// Loss sum and correct count of logits against int32 labels.
-std::vector<Value> BatchMetrics(const Value& labels, const Value& logits, Value* mean_loss) {
+// Loss sum and correct count of logits against int32 labels. With a prediction per position
+// ([batch, time, classes] logits), an example's loss and correctness are its positions' means,
+// so sums over examples divided by their count are per-position means.
+std::vector<Value> BatchMetrics(const Value& labels, const Value& logits) {
+  if (logits.ok() && logits.shape().rank() > 2) {
+    const int64_t batch = logits.shape().dim(0);
+    const int64_t classes = logits.shape().dim(logits.shape().rank() - 1);
+    Value flat_labels = Reshape(labels, {-1});
+    Value flat_logits = Reshape(logits, {-1, classes});
+    Value loss = nn::SparseCategoricalCrossentropyPerExample(flat_labels, flat_logits, true);
+    Value hit = Cast(Equal(ArgMax(flat_logits, 1, DType::kInt32), flat_labels), DType::kFloat32);
+    return {Sum(Mean(Reshape(loss, {batch, -1}), {1})), Sum(Mean(Reshape(hit, {batch, -1}), {1}))};
+  }
   Value per_example = nn::SparseCategoricalCrossentropyPerExample(labels, logits, true);
-  if (mean_loss != nullptr) *mean_loss = nn::SparseCategoricalCrossentropy(labels, logits, true);
   Value predicted = ArgMax(logits, 1, DType::kInt32);
   Value correct = Sum(Cast(Equal(predicted, labels), DType::kFloat32));
   return {Sum(per_example), correct};
@@ -77,16 +87,17 @@ Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& fe
 
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
                                                              const std::vector<Device>& devices,
-                                                             const TensorShape& feature_shape) {
+                                                             const TensorShape& feature_shape,
+                                                             int64_t num_classes) {
   const int num_local_replicas = static_cast<int>(devices.size());
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
   m->devices_ = devices;
   m->impl_ = std::make_unique<Impl>();
   // Initial weights come from stateless seeds derived from the job seed: every rank builds the
   // same model without communicating.
-  TROUPE_ASSIGN_OR_RETURN(
-      m->impl_->model, models::CreateModel(models::ModelSpec{config.model, config.seed,
-                                                             config.model_keras, feature_shape}));
+  TROUPE_ASSIGN_OR_RETURN(m->impl_->model, models::CreateModel(models::ModelSpec{
+                                               config.model, config.seed, config.model_keras,
+                                               feature_shape, num_classes}));
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
@@ -116,8 +127,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
           nn::StateUpdateScope updates;
           GradientTape tape;
           Value logits = model->Call(args[0].value(), /*training=*/true);
-          Value mean_loss;
-          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits, &mean_loss);
+          Value mean_loss = model->Loss(args[1].value(), logits);
+          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits);
           Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
           if (!grads.ok()) return grads.status();
           std::vector<Value> out = metrics;
@@ -131,7 +142,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
         "eval_step",
         [model](const Args& args) -> Outputs {
           Value logits = model->Call(args[0].value(), /*training=*/false);
-          return BatchMetrics(args[1].value(), logits, nullptr);
+          return BatchMetrics(args[1].value(), logits);
         },
         FunctionOptions{
             {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));

@@ -34,10 +34,12 @@ class ModelReplicas {
   // every replica is on the same GPU, the weights and optimizer slots live on that GPU and the
   // optimizer updates them there (MirroredStrategy's layout for one device); otherwise they
   // stay on the host, like TF's central storage, and each step copies them over.
-  // The model is config.model from the registry, built for examples of `feature_shape`.
+  // The model is config.model from the registry (or config.model_keras), built for examples
+  // of `feature_shape` with labels in [0, num_classes) (0: the model's own default).
   static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
                                                        const std::vector<Device>& devices,
-                                                       const TensorShape& feature_shape);
+                                                       const TensorShape& feature_shape,
+                                                       int64_t num_classes = 0);
   ~ModelReplicas();
 
   nn::Model& model();

@@ -22,6 +22,8 @@ struct TrainConfig {
   // [data]
   std::string data_source = "fashion_mnist";  // the only source so far
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string data_files;       // text: a glob of the text files
+  int64_t sequence_length = 0;  // text: characters per example
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF
   // [train]

@@ -10,8 +10,8 @@
 #include "actors/batches.h"
 #include "actors/trainer_parts.h"
 #include "actors/trainer_setup.h"
-#include "checkpoint/checkpoint_state.h"
 #include "checkpoint/bundle_reader.h"
+#include "checkpoint/checkpoint_state.h"
 #include "checkpoint/object_checkpoint.h"
 #include "core/gpu.h"
 #include "core/host.h"
@@ -164,10 +164,11 @@ Status InitFromCheckpoint(Trainer::Parts& p) {
     return s.empty() ? std::string("none") : s;
   };
   if (p.launch.rank == 0) {
-    std::printf("init_from %s: %d model weights restored; not in the checkpoint (initial "
-                "values kept): %s; in the checkpoint but not in the model: %s\n",
-                path.c_str(), restored->restored_tensors(),
-                join(restored->unmatched_object_paths()).c_str(), join(unused).c_str());
+    std::printf(
+        "init_from %s: %d model weights restored; not in the checkpoint (initial "
+        "values kept): %s; in the checkpoint but not in the model: %s\n",
+        path.c_str(), restored->restored_tensors(),
+        join(restored->unmatched_object_paths()).c_str(), join(unused).c_str());
   }
   return Status::OK();
 }
@@ -179,7 +180,8 @@ Status RestoreRunDir(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(JobInput input, TrainingInput(p.config, p.InputContext()));
   p.train_input = std::make_unique<JobInput>(std::move(input));
   TROUPE_ASSIGN_OR_RETURN(p.replicas,
-                          ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape));
+                          ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape,
+                                                p.train_input->num_classes));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
@@ -354,8 +356,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
 
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path) {
   TROUPE_ASSIGN_OR_RETURN(JobInput input, EvaluationInput(config, input::InputContext{}));
-  TROUPE_ASSIGN_OR_RETURN(auto replicas,
-                          ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape));
+  TROUPE_ASSIGN_OR_RETURN(
+      auto replicas,
+      ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape, input.num_classes));
   TROUPE_ASSIGN_OR_RETURN(random::Generator gen, random::Generator::FromSeed(config.seed));
   TROUPE_ASSIGN_OR_RETURN(auto state, TrainState::Create(replicas->model(), replicas->optimizer(),
                                                          gen.state(), JobShape{}));

@@ -26,6 +26,8 @@ struct ModelSpec {
   // The shape of one example (no batch dimension), when the caller knows it: the zoo's
   // Keras-defined models are written for it.
   std::optional<TensorShape> input_shape;
+  // Labels are in [0, num_classes) (classes, or a vocabulary); 0: the model's default.
+  int64_t num_classes = 0;
 };
 
 // A factory returns the model unbuilt; the caller builds it for its input shape.

@@ -20,14 +20,14 @@ std::vector<int64_t> Dims(const TensorShape& shape) {
   return d;
 }
 
-json Mlp(const TensorShape& input) {
+json Mlp(const TensorShape& input, int64_t classes) {
   FunctionalBuilder b("mlp");
   T x = b.Input(Dims(input));
   x = b.Layer("Flatten", {}, {x});
   x = b.Layer("Dense", {{"units", 256}, {"activation", "relu"}}, {x});
   x = b.Layer("Dropout", {{"rate", 0.2}}, {x});
   x = b.Layer("Dense", {{"units", 128}, {"activation", "relu"}}, {x});
-  x = b.Layer("Dense", {{"units", 10}}, {x});
+  x = b.Layer("Dense", {{"units", classes}}, {x});
   return b.Build(x);
 }
 
@@ -51,7 +51,7 @@ T ResnetLayer(FunctionalBuilder& b, T x, int filters, int kernel, int strides, b
 // ResNet v1 for CIFAR (He et al. 2016, §4.2): depth 6n+2, three stacks of n basic blocks with
 // 16, 32, 64 filters; a 1x1 projection where the shape changes; global average pooling (the
 // 8x8 average pool of the paper on 32x32 inputs) and a 10-way linear layer (logits).
-json CifarResnet(const std::string& name, int depth, const TensorShape& input) {
+json CifarResnet(const std::string& name, int depth, const TensorShape& input, int64_t classes) {
   const int blocks = (depth - 2) / 6;
   FunctionalBuilder b(name);
   T x = ResnetLayer(b, b.Input(Dims(input)), 16, 3, 1, true);
@@ -68,10 +68,10 @@ json CifarResnet(const std::string& name, int depth, const TensorShape& input) {
     filters *= 2;
   }
   x = b.Layer("GlobalAveragePooling2D", json::object(), {x});
-  x = b.Layer(
-      "Dense",
-      {{"units", 10}, {"kernel_initializer", KerasInitializer("HeNormal", {{"seed", nullptr}})}},
-      {x});
+  x = b.Layer("Dense",
+              {{"units", classes},
+               {"kernel_initializer", KerasInitializer("HeNormal", {{"seed", nullptr}})}},
+              {x});
   return b.Build(x);
 }
 
@@ -99,7 +99,7 @@ T Bottleneck(FunctionalBuilder& b, T x, int filters, int strides, bool project) 
 }
 
 // keras.applications.ResNet50 (ImageNet shapes, 1000 logits): for throughput.
-json Resnet50(const TensorShape& input) {
+json Resnet50(const TensorShape& input, int64_t classes) {
   FunctionalBuilder b("resnet50");
   T x = b.Layer("ZeroPadding2D", {{"padding", {{3, 3}, {3, 3}}}}, {b.Input(Dims(input))});
   x = ConvBn(b, x, 64, 7, 2, true);
@@ -113,12 +113,12 @@ json Resnet50(const TensorShape& input) {
     }
   }
   x = b.Layer("GlobalAveragePooling2D", json::object(), {x});
-  x = b.Layer("Dense", {{"units", 1000}}, {x});
+  x = b.Layer("Dense", {{"units", classes}}, {x});
   return b.Build(x);
 }
 
 // LeNet-5 as the lenet5 model trains it (graph/models/lenet.h), written as Keras layers.
-json LeNet(const TensorShape& input) {
+json LeNet(const TensorShape& input, int64_t classes) {
   FunctionalBuilder b("lenet5");
   T x = b.Input(Dims(input));
   x = b.Layer(
@@ -130,26 +130,27 @@ json LeNet(const TensorShape& input) {
   x = b.Layer("Flatten", json::object(), {x});
   x = b.Layer("Dense", {{"units", 120}, {"activation", "relu"}}, {x});
   x = b.Layer("Dense", {{"units", 84}, {"activation", "relu"}}, {x});
-  x = b.Layer("Dense", {{"units", 10}}, {x});
+  x = b.Layer("Dense", {{"units", classes}}, {x});
   return b.Build(x);
 }
 
 struct ZooEntry {
   TensorShape default_input;
-  std::function<json(const TensorShape&)> make;
+  int64_t default_classes;
+  std::function<json(const TensorShape&, int64_t)> make;
 };
 
 const std::map<std::string, ZooEntry>& Zoo() {
   static const auto* zoo = new std::map<std::string, ZooEntry>{
-      {"lenet5", {TensorShape{28, 28, 1}, LeNet}},
-      {"mlp", {TensorShape{28, 28, 1}, Mlp}},
+      {"lenet5", {TensorShape{28, 28, 1}, 10, LeNet}},
+      {"mlp", {TensorShape{28, 28, 1}, 10, Mlp}},
       {"resnet20",
-       {TensorShape{28, 28, 1},
-        [](const TensorShape& s) { return CifarResnet("resnet20", 20, s); }}},
+       {TensorShape{28, 28, 1}, 10,
+        [](const TensorShape& s, int64_t c) { return CifarResnet("resnet20", 20, s, c); }}},
       {"resnet56",
-       {TensorShape{28, 28, 1},
-        [](const TensorShape& s) { return CifarResnet("resnet56", 56, s); }}},
-      {"resnet50", {TensorShape{224, 224, 3}, Resnet50}},
+       {TensorShape{28, 28, 1}, 10,
+        [](const TensorShape& s, int64_t c) { return CifarResnet("resnet56", 56, s, c); }}},
+      {"resnet50", {TensorShape{224, 224, 3}, 1000, Resnet50}},
   };
   return *zoo;
 }
@@ -194,14 +195,16 @@ std::vector<std::string> ZooModelNames() {
   return names;
 }
 
-Result<json> ZooModelJson(const std::string& name, std::optional<TensorShape> input_shape) {
+Result<json> ZooModelJson(const std::string& name, std::optional<TensorShape> input_shape,
+                          int64_t num_classes) {
   auto it = Zoo().find(name);
   if (it == Zoo().end()) {
     std::string names;
     for (const std::string& n : ZooModelNames()) names += (names.empty() ? "" : ", ") + n;
     return NotFoundError("no zoo model '" + name + "' (the zoo has: " + names + ")");
   }
-  json model = it->second.make(input_shape.value_or(it->second.default_input));
+  json model = it->second.make(input_shape.value_or(it->second.default_input),
+                               num_classes > 0 ? num_classes : it->second.default_classes);
   TROUPE_RETURN_IF_ERROR(FillTensorShapes(model));
   return model;
 }

@@ -19,9 +19,11 @@ namespace troupe::models {
 std::vector<std::string> ZooModelNames();
 
 // The model's Keras JSON for examples of `input_shape` (default: the model's own, e.g.
-// 28x28x1 for mlp and the CIFAR-style ResNets, 224x224x3 for resnet50), with every tensor's
+// 28x28x1 for mlp and the CIFAR-style ResNets, 224x224x3 for resnet50) and `num_classes`
+// outputs (default: 10, or 1000 for resnet50), with every tensor's
 // shape filled in. NotFound listing the names for an unknown model.
 Result<nlohmann::json> ZooModelJson(const std::string& name,
-                                    std::optional<TensorShape> input_shape = std::nullopt);
+                                    std::optional<TensorShape> input_shape = std::nullopt,
+                                    int64_t num_classes = 0);
 
 }  // namespace troupe::models
