@@ -5,7 +5,9 @@ namespace {
 
 Result<input::SourceData> Open(const TrainConfig& config, input::DataSplit split,
                                const input::InputContext& context) {
-  return input::OpenDataSource({config.data_source, config.data_dir}, split, context);
+  return input::OpenDataSource(
+      {config.data_source, config.data_dir, config.data_files, config.sequence_length}, split,
+      context);
 }
 
 }  // namespace
@@ -30,14 +32,15 @@ Result<JobInput> TrainingInput(const TrainConfig& config, const input::InputCont
   ds = ds.Batch(config.global_batch_size, /*drop_remainder=*/true).Repeat();
   TROUPE_RETURN_IF_ERROR(ds.status());
   return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape,
-                  examples / config.global_batch_size};
+                  examples / config.global_batch_size, source.num_classes};
 }
 
 Result<JobInput> EvaluationInput(const TrainConfig& config, const input::InputContext& context) {
   TROUPE_ASSIGN_OR_RETURN(input::SourceData source, Open(config, input::DataSplit::kTest, context));
   input::Dataset ds = source.examples.Batch(config.global_batch_size);
   TROUPE_RETURN_IF_ERROR(ds.status());
-  return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape, 0};
+  return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape, 0,
+                  source.num_classes};
 }
 
 Result<input::Element> ModelRows(const JobInput& input, const input::Element& batch, int64_t begin,

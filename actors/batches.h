@@ -20,6 +20,7 @@ struct JobInput {
   std::function<Result<input::Element>(const input::Element&)> to_model;
   TensorShape feature_shape;    // one example's features as the model takes them
   int64_t steps_per_epoch = 0;  // training: the source's cardinality / global batch
+  int64_t num_classes = 0;      // labels are in [0, num_classes)
 };
 
 // The training stream: shuffle (buffer, seed) -> batch(global, drop_remainder) -> repeat.

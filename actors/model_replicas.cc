@@ -6,6 +6,7 @@
 #include "graph/models/registry.h"
 #include "graph/nn/losses.h"
 #include "graph/nn/replica_random.h"
+#include "graph/nn/state_updates.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
 
@@ -23,10 +24,20 @@ namespace {
 
 using namespace ops;  // NOLINT: graph builder vocabulary
 
-// Loss sum and correct count of logits against int32 labels.
-std::vector<Value> BatchMetrics(const Value& labels, const Value& logits, Value* mean_loss) {
+// Loss sum and correct count of logits against int32 labels. With a prediction per position
+// ([batch, time, classes] logits), an example's loss and correctness are its positions' means,
+// so sums over examples divided by their count are per-position means.
+std::vector<Value> BatchMetrics(const Value& labels, const Value& logits) {
+  if (logits.ok() && logits.shape().rank() > 2) {
+    const int64_t batch = logits.shape().dim(0);
+    const int64_t classes = logits.shape().dim(logits.shape().rank() - 1);
+    Value flat_labels = Reshape(labels, {-1});
+    Value flat_logits = Reshape(logits, {-1, classes});
+    Value loss = nn::SparseCategoricalCrossentropyPerExample(flat_labels, flat_logits, true);
+    Value hit = Cast(Equal(ArgMax(flat_logits, 1, DType::kInt32), flat_labels), DType::kFloat32);
+    return {Sum(Mean(Reshape(loss, {batch, -1}), {1})), Sum(Mean(Reshape(hit, {batch, -1}), {1}))};
+  }
   Value per_example = nn::SparseCategoricalCrossentropyPerExample(labels, logits, true);
-  if (mean_loss != nullptr) *mean_loss = nn::SparseCategoricalCrossentropy(labels, logits, true);
   Value predicted = ArgMax(logits, 1, DType::kInt32);
   Value correct = Sum(Cast(Equal(predicted, labels), DType::kFloat32));
   return {Sum(per_example), correct};
@@ -46,11 +57,38 @@ Result<double> ScalarOf(const Tensor& metric, const char* graph) {
   return static_cast<double>(t.data<float>()[0]);
 }
 
+// `v`'s value after the step: its recorded update, or its current value if this trace made
+// none.
+Value NewStateValue(const nn::StateUpdateScope& updates, const Variable& v) {
+  for (const auto& [var, value] : updates.updates()) {
+    if (var.id() == v.id()) return value;
+  }
+  return Value(v);
+}
+
+// The variables a training call of `model` updates through nn::UpdateState, in update order:
+// one eager call on a zero example, its updates discarded.
+Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& feature_shape) {
+  InitScope eager;
+  std::vector<int64_t> dims = {1};
+  for (int i = 0; i < feature_shape.rank(); ++i) dims.push_back(feature_shape.dim(i));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
+  TROUPE_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(DType::kFloat32, shape));
+  nn::StateUpdateScope updates;
+  nn::ReplicaSeedScope seeds(Value(ModelReplicas::StepSeed(0, 0)));
+  Value out = model.Call(Value(zeros), /*training=*/true);
+  if (!out.ok()) return out.status().WithContext("probing the model's training call");
+  std::vector<Variable> state;
+  for (const auto& [var, value] : updates.updates()) state.push_back(var);
+  return state;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
                                                              const std::vector<Device>& devices,
-                                                             const TensorShape& feature_shape) {
+                                                             const TensorShape& feature_shape,
+                                                             int64_t num_classes) {
   const int num_local_replicas = static_cast<int>(devices.size());
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
   m->devices_ = devices;
@@ -58,10 +96,12 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   // Initial weights come from stateless seeds derived from the job seed: every rank builds the
   // same model without communicating.
   TROUPE_ASSIGN_OR_RETURN(m->impl_->model, models::CreateModel(models::ModelSpec{
-                                               config.model, config.seed, config.model_keras}));
+                                               config.model, config.seed, config.model_keras,
+                                               feature_shape, num_classes}));
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
+  TROUPE_ASSIGN_OR_RETURN(m->state_, ProbeState(*m->impl_->model, feature_shape));
   if (config.optimizer == "adam") {
     m->optimizer_ = std::make_unique<nn::Adam>(
         nn::AdamOptions{config.learning_rate, config.beta_1, config.beta_2, config.epsilon});
@@ -78,19 +118,22 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
 
   nn::Model* model = m->impl_->model.get();
   std::vector<Variable> vars = m->trainable_;
+  std::vector<Variable> state = m->state_;
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
-        [model, vars](const Args& args) -> Outputs {
+        [model, vars, state](const Args& args) -> Outputs {
           nn::ReplicaSeedScope seeds(args[2].value());
+          nn::StateUpdateScope updates;
           GradientTape tape;
           Value logits = model->Call(args[0].value(), /*training=*/true);
-          Value mean_loss;
-          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits, &mean_loss);
+          Value mean_loss = model->Loss(args[1].value(), logits);
+          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits);
           Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
           if (!grads.ok()) return grads.status();
           std::vector<Value> out = metrics;
           out.insert(out.end(), grads->begin(), grads->end());
+          for (const Variable& v : state) out.push_back(NewStateValue(updates, v));
           return out;
         },
         FunctionOptions{
@@ -99,18 +142,22 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
         "eval_step",
         [model](const Args& args) -> Outputs {
           Value logits = model->Call(args[0].value(), /*training=*/false);
-          return BatchMetrics(args[1].value(), logits, nullptr);
+          return BatchMetrics(args[1].value(), logits);
         },
         FunctionOptions{
             {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
   }
   nn::Optimizer* optimizer = m->optimizer_.get();
-  m->apply_ =
-      std::make_unique<Function>("apply_gradients", [optimizer, vars](const Args& args) -> Outputs {
+  m->apply_ = std::make_unique<Function>(
+      "apply_gradients", [optimizer, vars, state](const Args& args) -> Outputs {
         std::vector<Value> grads;
         for (const Arg& a : args[0].list()) grads.push_back(a.value());
         Status s = optimizer->ApplyGradients(grads, vars);
         if (!s.ok()) return s;
+        const std::vector<Arg>& values = args[1].list();
+        for (size_t i = 0; i < state.size(); ++i) {
+          TROUPE_RETURN_IF_ERROR(state[i].Assign(values[i].value()));
+        }
         return std::vector<Value>{};
       });
   return m;
@@ -163,7 +210,7 @@ Result<StepOutput> ModelReplicas::Step(int r, const input::Element& batch, const
     };
   }
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out, fn->RunFlat(inputs, ready));
-  if (out.size() != kMetrics + trainable_.size()) {
+  if (out.size() != kMetrics + trainable_.size() + state_.size()) {
     return InternalError("train_step returned " + std::to_string(out.size()) + " tensors");
   }
   StepOutput s;
@@ -180,8 +227,14 @@ Result<StepOutput> ModelReplicas::Step(int r, const input::Element& batch, const
 }
 
 Status ModelReplicas::Apply(const std::vector<Tensor>& grads) {
-  std::vector<Arg> list(grads.begin(), grads.end());
-  return apply_->Run({Arg(std::move(list))}).status();
+  if (grads.size() != trainable_.size() + state_.size()) {
+    return InternalError("Apply got " + std::to_string(grads.size()) + " tensors for " +
+                         std::to_string(trainable_.size()) + " gradients and " +
+                         std::to_string(state_.size()) + " state values");
+  }
+  const auto split = grads.begin() + static_cast<std::ptrdiff_t>(trainable_.size());
+  std::vector<Arg> g(grads.begin(), split), s(split, grads.end());
+  return apply_->Run({Arg(std::move(g)), Arg(std::move(s))}).status();
 }
 
 Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const input::Element& batch) {

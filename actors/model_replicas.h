@@ -21,9 +21,11 @@
 namespace troupe::actors {
 
 struct StepOutput {
-  double loss_sum = 0;        // sum of per-example losses
-  double correct = 0;         // examples whose argmax equals the label
-  std::vector<Tensor> grads;  // d(mean loss of this replica's batch)/d(trainable variables)
+  double loss_sum = 0;  // sum of per-example losses
+  double correct = 0;   // examples whose argmax equals the label
+  // d(mean loss of this replica's batch)/d(trainable variables), then the new values of the
+  // model's state() (BatchNormalization's moving statistics): everything the replicas average.
+  std::vector<Tensor> grads;
 };
 
 class ModelReplicas {
@@ -32,10 +34,12 @@ class ModelReplicas {
   // every replica is on the same GPU, the weights and optimizer slots live on that GPU and the
   // optimizer updates them there (MirroredStrategy's layout for one device); otherwise they
   // stay on the host, like TF's central storage, and each step copies them over.
-  // The model is config.model from the registry, built for examples of `feature_shape`.
+  // The model is config.model from the registry (or config.model_keras), built for examples
+  // of `feature_shape` with labels in [0, num_classes) (0: the model's own default).
   static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
                                                        const std::vector<Device>& devices,
-                                                       const TensorShape& feature_shape);
+                                                       const TensorShape& feature_shape,
+                                                       int64_t num_classes = 0);
   ~ModelReplicas();
 
   nn::Model& model();
@@ -44,6 +48,10 @@ class ModelReplicas {
   const std::string& model_label() const { return model_label_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
   const std::vector<Variable>& trainable() const { return trainable_; }
+  // Non-trainable variables a training step updates (nn/state_updates.h), found by one probe
+  // call of the model at creation. Each replica's step returns their new values after its
+  // gradients; Apply assigns the replicas' mean.
+  const std::vector<Variable>& state() const { return state_; }
 
   // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
   // thread running Step, while later layers' gradients are still being computed. The tensor
@@ -74,6 +82,7 @@ class ModelReplicas {
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
+  std::vector<Variable> state_;
   std::vector<Device> devices_;
   std::string model_label_;
   Device variable_device_ = Device::Cpu();

@@ -17,9 +17,13 @@ struct TrainConfig {
   std::string model = "lenet5";
   // A Keras model JSON / .keras file; when set it is the model and `model` is not used.
   std::string model_keras;
+  // A TF/Keras/Troupe checkpoint whose model weights a new run starts from (fine-tuning).
+  std::string init_from;
   // [data]
   std::string data_source = "fashion_mnist";  // the only source so far
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string data_files;       // text: a glob of the text files
+  int64_t sequence_length = 0;  // text: characters per example
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF
   // [train]

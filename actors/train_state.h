@@ -59,6 +59,8 @@ class TrainState {
   ~TrainState();
 
   ckpt::Checkpoint& root() { return root_; }
+  // The model's Keras layout alone (what `[model] init_from` restores).
+  ckpt::Trackable* model_layout() { return model_.get(); }
 
   int64_t step() const;
   int64_t epoch() const;

@@ -10,7 +10,9 @@
 #include "actors/batches.h"
 #include "actors/trainer_parts.h"
 #include "actors/trainer_setup.h"
+#include "checkpoint/bundle_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "checkpoint/object_checkpoint.h"
 #include "core/gpu.h"
 #include "core/host.h"
 #include "core/logging.h"
@@ -109,8 +111,12 @@ Status PrepareCheckpointDir(Trainer::Parts& p) {
 // on its GPU (nothing to reduce; the update runs there). Host reductions go through buckets
 // that are reduced while the backward pass still runs.
 Status CreateGradientReduction(Trainer::Parts& p) {
-  for (const auto& [name, var] : p.replicas->model().NamedVariables()) {
-    if (var.trainable()) p.params.push_back({name, var.dtype(), var.shape()});
+  // Gradients, then the state values the replicas average (ModelReplicas::state()).
+  for (const Variable& var : p.replicas->trainable()) {
+    p.params.push_back({var.name(), var.dtype(), var.shape()});
+  }
+  for (const Variable& var : p.replicas->state()) {
+    p.params.push_back({var.name(), var.dtype(), var.shape()});
   }
   const bool resident = !p.replicas->variable_device().is_cpu();
   p.device_grads = p.nccl || (resident && p.total_replicas == 1);
@@ -124,6 +130,49 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   return Status::OK();
 }
 
+// `[model] init_from`: the model weights a checkpoint holds at the model's Keras paths (Keras'
+// tf.train.Checkpoint(model=m, ...) output, or a Troupe run), all or nothing; what the model
+// has that the checkpoint lacks keeps its initial value, and both lists are printed.
+Status InitFromCheckpoint(Trainer::Parts& p) {
+  const std::string& path = p.config.init_from;
+  if (path.empty()) return Status::OK();
+  ckpt::TrackableObject root;
+  root.Track("model", p.state->model_layout());
+  ckpt::RestoreOptions options;
+  options.atomic = true;  // a shape mismatch changes no weight
+  Result<ckpt::RestoreStatus> restored = [&]() -> Result<ckpt::RestoreStatus> {
+    TROUPE_ASSIGN_OR_RETURN(std::string prefix, ckpt::ResolveCheckpointPrefix(path));
+    TROUPE_ASSIGN_OR_RETURN(auto reader, ckpt::BundleReader::Open(prefix));
+    return ckpt::RestoreObjectGraph(*reader, root, options);
+  }();
+  if (!restored.ok()) return restored.status().WithContext("model.init_from " + path);
+  if (restored->restored_tensors() == 0) {
+    return InvalidArgumentError("model.init_from " + path +
+                                ": none of the model's weights is in this checkpoint (was it "
+                                "written for another model?)");
+  }
+  std::vector<std::string> unused;
+  for (const std::string& u : restored->unused_checkpoint_paths()) {
+    // Model weights; a Keras checkpoint names trainable ones through its optimizer.
+    if (u.rfind("model/", 0) == 0 || u.rfind("optimizer/_trainable_variables/", 0) == 0) {
+      unused.push_back(u);
+    }
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("none") : s;
+  };
+  if (p.launch.rank == 0) {
+    std::printf(
+        "init_from %s: %d model weights restored; not in the checkpoint (initial "
+        "values kept): %s; in the checkpoint but not in the model: %s\n",
+        path.c_str(), restored->restored_tensors(),
+        join(restored->unmatched_object_paths()).c_str(), join(unused).c_str());
+  }
+  return Status::OK();
+}
+
 // The model, optimizer and checkpoint state, restored from the newest checkpoint of the run
 // dir that reads back cleanly (nothing restored for a new run). A checkpoint written for
 // another model, global batch or optimizer is refused naming both.
@@ -131,7 +180,8 @@ Status RestoreRunDir(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(JobInput input, TrainingInput(p.config, p.InputContext()));
   p.train_input = std::make_unique<JobInput>(std::move(input));
   TROUPE_ASSIGN_OR_RETURN(p.replicas,
-                          ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape));
+                          ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape,
+                                                p.train_input->num_classes));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
@@ -140,7 +190,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
                                                       p.job_generator->state(), shape));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
   TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
-  if (p.resumed_from.empty()) return Status::OK();
+  if (p.resumed_from.empty()) return InitFromCheckpoint(p);
   const JobShape saved = p.state->job();
   if (saved.model != shape.model || saved.global_batch_size != shape.global_batch_size ||
       saved.optimizer != shape.optimizer) {
@@ -297,6 +347,7 @@ Status Trainer::Parts::CheckFiniteState() const {
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch) {
   const auto started = std::chrono::steady_clock::now();
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Setup(config, launch));
+  if (launch.rank == 0 && launch.on_ready) TROUPE_RETURN_IF_ERROR(launch.on_ready());
   TROUPE_ASSIGN_OR_RETURN(TrainSummary summary, trainer->Run());
   summary.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -305,8 +356,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
 
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path) {
   TROUPE_ASSIGN_OR_RETURN(JobInput input, EvaluationInput(config, input::InputContext{}));
-  TROUPE_ASSIGN_OR_RETURN(auto replicas,
-                          ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape));
+  TROUPE_ASSIGN_OR_RETURN(
+      auto replicas,
+      ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape, input.num_classes));
   TROUPE_ASSIGN_OR_RETURN(random::Generator gen, random::Generator::FromSeed(config.seed));
   TROUPE_ASSIGN_OR_RETURN(auto state, TrainState::Create(replicas->model(), replicas->optimizer(),
                                                          gen.state(), JobShape{}));

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ struct ProcessLaunch {
   bool fresh = false;       // ignore existing checkpoints (run dir must be empty or forced)
   bool force = false;       // with fresh: delete the old checkpoints first
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGTERM/SIGINT: checkpoint and exit
+  // Rank 0 calls it once setup has succeeded (model built, checkpoint restored), before the
+  // first step: a job that cannot start leaves the run dir as it was.
+  std::function<Status()> on_ready;
 };
 
 // How a run that did not fail ended.

@@ -274,11 +274,30 @@ Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& 
     }
   }
 
+  // Each saved node's path: the first one breadth-first, as TF names its keys (also for
+  // nodes no live object matches, so unused values can be named).
+  std::vector<std::string> saved_path(static_cast<size_t>(n));
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  std::deque<int> queue = {0};
+  seen[0] = true;
+  while (!queue.empty()) {
+    const int id = queue.front();
+    queue.pop_front();
+    for (const auto& c : proto.nodes(id).children()) {
+      const size_t cid = static_cast<size_t>(c.node_id());
+      if (seen[cid]) continue;
+      seen[cid] = true;
+      saved_path[cid] =
+          saved_path[static_cast<size_t>(id)].empty()
+              ? EscapeLocalName(c.local_name())
+              : JoinKey(saved_path[static_cast<size_t>(id)], EscapeLocalName(c.local_name()));
+      queue.push_back(c.node_id());
+    }
+  }
+
   // Match saved nodes to live objects, breadth-first from the roots.
   std::vector<Trackable*> bound(static_cast<size_t>(n), nullptr);
-  std::vector<std::string> saved_path(static_cast<size_t>(n));
   std::unordered_map<const Trackable*, int> object_node;
-  std::deque<int> queue;
   bound[0] = &root;
   object_node[&root] = 0;
   queue.push_back(0);
@@ -287,12 +306,6 @@ Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& 
     queue.pop_front();
     for (const auto& c : proto.nodes(id).children()) {
       const size_t cid = static_cast<size_t>(c.node_id());
-      if (saved_path[cid].empty() && c.node_id() != 0) {
-        saved_path[cid] =
-            saved_path[static_cast<size_t>(id)].empty()
-                ? EscapeLocalName(c.local_name())
-                : JoinKey(saved_path[static_cast<size_t>(id)], EscapeLocalName(c.local_name()));
-      }
       if (bound[cid] != nullptr) continue;
       Trackable* child = bound[static_cast<size_t>(id)]->LookupChild(c.local_name());
       if (child == nullptr || object_node.count(child) != 0) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/named_registry.h"
+#include "input/text_source.h"
 
 namespace troupe::input {
 namespace {
@@ -33,7 +34,7 @@ Result<Element> FashionMnistToModel(const Element& raw) {
 Result<SourceData> FashionMnist(const DataSourceSpec& spec, DataSplit split, const InputContext&) {
   Dataset ds = Dataset::FashionMnist(split == DataSplit::kTrain ? "train" : "test", spec.dir);
   TROUPE_RETURN_IF_ERROR(ds.status());
-  return SourceData{std::move(ds), FashionMnistToModel, TensorShape{28, 28, 1}};
+  return SourceData{std::move(ds), FashionMnistToModel, TensorShape{28, 28, 1}, 10};
 }
 
 // Built-ins are registered here rather than by static initializers, which a static library
@@ -42,6 +43,7 @@ NamedRegistry<DataSourceFn>& TheRegistry() {
   static auto* registry = [] {
     auto* r = new NamedRegistry<DataSourceFn>("source", "data.source");
     (void)r->Register("fashion_mnist", FashionMnist);
+    (void)r->Register("text", OpenTextSource);
     return r;
   }();
   return *registry;

@@ -20,6 +20,8 @@ namespace troupe::input {
 struct DataSourceSpec {
   std::string source;  // the registered name
   std::string dir;     // where its files are
+  std::string files;   // a glob of its files (sources that read files by name)
+  int64_t sequence_length = 0;  // characters or tokens per example (sequence sources)
 };
 
 enum class DataSplit { kTrain, kTest };
@@ -29,6 +31,7 @@ struct SourceData {
   // A batch of examples, as `examples` batched yields it -> (features, labels) for the model.
   std::function<Result<Element>(const Element&)> to_model;
   TensorShape feature_shape;  // one example's features as the model takes them
+  int64_t num_classes = 0;    // labels are in [0, num_classes): classes, or a vocabulary
 };
 
 using DataSourceFn =

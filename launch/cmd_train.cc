@@ -116,14 +116,6 @@ int RunTrain(int argc, char** argv) {
   if (!env.ok()) return Usage(env.status());
   Status valid = ValidateTrainEnvironment(*config, env->world_size * config->replicas_per_process);
   if (!valid.ok()) return Usage(valid);
-  if (env->rank == 0) {
-    // The run dir records what this start ran with, --set overrides included.
-    Status recorded = WriteConfigRecord(*config);
-    if (!recorded.ok()) {
-      std::fprintf(stderr, "troupe train: %s\n", recorded.message().c_str());
-      return kExitFailure;
-    }
-  }
 
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
@@ -141,6 +133,10 @@ int RunTrain(int argc, char** argv) {
   launch.fresh = parser.Has("fresh");
   launch.force = parser.Has("force");
   launch.stop_signal = &g_stop;
+  // The run dir records what this start ran with, --set overrides included — once the job
+  // has been set up, so a config that cannot start writes nothing.
+  const TrainConfig& recorded = *config;
+  launch.on_ready = [&recorded] { return WriteConfigRecord(recorded); };
   Result<actors::TrainSummary> summary = actors::RunTraining(*config, launch);
   if (!summary.ok()) {
     std::fprintf(stderr, "troupe train (rank %d on %s): %s\n", env->rank, env->hostname.c_str(),

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "graph/models/registry.h"
+#include "input/data_source.h"
 
 namespace troupe::launch {
 namespace {
@@ -99,11 +100,23 @@ std::vector<ConfigKey> BuildSchema() {
       String("model.keras", &C::model_keras, {},
              "A Keras 3 model to train instead of model.name: a .json file written by "
              "model.to_json() or a .keras file (Sequential or Functional)."),
+      String("model.init_from", &C::init_from, {},
+             "A checkpoint (prefix or directory) whose model weights a new run starts from: "
+             "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
+             "ignores it."),
       WithRefusalHint(
-          String("data.source", &C::data_source, {"fashion_mnist"},
-                 "Where examples come from: fashion_mnist reads the IDX files in data.dir."),
-          "other sources (TFRecord) are not supported yet: they come with sharded data "
-          "(issue 19)"),
+          FromRegistry(String("data.source", &C::data_source, {},
+                              "Where examples come from: fashion_mnist reads the IDX files in "
+                              "data.dir; text makes character-level language-model windows of "
+                              "the files data.files matches."),
+                       input::RegisteredDataSourceNames),
+          "TFRecord sources are not supported yet: they come with sharded data (issue 19)"),
+      OnlyWith(String("data.files", &C::data_files, {},
+                      "text: a glob of plain text files, read in sorted order."),
+               "data.source", "text", "only the text source reads files by glob"),
+      OnlyWith(Int("data.sequence_length", &C::sequence_length, 1,
+                   "text: characters per example (the model's context length)."),
+               "data.source", "text", "only the text source makes sequences"),
       String("data.dir", &C::data_dir, {},
              "Directory of the dataset's files (Fashion-MNIST: the four IDX .gz files)."),
       Int("data.shuffle_buffer", &C::shuffle_buffer, 0,

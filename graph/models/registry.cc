@@ -3,6 +3,7 @@
 #include "core/named_registry.h"
 #include "graph/keras/model_json.h"
 #include "graph/models/lenet.h"
+#include "graph/models/zoo.h"
 
 namespace troupe::models {
 namespace {
@@ -17,6 +18,16 @@ NamedRegistry<ModelFactory>& TheRegistry() {
       options.seed = spec.seed;
       return std::unique_ptr<nn::Model>(std::make_unique<LeNet>(options));
     });
+    for (const std::string& name : ZooModelNames()) {
+      if (name == "lenet5") continue;  // the C++ model above; its Keras twin is for `show`
+      (void)r->Register(name, [](const ModelSpec& spec) -> Result<std::unique_ptr<nn::Model>> {
+        TROUPE_ASSIGN_OR_RETURN(nlohmann::json json,
+                                ZooModelJson(spec.name, spec.input_shape, spec.num_classes));
+        TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<keras::KerasModel> model,
+                                keras::KerasModel::FromJson(json, spec.seed));
+        return std::unique_ptr<nn::Model>(std::move(model));
+      });
+    }
     return r;
   }();
   return *registry;

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "core/tensor_shape.h"
 #include "graph/nn/model.h"
 
 namespace troupe::models {
@@ -21,6 +23,11 @@ struct ModelSpec {
   int64_t seed = 0;
   // A Keras model JSON / .keras file: when set, CreateModel loads it instead of `name`.
   std::string keras;
+  // The shape of one example (no batch dimension), when the caller knows it: the zoo's
+  // Keras-defined models are written for it.
+  std::optional<TensorShape> input_shape;
+  // Labels are in [0, num_classes) (classes, or a vocabulary); 0: the model's default.
+  int64_t num_classes = 0;
 };
 
 // A factory returns the model unbuilt; the caller builds it for its input shape.

@@ -1,6 +1,7 @@
 #include "graph/nn/model.h"
 
 #include "graph/nn/losses.h"
+#include "graph/ops.h"
 
 namespace troupe::nn {
 
@@ -23,6 +24,13 @@ Result<std::vector<KerasLayer>> Model::KerasLayers() const {
 }
 
 Value Model::Loss(const Value& labels, const Value& outputs) {
+  if (outputs.ok() && outputs.shape().rank() > 2) {
+    // A prediction per position (a language model's [batch, time, vocab]): the mean over
+    // every position, as Keras' loss averages over all but the class axis.
+    const int64_t classes = outputs.shape().dim(outputs.shape().rank() - 1);
+    return SparseCategoricalCrossentropy(ops::Reshape(labels, {-1}),
+                                         ops::Reshape(outputs, {-1, classes}), true);
+  }
   return SparseCategoricalCrossentropy(labels, outputs, /*from_logits=*/true);
 }
 

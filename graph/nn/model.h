@@ -38,7 +38,8 @@ class Model : public Module {
   // checkpoint), false for a Sequential one (model/_functional/_operations/k).
   virtual bool keras_functional() const { return false; }
   // The training loss of a batch: default, sparse categorical cross-entropy of int labels and
-  // logits, averaged over the batch (Keras' SparseCategoricalCrossentropy(from_logits=True)).
+  // logits, averaged over the batch and, for [batch, positions..., classes] outputs, over the
+  // positions (Keras' SparseCategoricalCrossentropy(from_logits=True)).
   virtual Value Loss(const Value& labels, const Value& outputs);
 };
 

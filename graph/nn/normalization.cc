@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/nn/layer_util.h"
+#include "graph/nn/state_updates.h"
 #include "graph/ops.h"
 
 namespace troupe::nn {
@@ -107,10 +108,12 @@ Status BatchNormalization::UpdateMovingStats(const Value& mean, const Value& var
   const double m = options_.momentum;
   Value mm = moving_mean_.Read();
   Value mv = moving_variance_.Read();
-  TROUPE_RETURN_IF_ERROR(
-      moving_mean_.Assign(ops::Add(ops::Mul(mm, C(m, mm)), ops::Mul(mean, C(1.0 - m, mean)))));
-  return moving_variance_.Assign(
-      ops::Add(ops::Mul(mv, C(m, mv)), ops::Mul(variance, C(1.0 - m, variance))));
+  // Through UpdateState: a training loop with several replicas per process collects and
+  // averages the new values (state_updates.h) instead of racing on the variables.
+  TROUPE_RETURN_IF_ERROR(UpdateState(
+      moving_mean_, ops::Add(ops::Mul(mm, C(m, mm)), ops::Mul(mean, C(1.0 - m, mean)))));
+  return UpdateState(moving_variance_,
+                     ops::Add(ops::Mul(mv, C(m, mv)), ops::Mul(variance, C(1.0 - m, variance))));
 }
 
 Value BatchNormalization::Call(const Value& x, bool training) {

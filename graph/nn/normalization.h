@@ -1,7 +1,8 @@
 // BatchNormalization and LayerNormalization with Keras 3 (TF backend) numerics
 // (facts/keras-models.md §3.1-3.2): tf.nn.moments' two-pass biased variance, the
 // tf.nn.batch_normalization op order x*inv + (beta - mean*inv), and moving statistics updated
-// as moving*momentum + stat*f32(1.0 - momentum) with (1 - momentum) computed in double.
+// as moving*momentum + stat*f32(1.0 - momentum) with (1 - momentum) computed in double,
+// written through nn::UpdateState (state_updates.h) so a multi-replica step can average them.
 //
 // Cross-replica statistics (synchronized=True): the layer sums its per-replica sums through a
 // CrossReplicaSum hook. The default is the identity (one replica); a data-parallel training

@@ -1,8 +1,8 @@
 """A checkpoint written by `troupe train` restores into a Keras LeNet of the same structure
 (tf.train.Checkpoint, assert_existing_objects_matched) and gives the same test accuracy as
 `troupe eval` (within 0.1 percentage point)."""
-import gzip
 import os
+import sys
 import shutil
 import subprocess
 import tempfile
@@ -10,17 +10,11 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+sys.path.insert(0, os.path.dirname(__file__))
+from fashion_mnist import test_set  # noqa: E402
+
 BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "troupe")
 CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lenet.toml")
-DATA = "/usr/share/datasets/fashion-mnist"
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    ndims = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndims)]
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndims).reshape(dims)
 
 
 def keras_lenet():
@@ -61,9 +55,7 @@ try:
     assert stored and np.array_equal(reader.get_tensor(stored[0]), model.layers[0].kernel.numpy())
     assert int(optimizer.iterations.numpy()) == 400, optimizer.iterations.numpy()
 
-    images = read_idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")).astype(np.float32)
-    images = (images * np.float32(1.0 / 255.0))[..., None]
-    labels = read_idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+    images, labels = test_set()
     logits = model.predict(images, batch_size=500, verbose=0)
     keras_acc = float(np.mean(np.argmax(logits, axis=1) == labels))
     print("troupe eval %.4f, keras %.4f" % (troupe_acc, keras_acc))

@@ -246,6 +246,10 @@ def cases():
              [(2, 5, 6), (2, 5, 6)], causal=True, zero_grads=KEY_BIAS),
         Case("mha_dropout_inference", lambda: L.MultiHeadAttention(2, 4, dropout=0.3),
              [(2, 5, 6), (2, 5, 6)], zero_grads=KEY_BIAS),
+        # Training: Keras' Dropout(seed=seed) on the attention probabilities, same bits.
+        Case("mha_dropout_training_causal",
+             lambda: L.MultiHeadAttention(2, 4, dropout=0.3, seed=5),
+             [(2, 5, 6), (2, 5, 6)], causal=True, training=True, zero_grads=KEY_BIAS),
     ]
     frozen = L.BatchNormalization
     def make_frozen():

@@ -1,0 +1,102 @@
+#include "input/text_source.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <sstream>
+
+namespace troupe::input {
+namespace {
+
+constexpr double kTrainFraction = 0.9;
+
+Result<std::vector<std::string>> MatchFiles(const std::string& pattern) {
+  if (pattern.empty()) {
+    return InvalidArgumentError(
+        "data.source = \"text\" needs data.files, a glob of text files (e.g. "
+        "\"/usr/share/games/fortunes/*.u8\")");
+  }
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> files;
+  if (rc == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+  }
+  globfree(&g);
+  if (files.empty()) return NotFoundError("data.files = \"" + pattern + "\" matches no file");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<std::string> ReadAll(const std::vector<std::string>& files) {
+  std::string text;
+  for (const std::string& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) return NotFoundError("cannot read text file " + f);
+    std::ostringstream s;
+    s << in.rdbuf();
+    text += s.str();
+  }
+  return text;
+}
+
+// (features, labels) windows of `length` ids from text[begin, end).
+Element Windows(const std::string& text, const std::array<int, 256>& ids, size_t begin, size_t end,
+                int64_t length) {
+  const int64_t n = end - begin > 0 ? static_cast<int64_t>(end - begin - 1) / length : 0;
+  Tensor x = *Tensor::Allocate(DType::kUInt8, TensorShape{n, length});
+  Tensor y = *Tensor::Allocate(DType::kUInt8, TensorShape{n, length});
+  for (int64_t i = 0; i < n * length; ++i) {
+    const size_t at = begin + static_cast<size_t>(i);
+    x.data<uint8_t>()[i] = static_cast<uint8_t>(ids[static_cast<uint8_t>(text[at])]);
+    y.data<uint8_t>()[i] = static_cast<uint8_t>(ids[static_cast<uint8_t>(text[at + 1])]);
+  }
+  return {std::move(x), std::move(y)};
+}
+
+Result<Element> TextToModel(const Element& raw) {
+  if (raw.size() != 2 || raw[0].dtype() != DType::kUInt8 || raw[0].rank() != 2) {
+    return InvalidArgumentError("text: expected (uint8 [n, length], uint8 [n, length]) batches");
+  }
+  Element out;
+  for (const Tensor& t : raw) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor ids, Tensor::Allocate(DType::kInt32, t.shape()));
+    for (int64_t i = 0; i < t.num_elements(); ++i) ids.data<int32_t>()[i] = t.data<uint8_t>()[i];
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
+                                  const InputContext&) {
+  if (spec.sequence_length < 1) {
+    return InvalidArgumentError("data.source = \"text\" needs data.sequence_length >= 1");
+  }
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files));
+  TROUPE_ASSIGN_OR_RETURN(std::string text, ReadAll(files));
+  std::array<int, 256> ids{};
+  std::array<bool, 256> present{};
+  for (char c : text) present[static_cast<uint8_t>(c)] = true;
+  int vocab = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (present[static_cast<size_t>(b)]) ids[static_cast<size_t>(b)] = vocab++;
+  }
+  const size_t cut = static_cast<size_t>(static_cast<double>(text.size()) * kTrainFraction);
+  Element windows = split == DataSplit::kTrain
+                        ? Windows(text, ids, 0, cut, spec.sequence_length)
+                        : Windows(text, ids, cut, text.size(), spec.sequence_length);
+  if (windows[0].dim(0) == 0) {
+    return InvalidArgumentError(
+        "data.files = \"" + spec.files + "\": " + std::to_string(text.size()) +
+        " characters are too few for one " + std::to_string(spec.sequence_length) +
+        "-character example in each split");
+  }
+  return SourceData{Dataset::FromTensorSlices(std::move(windows)), TextToModel,
+                    TensorShape{spec.sequence_length}, vocab};
+}
+
+}  // namespace troupe::input
