@@ -169,6 +169,17 @@ TEST(KerasLayerFactoryTest, WeightsComeUnderKerasNamesInKerasOrder) {
   EXPECT_EQ(Names(*conv), (std::vector<std::string>{"_kernel=kernel"}));
   EXPECT_EQ(conv->KerasWeights()[0].second.shape(), (TensorShape{3, 3, 2, 4}));
 
+  auto depthwise = Make(Envelope("DepthwiseConv2D", {{"name", "dw"},
+                                                     {"kernel_size", {3, 3}},
+                                                     {"depth_multiplier", 2},
+                                                     {"dilation_rate", {2, 2}},
+                                                     {"padding", "same"}}));
+  Value dw = depthwise->Apply({Input({1, 6, 6, 3})}, {});
+  ASSERT_TRUE(dw.ok()) << dw.status();
+  EXPECT_EQ(dw.shape(), (TensorShape{1, 6, 6, 6}));
+  EXPECT_EQ(Names(*depthwise), (std::vector<std::string>{"kernel=kernel", "bias=bias"}));
+  EXPECT_EQ(depthwise->KerasWeights()[0].second.shape(), (TensorShape{3, 3, 3, 2}));
+
   auto bn = Make(BatchNorm());
   ASSERT_TRUE(bn->Apply({Input({4, 3})}, {}).ok());
   EXPECT_EQ(Names(*bn),
@@ -247,6 +258,17 @@ TEST(KerasLayerFactoryTest, UnseededInitializersFollowTheDefaultSeed) {
 }
 
 TEST(KerasLayerFactoryTest, BatchNormTrainingMovesStatistics) {
+  auto depthwise = Make(Envelope("DepthwiseConv2D", {{"name", "dw"},
+                                                     {"kernel_size", {3, 3}},
+                                                     {"depth_multiplier", 2},
+                                                     {"dilation_rate", {2, 2}},
+                                                     {"padding", "same"}}));
+  Value dw = depthwise->Apply({Input({1, 6, 6, 3})}, {});
+  ASSERT_TRUE(dw.ok()) << dw.status();
+  EXPECT_EQ(dw.shape(), (TensorShape{1, 6, 6, 6}));
+  EXPECT_EQ(Names(*depthwise), (std::vector<std::string>{"kernel=kernel", "bias=bias"}));
+  EXPECT_EQ(depthwise->KerasWeights()[0].second.shape(), (TensorShape{3, 3, 3, 2}));
+
   auto bn = Make(BatchNorm());
   Value x = Input({4, 3});
   ASSERT_TRUE(bn->Apply({x}, {}).ok());
