@@ -46,11 +46,31 @@ Result<ActivationFn> ActivationByName(const std::string& name) {
   return it->second;
 }
 
+// erf(x) as Eigen's float rational approximation (what TF's CPU Erf kernel evaluates), built
+// from graph ops until the Erf kernel lands: x clamped to [-4, 4] (erf is +-1 in float beyond),
+// then x * p(x^2) / q(x^2).
+Value Erf(const Value& input) {
+  Value x = ops::Maximum(ops::Minimum(input, C(4.0, input)), C(-4.0, input));
+  Value x2 = ops::Mul(x, x);
+  auto poly = [&](std::initializer_list<double> coefficients) {
+    auto it = coefficients.begin();
+    Value p = C(*it++, x);
+    for (; it != coefficients.end(); ++it) p = ops::Add(ops::Mul(x2, p), C(*it, x));
+    return p;
+  };
+  Value p = ops::Mul(x, poly({-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                              -1.60960333262415e-02}));
+  Value q = poly({-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                  -7.37332916720468e-03, -1.42647390514189e-02});
+  return ops::Div(p, q);
+}
+
 Value Gelu(const Value& x, bool approximate) {
   if (!approximate) {
-    // tf.nn.gelu(approximate=False) = 0.5*x*erfc(-x*0.7071067811865476): needs an Erfc/Erf op.
-    return Value::Error(UnimplementedError(
-        "exact gelu needs the Erf kernel, which this build lacks; use approximate gelu"));
+    // tf.nn.gelu(approximate=False) = 0.5*x*erfc(-x*0.7071067811865476), erfc(z) = 1 - erf(z).
+    Value z = ops::Mul(ops::Neg(x), C(0.7071067811865476, x));
+    return ops::Mul(ops::Mul(C(0.5, x), x), ops::Sub(C(1.0, x), Erf(z)));
   }
   Value x3 = ops::Pow(x, C(3.0, x));
   Value inner = ops::Mul(C(0.7978845608028654, x), ops::Add(x, ops::Mul(C(0.044715, x), x3)));
