@@ -9,7 +9,8 @@ then asserts that the outputs, the gradients of sum(out * cot) with respect to t
 inputs and the trainable weights, and every weight after the call (BatchNormalization's moving
 statistics) agree within 1e-5 relative to the tensor's scale (|troupe - keras| <= 1e-5 *
 max|keras|, as in graph_lenet_test.py), and that the weights come in Keras' order under
-Keras' variable names (layer.weights, var.path without the layer name).
+Keras' variable names (layer.weights, var.path without the layer name). The driver runs with
+TROUPE_NUM_THREADS=8 and =1, which must give the same bits.
 A negative control runs Troupe on a perturbed config (LayerNormalization epsilon 1e-3 -> 2e-3)
 and asserts that the comparison fails, so the check can tell layers apart.
 Env: TROUPE_BINARY_DIR (build dir with tests/graph/keras/layer_driver).
@@ -145,10 +146,19 @@ def run_case(case, seed):
         for k, w in enumerate(values):
             np.save(os.path.join(d, f"w_{k}.npy"), w)
         np.save(os.path.join(d, "cot.npy"), cot)
-        r = subprocess.run([BIN, d], capture_output=True, text=True)
-        if r.returncode != 0:
-            return [f"layer_driver failed ({r.returncode}): {r.stderr.strip()}"]
+        outputs = {}
+        for threads in ("8", "1"):
+            env = dict(os.environ, TROUPE_NUM_THREADS=threads)
+            r = subprocess.run([BIN, d], capture_output=True, text=True, env=env)
+            if r.returncode != 0:
+                return [f"layer_driver failed ({r.returncode}): {r.stderr.strip()}"]
+            outputs[threads] = {f: open(os.path.join(d, f), "rb").read()
+                                for f in sorted(os.listdir(d)) if f.endswith(".npy")}
         problems = []
+        # Determinism: the same bits with 8 threads and with 1.
+        for f, data in outputs["8"].items():
+            if outputs["1"].get(f) != data:
+                problems.append(f"{f}: 8 threads and 1 thread give different bits")
         with open(os.path.join(d, "weights.txt")) as f:
             got_names = [(ln.split()[1], ln.split()[2] == "1") for ln in f if ln.strip()]
         if got_names != names:
