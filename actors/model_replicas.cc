@@ -85,10 +85,9 @@ Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& fe
 
 }  // namespace
 
-Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
-                                                             const std::vector<Device>& devices,
-                                                             const TensorShape& feature_shape,
-                                                             int64_t num_classes) {
+Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
+    const TrainConfig& config, const std::vector<Device>& devices, const TensorShape& feature_shape,
+    int64_t num_classes, std::shared_ptr<CrossReplicaSummer> summer) {
   const int num_local_replicas = static_cast<int>(devices.size());
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
   m->devices_ = devices;
@@ -122,8 +121,9 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
-        [model, vars, state](const Args& args) -> Outputs {
+        [model, vars, state, summer, r](const Args& args) -> Outputs {
           nn::ReplicaSeedScope seeds(args[2].value());
+          nn::CrossReplicaScope sums(summer ? summer->ForReplica(r) : nn::CrossReplicaSum());
           nn::StateUpdateScope updates;
           GradientTape tape;
           Value logits = model->Call(args[0].value(), /*training=*/true);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/cross_replica_sum.h"
 #include "actors/train_config.h"
 #include "core/device.h"
 #include "core/result.h"
@@ -35,11 +36,13 @@ class ModelReplicas {
   // optimizer updates them there (MirroredStrategy's layout for one device); otherwise they
   // stay on the host, like TF's central storage, and each step copies them over.
   // The model is config.model from the registry (or config.model_keras), built for examples
-  // of `feature_shape` with labels in [0, num_classes) (0: the model's own default).
-  static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
-                                                       const std::vector<Device>& devices,
-                                                       const TensorShape& feature_shape,
-                                                       int64_t num_classes = 0);
+  // of `feature_shape` with labels in [0, num_classes) (0: the model's own default). With a
+  // `summer`, layers that sum across replicas (synchronized BatchNormalization) reduce over the
+  // job's replicas while a step runs; without one, over this process's replica alone.
+  static Result<std::unique_ptr<ModelReplicas>> Create(
+      const TrainConfig& config, const std::vector<Device>& devices,
+      const TensorShape& feature_shape, int64_t num_classes = 0,
+      std::shared_ptr<CrossReplicaSummer> summer = nullptr);
   ~ModelReplicas();
 
   nn::Model& model();
