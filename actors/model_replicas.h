@@ -55,6 +55,9 @@ class ModelReplicas {
   // call of the model at creation. Each replica's step returns their new values after its
   // gradients; Apply assigns the replicas' mean.
   const std::vector<Variable>& state() const { return state_; }
+  // The model predicts per position ([batch, time, classes] outputs: a language model); its
+  // loss and accuracy are means over positions, and its test loss gives a perplexity.
+  bool per_position() const { return per_position_; }
 
   // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
   // thread running Step, while later layers' gradients are still being computed. The tensor
@@ -86,6 +89,7 @@ class ModelReplicas {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
   std::vector<Variable> state_;
+  bool per_position_ = false;
   std::vector<Device> devices_;
   std::string model_label_;
   Device variable_device_ = Device::Cpu();

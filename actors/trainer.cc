@@ -394,6 +394,7 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
     correct += m.second;
     count += static_cast<double>(n);
   }
+  score.per_position = replicas->per_position();
   score.loss = loss / count;
   score.accuracy = correct / count;
   return score;
