@@ -68,7 +68,8 @@ Value NewStateValue(const nn::StateUpdateScope& updates, const Variable& v) {
 
 // The variables a training call of `model` updates through nn::UpdateState, in update order:
 // one eager call on a zero example, its updates discarded.
-Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& feature_shape) {
+Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& feature_shape,
+                                         bool* per_position) {
   InitScope eager;
   std::vector<int64_t> dims = {1};
   for (int i = 0; i < feature_shape.rank(); ++i) dims.push_back(feature_shape.dim(i));
@@ -78,6 +79,7 @@ Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& fe
   nn::ReplicaSeedScope seeds(Value(ModelReplicas::StepSeed(0, 0)));
   Value out = model.Call(Value(zeros), /*training=*/true);
   if (!out.ok()) return out.status().WithContext("probing the model's training call");
+  *per_position = out.shape().rank() > 2;
   std::vector<Variable> state;
   for (const auto& [var, value] : updates.updates()) state.push_back(var);
   return state;
@@ -85,10 +87,9 @@ Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& fe
 
 }  // namespace
 
-Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& config,
-                                                             const std::vector<Device>& devices,
-                                                             const TensorShape& feature_shape,
-                                                             int64_t num_classes) {
+Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
+    const TrainConfig& config, const std::vector<Device>& devices, const TensorShape& feature_shape,
+    int64_t num_classes, std::shared_ptr<CrossReplicaSummer> summer) {
   const int num_local_replicas = static_cast<int>(devices.size());
   std::unique_ptr<ModelReplicas> m(new ModelReplicas());
   m->devices_ = devices;
@@ -101,7 +102,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
-  TROUPE_ASSIGN_OR_RETURN(m->state_, ProbeState(*m->impl_->model, feature_shape));
+  TROUPE_ASSIGN_OR_RETURN(m->state_,
+                          ProbeState(*m->impl_->model, feature_shape, &m->per_position_));
   if (config.optimizer == "adam") {
     m->optimizer_ = std::make_unique<nn::Adam>(
         nn::AdamOptions{config.learning_rate, config.beta_1, config.beta_2, config.epsilon});
@@ -122,8 +124,9 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
-        [model, vars, state](const Args& args) -> Outputs {
+        [model, vars, state, summer, r](const Args& args) -> Outputs {
           nn::ReplicaSeedScope seeds(args[2].value());
+          nn::CrossReplicaScope sums(summer ? summer->ForReplica(r) : nn::CrossReplicaSum());
           nn::StateUpdateScope updates;
           GradientTape tape;
           Value logits = model->Call(args[0].value(), /*training=*/true);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/cross_replica_sum.h"
 #include "actors/train_config.h"
 #include "core/device.h"
 #include "core/result.h"
@@ -35,11 +36,13 @@ class ModelReplicas {
   // optimizer updates them there (MirroredStrategy's layout for one device); otherwise they
   // stay on the host, like TF's central storage, and each step copies them over.
   // The model is config.model from the registry (or config.model_keras), built for examples
-  // of `feature_shape` with labels in [0, num_classes) (0: the model's own default).
-  static Result<std::unique_ptr<ModelReplicas>> Create(const TrainConfig& config,
-                                                       const std::vector<Device>& devices,
-                                                       const TensorShape& feature_shape,
-                                                       int64_t num_classes = 0);
+  // of `feature_shape` with labels in [0, num_classes) (0: the model's own default). With a
+  // `summer`, layers that sum across replicas (synchronized BatchNormalization) reduce over the
+  // job's replicas while a step runs; without one, over this process's replica alone.
+  static Result<std::unique_ptr<ModelReplicas>> Create(
+      const TrainConfig& config, const std::vector<Device>& devices,
+      const TensorShape& feature_shape, int64_t num_classes = 0,
+      std::shared_ptr<CrossReplicaSummer> summer = nullptr);
   ~ModelReplicas();
 
   nn::Model& model();
@@ -52,6 +55,9 @@ class ModelReplicas {
   // call of the model at creation. Each replica's step returns their new values after its
   // gradients; Apply assigns the replicas' mean.
   const std::vector<Variable>& state() const { return state_; }
+  // The model predicts per position ([batch, time, classes] outputs: a language model); its
+  // loss and accuracy are means over positions, and its test loss gives a perplexity.
+  bool per_position() const { return per_position_; }
 
   // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
   // thread running Step, while later layers' gradients are still being computed. The tensor
@@ -83,6 +89,7 @@ class ModelReplicas {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::vector<Variable> trainable_;
   std::vector<Variable> state_;
+  bool per_position_ = false;
   std::vector<Device> devices_;
   std::string model_label_;
   Device variable_device_ = Device::Cpu();

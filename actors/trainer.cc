@@ -130,6 +130,15 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   return Status::OK();
 }
 
+// Sums across the job's replicas inside a step (synchronized BatchNormalization), through the
+// host communicator; none when NCCL reduces on the GPU.
+std::shared_ptr<CrossReplicaSummer> CrossReplicaSums(Trainer::Parts& p) {
+  if (p.nccl) return nullptr;
+  return std::make_shared<CrossReplicaSummer>(
+      p.comm.get(), p.local_replicas,
+      std::chrono::milliseconds(static_cast<int64_t>(p.config.collective_timeout_s * 1000)));
+}
+
 // `[model] init_from`: the model weights a checkpoint holds at the model's Keras paths (Keras'
 // tf.train.Checkpoint(model=m, ...) output, or a Troupe run), all or nothing; what the model
 // has that the checkpoint lacks keeps its initial value, and both lists are printed.
@@ -181,7 +190,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
   p.train_input = std::make_unique<JobInput>(std::move(input));
   TROUPE_ASSIGN_OR_RETURN(p.replicas,
                           ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape,
-                                                p.train_input->num_classes));
+                                                p.train_input->num_classes, CrossReplicaSums(p)));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
@@ -385,6 +394,7 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
     correct += m.second;
     count += static_cast<double>(n);
   }
+  score.per_position = replicas->per_position();
   score.loss = loss / count;
   score.accuracy = correct / count;
   return score;

@@ -113,6 +113,7 @@ struct CheckpointScore {
   std::string checkpoint;
   double loss = 0;
   double accuracy = 0;
+  bool per_position = false;  // a language model: loss and accuracy per position
 };
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path);
 

@@ -1,6 +1,7 @@
 // Trainer::Run: the loop around RunStep with progress lines, TensorBoard scalars, checkpoints,
 // evaluation and the start-up and end-of-run reports (see trainer.h).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "actors/progress.h"
@@ -98,9 +99,11 @@ Result<TrainSummary> Trainer::Run() {
       TROUPE_ASSIGN_OR_RETURN(auto test, Evaluate());
       progress.Break();
       if (p.chief) {
-        std::printf("epoch %lld: test loss %.4f, test accuracy %.4f\n",
+        std::printf("epoch %lld: test loss %.4f, test accuracy %.4f",
                     static_cast<long long>((step - 1) / p.steps_per_epoch + 1), test.first,
                     test.second);
+        if (p.replicas->per_position()) std::printf(", perplexity %.3f", std::exp(test.first));
+        std::printf("\n");
         std::fflush(stdout);
         TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_loss", test.first, step));
         TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_accuracy", test.second, step));

@@ -13,7 +13,8 @@
 namespace troupe::launch {
 namespace {
 
-constexpr const char* kSynopsis = "troupe model show NAME | --keras PATH [--json]";
+constexpr const char* kSynopsis =
+    "troupe model show NAME [--input-shape 28,28,1] [--classes N] | --keras PATH  [--json]";
 
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
@@ -62,13 +63,38 @@ Result<std::unique_ptr<keras::KerasModel>> LoadModel(const FlagParser& parser) {
     return keras::KerasModel::FromFile(parser.Get("keras"), seed);
   }
   if (args.size() != 2) return InvalidArgumentError("expected `troupe model show NAME`");
-  TROUPE_ASSIGN_OR_RETURN(nlohmann::json json, models::ZooModelJson(args[1]));
+  std::optional<TensorShape> shape;
+  if (parser.Has("input-shape")) {
+    std::vector<int64_t> dims;
+    std::string text = parser.Get("input-shape");
+    for (size_t at = 0; at <= text.size();) {
+      size_t comma = text.find(',', at);
+      if (comma == std::string::npos) comma = text.size();
+      const std::string part = text.substr(at, comma - at);
+      if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
+        return InvalidArgumentError("--input-shape takes dimensions like 28,28,1, got '" + text +
+                                    "'");
+      }
+      dims.push_back(std::stoll(part));
+      at = comma + 1;
+    }
+    TROUPE_ASSIGN_OR_RETURN(shape, TensorShape::FromDims(dims));
+  }
+  int64_t classes = 0;
+  if (parser.Has("classes")) {
+    TROUPE_ASSIGN_OR_RETURN(classes, parser.GetInt("classes"));
+    if (classes < 1) return InvalidArgumentError("--classes must be >= 1");
+  }
+  TROUPE_ASSIGN_OR_RETURN(nlohmann::json json, models::ZooModelJson(args[1], shape, classes));
   return keras::KerasModel::FromJson(json, seed);
 }
 
 int RunModel(int argc, char** argv) {
   FlagParser parser("troupe model");
   parser.AddFlag("keras", "PATH", "a Keras model: .json from model.to_json() or a .keras file");
+  parser.AddFlag("input-shape", "D,D,...",
+                 "a zoo model's example shape without the batch (default: the model's own)");
+  parser.AddFlag("classes", "N", "a zoo model's outputs: classes or vocabulary size");
   parser.AddFlag("json", "",
                  "print the model as Keras JSON (keras.models.model_from_json reads it)");
   Status s = parser.Parse(argc, argv);

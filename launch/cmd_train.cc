@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -171,6 +172,8 @@ int RunEval(int argc, char** argv) {
   }
   std::printf("checkpoint %s\ntest loss %.6f\ntest accuracy %.6f\n", r->checkpoint.c_str(), r->loss,
               r->accuracy);
+  // A language model's loss is per position: perplexity = exp(mean cross-entropy).
+  if (r->per_position) std::printf("test perplexity %.4f\n", std::exp(r->loss));
   return kExitOk;
 }
 

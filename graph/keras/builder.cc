@@ -76,10 +76,12 @@ FunctionalBuilder::Tensor FunctionalBuilder::Layer(const std::string& class_name
   } else {
     args = tensors;
   }
-  layers_.push_back({{"module", "keras.layers"},
+  // Troupe's own layers are registered Keras classes of package "troupe".
+  const bool troupe_layer = class_name == "PositionEmbedding";
+  layers_.push_back({{"module", troupe_layer ? "troupe.layers" : "keras.layers"},
                      {"class_name", class_name},
                      {"config", std::move(config)},
-                     {"registered_name", nullptr},
+                     {"registered_name", troupe_layer ? json("troupe>" + class_name) : json()},
                      {"name", name},
                      {"inbound_nodes", json::array({{{"args", args}, {"kwargs", kwargs}}})}});
   return Tensor{name, 0};

@@ -91,6 +91,14 @@ Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const nlohmann::json& envelop
   // An entry without "module" is Keras 2's format; its classes are keras.layers ones.
   const std::string module = r.module().empty() ? "keras.layers" : r.module();
   auto it = Makers().find(module + "." + r.class_name());
+  // A class registered with Keras under package "troupe" ("troupe>Name") is serialized with
+  // the Python module it was defined in; Troupe files it under troupe.layers.
+  const nlohmann::json* registered =
+      envelope.contains("registered_name") ? &envelope["registered_name"] : nullptr;
+  if (it == Makers().end() && registered != nullptr && registered->is_string() &&
+      registered->get<std::string>() == "troupe>" + r.class_name()) {
+    it = Makers().find("troupe.layers." + r.class_name());
+  }
   if (it == Makers().end()) {
     return UnimplementedError("Keras layer " + module + "." + r.class_name() + " '" + r.name() +
                               "' is not supported; supported layers: " + SupportedList());

@@ -30,6 +30,20 @@ Result<LayerPtr> MakeEmbedding(ConfigReader& r, int64_t seed) {
   return LayerPtr(std::make_unique<UnaryLayer>(r, std::move(layer), std::move(w)));
 }
 
+// troupe>PositionEmbedding (Troupe's registered Keras layer, tests/interop/troupe_keras.py).
+Result<LayerPtr> MakePositionEmbedding(ConfigReader& r, int64_t seed) {
+  TROUPE_ASSIGN_OR_RETURN(int64_t length, r.Int("sequence_length"));
+  nn::EmbeddingOptions o;
+  o.trainable = r.trainable();
+  TROUPE_ASSIGN_OR_RETURN(o.embeddings_initializer,
+                          r.Init("embeddings_initializer", "uniform", seed));
+  if (length <= 0) return r.Invalid("sequence_length", "must be positive");
+  auto layer = std::make_unique<nn::PositionEmbedding>(r.name(), length, o);
+  nn::PositionEmbedding* p = layer.get();
+  std::vector<WeightSpec> w = {{"embeddings", [p] { return p->embeddings(); }, {}}};
+  return LayerPtr(std::make_unique<UnaryLayer>(r, std::move(layer), std::move(w)));
+}
+
 // Apply(query, value[, key]).
 class AttentionLayer : public KerasLayer {
  public:
@@ -116,6 +130,9 @@ Result<LayerPtr> MakeMultiHeadAttention(ConfigReader& r, int64_t seed) {
 void AddSequenceMakers(MakerTable* t) {
   (*t)["keras.layers.Embedding"] = MakeEmbedding;
   (*t)["keras.layers.MultiHeadAttention"] = MakeMultiHeadAttention;
+  // Troupe's registered classes: found by registered_name "troupe>Name" whatever the Python
+  // module Keras recorded (layer_factory.cc).
+  (*t)["troupe.layers.PositionEmbedding"] = MakePositionEmbedding;
 }
 
 }  // namespace troupe::keras::internal

@@ -134,6 +134,35 @@ json LeNet(const TensorShape& input, int64_t classes) {
   return b.Build(x);
 }
 
+// A GPT-style decoder (nanoGPT's shape): token embedding plus a learned position embedding,
+// `layers` pre-LayerNorm blocks of causal multi-head attention and a GELU MLP (4x wide), each
+// added to the residual stream, a final LayerNorm and logits over the vocabulary. LayerNorm's
+// epsilon is nanoGPT's 1e-5; "gelu" is the exact erf form. The input is a sequence of token
+// ids (its length is the context); positions are troupe>PositionEmbedding
+// (graph/keras/layer_factory.h: a Keras layer Troupe registers, defined for Keras in
+// tests/interop/troupe_keras.py).
+json TransformerLm(const TensorShape& input, int64_t vocab) {
+  constexpr int kLayers = 4, kHeads = 4, kWidth = 128;
+  FunctionalBuilder b("transformer_lm");
+  T x = b.Layer("Embedding", {{"input_dim", vocab}, {"output_dim", kWidth}},
+                {b.Input(Dims(input), "int32")});
+  x = b.Layer("PositionEmbedding", {{"sequence_length", input.dim(0)}}, {x});
+  const json ln = {{"epsilon", 1e-5}};
+  for (int i = 0; i < kLayers; ++i) {
+    T h = b.Layer("LayerNormalization", ln, {x});
+    h = b.Layer("MultiHeadAttention", {{"num_heads", kHeads}, {"key_dim", kWidth / kHeads}}, {h, h},
+                {{"use_causal_mask", true}});
+    x = b.Layer("Add", json::object(), {x, h});
+    h = b.Layer("LayerNormalization", ln, {x});
+    h = b.Layer("Dense", {{"units", 4 * kWidth}, {"activation", "gelu"}}, {h});
+    h = b.Layer("Dense", {{"units", kWidth}}, {h});
+    x = b.Layer("Add", json::object(), {x, h});
+  }
+  x = b.Layer("LayerNormalization", ln, {x});
+  x = b.Layer("Dense", {{"units", vocab}}, {x});
+  return b.Build(x);
+}
+
 struct ZooEntry {
   TensorShape default_input;
   int64_t default_classes;
@@ -151,6 +180,7 @@ const std::map<std::string, ZooEntry>& Zoo() {
        {TensorShape{28, 28, 1}, 10,
         [](const TensorShape& s, int64_t c) { return CifarResnet("resnet56", 56, s, c); }}},
       {"resnet50", {TensorShape{224, 224, 3}, 1000, Resnet50}},
+      {"transformer_lm", {TensorShape{64}, 256, TransformerLm}},
   };
   return *zoo;
 }

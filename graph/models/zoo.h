@@ -1,5 +1,5 @@
-// The model zoo's Keras-defined models (mlp, resnet20, resnet56, resnet50, and a Keras twin of
-// lenet5), written as Keras 3 Functional JSON (graph/keras/builder.h): the training loop loads
+// The model zoo's Keras-defined models (mlp, resnet20, resnet56, resnet50, transformer_lm, and
+// a Keras twin of lenet5), written as Keras 3 Functional JSON (graph/keras/builder.h): the training loop loads
 // them like any `[model] keras` file, Keras reads the same JSON, and `troupe model show NAME
 // --json` hands it to a user to edit.
 #pragma once
@@ -19,8 +19,9 @@ namespace troupe::models {
 std::vector<std::string> ZooModelNames();
 
 // The model's Keras JSON for examples of `input_shape` (default: the model's own, e.g.
-// 28x28x1 for mlp and the CIFAR-style ResNets, 224x224x3 for resnet50) and `num_classes`
-// outputs (default: 10, or 1000 for resnet50), with every tensor's
+// 28x28x1 for mlp and the CIFAR-style ResNets, 224x224x3 for resnet50, 64 token ids for
+// transformer_lm) and `num_classes` outputs (default: 10; 1000 for resnet50; a 256-token
+// vocabulary for transformer_lm), with every tensor's
 // shape filled in. NotFound listing the names for an unknown model.
 Result<nlohmann::json> ZooModelJson(const std::string& name,
                                     std::optional<TensorShape> input_shape = std::nullopt,

@@ -63,4 +63,45 @@ Value Embedding::Call(const Value& input, bool) {
   return ops::Reshape(ops::MatMul(one_hot, embeddings_), out_dims);
 }
 
+PositionEmbedding::PositionEmbedding(std::string name, int64_t sequence_length,
+                                     EmbeddingOptions options)
+    : Layer(std::move(name)), sequence_length_(sequence_length), options_(std::move(options)) {
+  if (!options_.embeddings_initializer) {
+    options_.embeddings_initializer = RandomUniform(-0.05, 0.05, NextDefaultSeed());
+  }
+}
+
+Status PositionEmbedding::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.rank() != 3 || input_shape.dim(2) < 0) {
+    return InvalidArgumentError("PositionEmbedding '" + name() +
+                                "' expects [batch, time, width] inputs with a known width, got " +
+                                input_shape.ToString());
+  }
+  if (sequence_length_ <= 0) {
+    return InvalidArgumentError("PositionEmbedding '" + name() +
+                                "' needs a positive sequence_length");
+  }
+  TROUPE_ASSIGN_OR_RETURN(
+      embeddings_,
+      AddVariable("embeddings",
+                  internal::InitValue(options_.embeddings_initializer,
+                                      TensorShape{sequence_length_, input_shape.dim(2)}),
+                  options_.trainable));
+  return Status::OK();
+}
+
+Value PositionEmbedding::Call(const Value& x, bool) {
+  const int64_t time = x.shape().dim(1);
+  if (time < 0 || time > sequence_length_) {
+    return Value::Error(InvalidArgumentError(
+        "PositionEmbedding '" + name() + "' holds " + std::to_string(sequence_length_) +
+        " positions; inputs need a known time dim of at most that, got " + x.shape().ToString()));
+  }
+  Value table = embeddings_;
+  if (time != sequence_length_) {
+    table = ops::Slice(table, {0, 0}, {time, embeddings_.shape().dim(1)});
+  }
+  return ops::Add(x, table);
+}
+
 }  // namespace troupe::nn

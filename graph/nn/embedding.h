@@ -34,4 +34,22 @@ class Embedding : public Layer {
   Variable embeddings_;
 };
 
+// troupe>PositionEmbedding (tests/interop/troupe_keras.py defines it for Keras): inputs
+// [batch, time, width] plus rows 0..time-1 of a learned [sequence_length, width] table
+// "embeddings" (initialized like Embedding).
+class PositionEmbedding : public Layer {
+ public:
+  PositionEmbedding(std::string name, int64_t sequence_length, EmbeddingOptions options = {});
+  const Variable& embeddings() const { return embeddings_; }
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool training) override;
+
+ private:
+  int64_t sequence_length_;
+  EmbeddingOptions options_;
+  Variable embeddings_;
+};
+
 }  // namespace troupe::nn

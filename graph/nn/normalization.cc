@@ -92,7 +92,7 @@ std::vector<Value> BatchNormalization::SyncMoments(const Value& x) {
     if (i != axis_) axes.push_back(i);
   }
   CrossReplicaSum all_reduce = options_.cross_replica_sum;
-  if (!all_reduce) all_reduce = [](const Value& v) { return v; };
+  if (!all_reduce) all_reduce = SumAcrossReplicas;
   Value sum = all_reduce(ops::Sum(x, axes, true));
   Value squared_sum = all_reduce(ops::Sum(ops::Square(x), axes, true));
   Value count = all_reduce(ops::Sum(ops::OnesLike(x), axes, true));

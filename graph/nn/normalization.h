@@ -4,23 +4,21 @@
 // as moving*momentum + stat*f32(1.0 - momentum) with (1 - momentum) computed in double,
 // written through nn::UpdateState (state_updates.h) so a multi-replica step can average them.
 //
-// Cross-replica statistics (synchronized=True): the layer sums its per-replica sums through a
-// CrossReplicaSum hook. The default is the identity (one replica); a data-parallel training
-// loop sets a hook that all-reduces (sums) a Value across replicas, which must be called in
-// the same order on every replica (sum, sum of squares, count — Keras' order).
+// Cross-replica statistics (synchronized=True): the layer sums its per-replica sum, sum of
+// squares and count (Keras' order) across replicas with nn::SumAcrossReplicas
+// (cross_replica.h): the training loop's CrossReplicaScope all-reduces them, and outside a
+// scope there is one replica (the identity). A CrossReplicaSum set on the layer overrides it.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "graph/nn/cross_replica.h"
 #include "graph/nn/initializers.h"
 #include "graph/nn/module.h"
 
 namespace troupe::nn {
-
-// Sums `local` elementwise over all replicas; every replica receives the total.
-using CrossReplicaSum = std::function<Value(const Value& local)>;
 
 struct BatchNormOptions {
   int64_t axis = -1;
@@ -37,7 +35,7 @@ struct BatchNormOptions {
   bool trainable = true;
   // One-pass E[x^2]-E[x]^2 statistics summed through cross_replica_sum.
   bool synchronized = false;
-  CrossReplicaSum cross_replica_sum;  // identity when empty
+  CrossReplicaSum cross_replica_sum;  // empty: nn::SumAcrossReplicas
 };
 
 // Variables, in Keras' order: gamma [if scale], beta [if center], moving_mean, moving_variance.
@@ -48,7 +46,7 @@ class BatchNormalization : public Layer {
   const Variable& beta() const { return beta_; }
   const Variable& moving_mean() const { return moving_mean_; }
   const Variable& moving_variance() const { return moving_variance_; }
-  // Plugs in the communicator for synchronized statistics (see the header comment).
+  // Overrides SumAcrossReplicas for synchronized statistics (see the header comment).
   void set_cross_replica_sum(CrossReplicaSum sum) { options_.cross_replica_sum = std::move(sum); }
 
  protected:

@@ -30,6 +30,9 @@ try:
 except ImportError:
     sys.exit("layers_keras_test: tensorflow is not installed for this Python; run scripts/setup")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import troupe_keras  # noqa: E402  (Troupe's registered Keras layers)
+
 BIN = os.path.join(os.environ.get("TROUPE_BINARY_DIR", "build"), "tests", "graph", "keras",
                    "layer_driver")
 RTOL = 1e-5
@@ -271,6 +274,8 @@ def cases():
              lambda: L.MultiHeadAttention(2, 4, dropout=0.3, seed=5),
              [(2, 5, 6), (2, 5, 6)], causal=True, training=True, zero_grads=KEY_BIAS),
     ]
+    # troupe>PositionEmbedding: fewer time steps than positions (rows 0..3 of 6).
+    c.append(Case("position_embedding", lambda: troupe_keras.PositionEmbedding(6), [(2, 4, 5)]))
     frozen = L.BatchNormalization
     def make_frozen():
         layer = frozen()

@@ -82,6 +82,24 @@ TEST(BatchNormalizationTest, SynchronizedSumsThroughTheHook) {
   EXPECT_FLOAT_EQ(Data(bn.moving_variance().value())[0], 0.99f + 3.5f * w);
 }
 
+TEST(BatchNormalizationTest, SynchronizedSumsThroughTheTrainingLoopsScope) {
+  int calls = 0;
+  nn::CrossReplicaScope scope([&calls](const Value& v) {
+    ++calls;
+    return ops::Mul(v, ops::Scalar(3));  // three identical replicas
+  });
+  nn::BatchNormOptions o;
+  o.synchronized = true;
+  nn::BatchNormalization bn("bn", o);
+  ASSERT_TRUE(bn(Value(X()), true).ok());
+  EXPECT_EQ(calls, 3);
+  EXPECT_FLOAT_EQ(Data(bn.moving_mean().value())[1], 30.0f * static_cast<float>(1.0 - 0.99));
+  // Not synchronized: the scope is not used.
+  nn::BatchNormalization local("local");
+  ASSERT_TRUE(local(Value(X()), true).ok());
+  EXPECT_EQ(calls, 3);
+}
+
 TEST(LayerNormalizationTest, NormalizesTheLastAxis) {
   nn::LayerNormalization ln("ln");
   Value y = ln(Value(Floats({1, 2, 3, 4, 10, 10, 10, 14}, {2, 4})));

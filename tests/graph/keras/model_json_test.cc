@@ -1,0 +1,169 @@
+#include "graph/keras/model_json.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "graph/keras/builder.h"
+#include "graph/models/zoo.h"
+#include "graph/value.h"
+
+namespace troupe::keras {
+namespace {
+
+using nlohmann::json;
+using T = FunctionalBuilder::Tensor;
+
+// Input(8) -> Dense(4, relu) -> [Dense(4), itself] -> Add -> Dense(3): one tensor used twice.
+json SharedTensorModel() {
+  FunctionalBuilder b("shared");
+  T x = b.Layer("Dense", {{"units", 4}, {"activation", "relu"}}, {b.Input({8})});
+  T y = b.Layer("Dense", {{"units", 4}}, {x});
+  T s = b.Layer("Add", json::object(), {x, y});
+  return b.Build(b.Layer("Dense", {{"units", 3}}, {s}));
+}
+
+Tensor Ones(const TensorShape& shape) {
+  Tensor t = *Tensor::Allocate(DType::kFloat32, shape);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = 1.0f;
+  return t;
+}
+
+TEST(KerasModelTest, FunctionalDagBuildsKerasVariablesAndLayout) {
+  auto m = KerasModel::FromJson(SharedTensorModel(), 7);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE((*m)->Build(TensorShape{8}).ok());
+  EXPECT_TRUE((*m)->keras_functional());
+  std::vector<std::string> names;
+  for (const auto& [name, v] : (*m)->NamedVariables()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"dense/kernel", "dense/bias", "dense_1/kernel",
+                                             "dense_1/bias", "dense_2/kernel", "dense_2/bias"}));
+  auto layers = (*m)->KerasLayers();
+  ASSERT_TRUE(layers.ok());
+  ASSERT_EQ(layers->size(), 4u);  // dense, dense_1, add (weightless), dense_2
+  EXPECT_TRUE((*layers)[2].weights.empty());
+  EXPECT_EQ((*layers)[3].weights[0].first, "_kernel");
+  Value out = (*m)->Call(Value(Ones(TensorShape{2, 8})), false);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out.shape(), (TensorShape{2, 3}));
+}
+
+TEST(KerasModelTest, SameSeedSameWeightsOtherSeedOthers) {
+  auto a = KerasModel::FromJson(SharedTensorModel(), 7);
+  auto b = KerasModel::FromJson(SharedTensorModel(), 7);
+  auto c = KerasModel::FromJson(SharedTensorModel(), 8);
+  for (auto* m : {&a, &b, &c}) ASSERT_TRUE((**m)->Build(TensorShape{8}).ok());
+  const Tensor ka = *(*a)->Variables()[0].value().tensor();
+  const Tensor kb = *(*b)->Variables()[0].value().tensor();
+  const Tensor kc = *(*c)->Variables()[0].value().tensor();
+  EXPECT_EQ(0, std::memcmp(ka.raw_data(), kb.raw_data(), ka.byte_size()));
+  EXPECT_NE(0, std::memcmp(ka.raw_data(), kc.raw_data(), ka.byte_size()));
+}
+
+TEST(KerasModelTest, InputShapeMismatchNamesBothShapes) {
+  auto m = KerasModel::FromJson(SharedTensorModel(), 0);
+  ASSERT_TRUE(m.ok());
+  Status s = (*m)->Build(TensorShape{28, 28, 1});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("[8]"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("[28,28,1]"), std::string::npos) << s;
+}
+
+TEST(KerasModelTest, RefusesWhatIsNotAModel) {
+  for (const json& bad : {json::array({1, 2}), json{{"weights", 1}},
+                          json{{"class_name", "Dense"}, {"config", json::object()}}}) {
+    auto m = KerasModel::FromJson(bad, 0);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("not a Keras model JSON"), std::string::npos)
+        << m.status();
+  }
+}
+
+TEST(KerasModelTest, RefusesBrokenWiring) {
+  json model = SharedTensorModel();
+  // The Add reads a layer that does not exist.
+  model["config"]["layers"][3]["inbound_nodes"][0]["args"][0][1]["config"]["keras_history"][0] =
+      "ghost";
+  auto m = KerasModel::FromJson(model, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("ghost"), std::string::npos) << m.status();
+
+  json twice = SharedTensorModel();
+  twice["config"]["layers"][2]["config"]["name"] = "dense";
+  twice["config"]["layers"][2]["name"] = "dense";
+  m = KerasModel::FromJson(twice, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("two layers are named 'dense'"), std::string::npos)
+      << m.status();
+
+  json two_inputs = SharedTensorModel();
+  two_inputs["config"]["input_layers"] = json::array({json::array({"input_layer", 0, 0}),
+                                                      json::array({"input_layer", 0, 0})});
+  m = KerasModel::FromJson(two_inputs, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("2 inputs"), std::string::npos) << m.status();
+}
+
+TEST(KerasModelTest, FilesMissingOrNotJson) {
+  auto m = KerasModel::FromFile("/nonexistent/m.json", 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(m.status().message().find("/nonexistent/m.json"), std::string::npos);
+  const std::string path = testing::TempDir() + "/not_json.json";
+  std::ofstream(path) << "{not json";
+  m = KerasModel::FromFile(path, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("not valid JSON"), std::string::npos) << m.status();
+  const std::string keras = testing::TempDir() + "/broken.keras";
+  std::ofstream(keras) << "PK not a zip";
+  m = KerasModel::FromFile(keras, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kDataLoss) << m.status();
+}
+
+TEST(KerasModelTest, SequentialUsesTheFunctionalSublayout) {
+  json seq = {{"module", "keras"},
+              {"class_name", "Sequential"},
+              {"config",
+               {{"name", "seq"},
+                {"layers", json::array({{{"module", "keras.layers"},
+                                         {"class_name", "InputLayer"},
+                                         {"config", {{"batch_shape", {nullptr, 4}}, {"name", "in"}}}},
+                                        {{"module", "keras.layers"},
+                                         {"class_name", "Dense"},
+                                         {"config", {{"name", "d"}, {"units", 2}}}}})}}}};
+  auto m = KerasModel::FromJson(seq, 0);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE((*m)->keras_functional());
+  ASSERT_TRUE((*m)->Build(TensorShape{4}).ok());
+  EXPECT_EQ((*m)->Summary().back().params, 10);
+}
+
+TEST(ZooTest, EveryZooModelBuildsExceptTheLargeOnes) {
+  for (const std::string& name : models::ZooModelNames()) {
+    if (name == "resnet50" || name == "resnet56") continue;  // the interop test counts them
+    auto spec = models::ZooModelJson(name);
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
+    auto m = KerasModel::FromJson(*spec, 1);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status();
+    ASSERT_TRUE((*m)->Build((*m)->input_shape()).ok()) << name;
+  }
+  EXPECT_EQ(models::ZooModelJson("nope").status().code(), StatusCode::kNotFound);
+}
+
+TEST(BuilderTest, NamesLayersAsKerasDoes) {
+  FunctionalBuilder b("m");
+  T x = b.Input({4, 4, 1});
+  b.Layer("Conv2D", {{"filters", 1}, {"kernel_size", {1, 1}}}, {x});
+  b.Layer("Conv2D", {{"filters", 1}, {"kernel_size", {1, 1}}}, {x});
+  b.Layer("BatchNormalization", json::object(), {x});
+  T last = b.Layer("GlobalAveragePooling2D", json::object(), {x});
+  json model = b.Build(last);
+  std::vector<std::string> names;
+  for (const json& l : model["config"]["layers"]) names.push_back(l["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layer", "conv2d", "conv2d_1",
+                                             "batch_normalization", "global_average_pooling2d"}));
+}
+
+}  // namespace
+}  // namespace troupe::keras
