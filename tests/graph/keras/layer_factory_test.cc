@@ -218,6 +218,22 @@ TEST(KerasLayerFactoryTest, MultiHeadAttentionWeightsInKerasOrder) {
   EXPECT_EQ(w[6].second.shape(), (TensorShape{2, 5, 6}));  // output kernel: (N, Hv, Dq)
 }
 
+TEST(KerasLayerFactoryTest, TroupeRegisteredLayersAreFoundByRegisteredName) {
+  // Keras records the Python module the class was defined in; "troupe>Name" identifies it.
+  json pos = {{"module", "troupe_keras"},
+              {"class_name", "PositionEmbedding"},
+              {"config", {{"name", "pos"}, {"sequence_length", 6}, {"trainable", true}}},
+              {"registered_name", "troupe>PositionEmbedding"}};
+  auto layer = Make(pos);
+  ASSERT_NE(layer, nullptr);
+  Value y = layer->Apply({Input({2, 4, 3})}, {});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Names(*layer), (std::vector<std::string>{"embeddings=embeddings"}));
+  EXPECT_EQ(layer->KerasWeights()[0].second.shape(), (TensorShape{6, 3}));
+  pos["registered_name"] = "other>PositionEmbedding";
+  ExpectRefused(pos, {"troupe_keras.PositionEmbedding", "'pos'", "not supported"});
+}
+
 TEST(KerasLayerFactoryTest, RegularizersBecomePenalties) {
   json l2 = {{"module", "keras.regularizers"},
              {"class_name", "L2"},
