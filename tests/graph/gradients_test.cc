@@ -235,6 +235,65 @@ TEST(GradientsTest, NeuralNetworkOps) {
                 {logits, labels}, {0});
 }
 
+// The ops of Keras' modern layers (GELU/ELU/LeakyReLU/ReLU6, Embedding, attention, dilated and
+// depthwise convolutions).
+TEST(GradientsTest, ModernLayerOps) {
+  // Away from the kinks at 0 and 6 (central differences straddle them otherwise).
+  Tensor s = *Tensor::FromVector<double>({-2.1, -0.7, -0.2, 0.3, 0.9, 2.5, 5.2, 7.3}, {2, 4});
+  CheckGradient("erf", [](auto& v) { return ops::Erf(v[0]); }, {s}, {0});
+  CheckGradient("gelu_exact",
+                [](auto& v) {
+                  Value x = v[0];
+                  return 0.5 * x * (1.0 + ops::Erf(x / 1.4142135623730951));
+                },
+                {s}, {0});
+  CheckGradient("elu", [](auto& v) { return ops::Elu(v[0]); }, {s}, {0});
+  CheckGradient("relu6", [](auto& v) { return ops::Relu6(v[0]); }, {s}, {0});
+  CheckGradient("leaky_relu", [](auto& v) { return ops::LeakyRelu(v[0], 0.3); }, {s}, {0});
+
+  Tensor params = RandomDoubles({6, 3}, 20);
+  Tensor idx = *Tensor::FromVector<int32_t>({4, 0, 4, 5, 4, 2}, {2, 3});  // repeats add up
+  CheckGradient("gather", [](auto& v) { return ops::Gather(v[0], v[1]); }, {params, idx}, {0});
+  Tensor data = RandomDoubles({5, 2}, 21);
+  Tensor ids = *Tensor::FromVector<int64_t>({2, -1, 0, 2, 3}, {5});  // -1 is dropped
+  CheckGradient("unsorted_segment_sum",
+                [](auto& v) { return ops::UnsortedSegmentSum(v[0], v[1], 4); }, {data, ids}, {0});
+
+  for (bool ax : {false, true}) {
+    for (bool ay : {false, true}) {
+      Tensor x = RandomDoubles(ax ? TensorShape{2, 3, 4, 3} : TensorShape{2, 3, 3, 4}, 22);
+      Tensor y = RandomDoubles(ay ? TensorShape{2, 3, 5, 4} : TensorShape{2, 3, 4, 5}, 23);
+      CheckGradient("batch_matmul",
+                    [ax, ay](auto& v) { return ops::BatchMatMul(v[0], v[1], ax, ay); }, {x, y},
+                    {0, 1});
+    }
+  }
+  // Broadcast batch dims: each gradient is summed back to its input's shape.
+  CheckGradient("batch_matmul_broadcast", [](auto& v) { return ops::BatchMatMul(v[0], v[1]); },
+                {RandomDoubles({2, 1, 3, 4}, 24), RandomDoubles({3, 4, 2}, 25)}, {0, 1});
+  CheckGradient("batch_matmul_rank2", [](auto& v) { return ops::BatchMatMul(v[0], v[1]); },
+                {RandomDoubles({3, 4}, 26), RandomDoubles({2, 4, 2}, 27)}, {0, 1});
+
+  Tensor x = RandomDoubles({2, 7, 7, 3}, 28);
+  CheckGradient("conv2d_dilated",
+                [](auto& v) {
+                  return ops::Conv2D(v[0], v[1], {1, 1, 1, 1}, "SAME", {1, 2, 2, 1});
+                },
+                {x, RandomDoubles({3, 3, 3, 2}, 29)}, {0, 1});
+  for (std::string padding : {"SAME", "VALID"}) {
+    CheckGradient("depthwise_" + padding,
+                  [padding](auto& v) {
+                    return ops::DepthwiseConv2D(v[0], v[1], {1, 2, 2, 1}, padding);
+                  },
+                  {x, RandomDoubles({3, 3, 3, 2}, 30)}, {0, 1});
+  }
+  CheckGradient("depthwise_dilated",
+                [](auto& v) {
+                  return ops::DepthwiseConv2D(v[0], v[1], {1, 1, 1, 1}, "SAME", {1, 2, 2, 1});
+                },
+                {x, RandomDoubles({3, 3, 3, 1}, 31)}, {0, 1});
+}
+
 // Every registered op either has a gradient or is one we know has none.
 TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
   const std::set<std::string> no_gradient = {
@@ -251,11 +310,16 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "RsqrtGrad",
       "ReciprocalGrad",
       "ReluGrad",
+      "Relu6Grad",
+      "EluGrad",
+      "LeakyReluGrad",
       "TanhGrad",
       "SigmoidGrad",
       "BiasAddGrad",
       "Conv2DBackpropInput",
       "Conv2DBackpropFilter",
+      "DepthwiseConv2dNativeBackpropInput",
+      "DepthwiseConv2dNativeBackpropFilter",
       "MaxPoolGrad",
       "AvgPoolGrad",
       "StridedSliceGrad",

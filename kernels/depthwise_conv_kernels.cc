@@ -1,0 +1,235 @@
+// CPU kernels of the depthwise convolution (see depthwise_conv.h). Inner loops run over the
+// c * m output channels of one pixel with 32-byte vectors, keeping four vectors of
+// accumulators in registers across the filter taps.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "kernels/depthwise_conv.h"
+#include "kernels/kernel_util.h"
+#include "kernels/simd.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// One filter tap of one output pixel: `a` and `b` each point at cm contiguous values.
+template <typename T>
+struct Tap {
+  const T* a;
+  const T* b;
+};
+
+// out[j] = sum over taps of a[j] * b[j] (taps in order), or out[j] += that when `add`.
+template <typename T>
+void TapSum(const Tap<T>* taps, int64_t nt, int64_t cm, T* out) {
+  using V = simd::Vec<T, 32>;
+  constexpr int64_t L = simd::kLanes<T, 32>;
+  int64_t j = 0;
+  for (; j + 4 * L <= cm; j += 4 * L) {
+    V a0{}, a1{}, a2{}, a3{};
+    for (int64_t t = 0; t < nt; ++t) {
+      const T* a = taps[t].a + j;
+      const T* b = taps[t].b + j;
+      a0 += simd::Load<V>(a) * simd::Load<V>(b);
+      a1 += simd::Load<V>(a + L) * simd::Load<V>(b + L);
+      a2 += simd::Load<V>(a + 2 * L) * simd::Load<V>(b + 2 * L);
+      a3 += simd::Load<V>(a + 3 * L) * simd::Load<V>(b + 3 * L);
+    }
+    simd::Store(out + j, a0);
+    simd::Store(out + j + L, a1);
+    simd::Store(out + j + 2 * L, a2);
+    simd::Store(out + j + 3 * L, a3);
+  }
+  for (; j + L <= cm; j += L) {
+    V a0{};
+    for (int64_t t = 0; t < nt; ++t)
+      a0 += simd::Load<V>(taps[t].a + j) * simd::Load<V>(taps[t].b + j);
+    simd::Store(out + j, a0);
+  }
+  for (; j < cm; ++j) {
+    T s = 0;
+    for (int64_t t = 0; t < nt; ++t) s += taps[t].a[j] * taps[t].b[j];
+    out[j] = s;
+  }
+}
+
+// acc[j] += a[j] * b[j] for j < n.
+template <typename T>
+void MulAddRun(T* acc, const T* a, const T* b, int64_t n) {
+  using V = simd::Vec<T, 32>;
+  constexpr int64_t L = simd::kLanes<T, 32>;
+  int64_t j = 0;
+  for (; j + 2 * L <= n; j += 2 * L) {
+    simd::Store(acc + j, simd::Load<V>(acc + j) + simd::Load<V>(a + j) * simd::Load<V>(b + j));
+    simd::Store(acc + j + L,
+                simd::Load<V>(acc + j + L) + simd::Load<V>(a + j + L) * simd::Load<V>(b + j + L));
+  }
+  for (; j + L <= n; j += L) {
+    simd::Store(acc + j, simd::Load<V>(acc + j) + simd::Load<V>(a + j) * simd::Load<V>(b + j));
+  }
+  for (; j < n; ++j) acc[j] += a[j] * b[j];
+}
+
+#pragma GCC diagnostic pop
+
+template <typename T>
+T* Scratch(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Input rows with each channel repeated m times, so taps multiply cm-long runs; with m == 1
+// the input itself. Row(k, ih) points at pixel 0 of input row ih of the prepared image.
+template <typename T>
+class ExpandedRows {
+ public:
+  explicit ExpandedRows(const DwGeo& g) : g_(g) {
+    if (g.m > 1) buf_.resize(static_cast<size_t>(g.kh * g.w * g.cm()));
+  }
+  // Prepares rows ih0 + k * dh (k < kh) of `image`: the rows one output row reads.
+  void Prepare(const T* image, int64_t ih0) {
+    image_ = image;
+    if (g_.m == 1) return;
+    for (int64_t k = 0; k < g_.kh; ++k) {
+      const int64_t ih = ih0 + k * g_.dh;
+      if (ih < 0 || ih >= g_.h) continue;
+      T* dst = buf_.data() + k * g_.w * g_.cm();
+      const T* src = image_ + ih * g_.w * g_.c;
+      for (int64_t p = 0; p < g_.w * g_.c; ++p) std::fill_n(dst + p * g_.m, g_.m, src[p]);
+    }
+  }
+  // Row of tap k (after Prepare(ih0)), ih = ih0 + k * dh.
+  const T* Row(int64_t k, int64_t ih) const {
+    return g_.m == 1 ? image_ + ih * g_.w * g_.c : buf_.data() + k * g_.w * g_.cm();
+  }
+
+ private:
+  const DwGeo& g_;
+  const T* image_ = nullptr;
+  std::vector<T> buf_;
+};
+
+}  // namespace
+
+template <typename T>
+void DepthwiseForward(ThreadPool* pool, const DwGeo& g, const T* x, const T* filter, T* y) {
+  const int64_t cm = g.cm();
+  ParallelFor(pool, g.n * g.oh, g.ow * g.kh * g.kw * cm, [&](int64_t r0, int64_t r1) {
+    std::vector<Tap<T>> taps(static_cast<size_t>(g.kh * g.kw));
+    ExpandedRows<T> rows(g);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / g.oh, oh = r % g.oh, ih0 = oh * g.sh - g.pt;
+      rows.Prepare(x + n * g.h * g.w * g.c, ih0);
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        const int64_t iw0 = ow * g.sw - g.pl;
+        int64_t nt = 0;
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          const int64_t ih = ih0 + kh * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          const T* row = rows.Row(kh, ih);
+          for (int64_t kw = 0; kw < g.kw; ++kw) {
+            const int64_t iw = iw0 + kw * g.dw;
+            if (iw < 0 || iw >= g.w) continue;
+            taps[static_cast<size_t>(nt++)] = {row + iw * cm, filter + (kh * g.kw + kw) * cm};
+          }
+        }
+        TapSum(taps.data(), nt, cm, y + (r * g.ow + ow) * cm);
+      }
+    }
+  });
+}
+
+template <typename T>
+void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, const T* dy, T* dx) {
+  const int64_t cm = g.cm();
+  // Gather form: each input pixel sums the (output pixel, tap) pairs that read it, so no two
+  // threads write the same element.
+  ParallelFor(pool, g.n * g.h, g.w * g.kh * g.kw * cm, [&](int64_t r0, int64_t r1) {
+    std::vector<Tap<T>> taps(static_cast<size_t>(g.kh * g.kw));
+    T* acc = g.m > 1 ? Scratch<T>(static_cast<size_t>(cm)) : nullptr;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / g.h, ih = r % g.h;
+      for (int64_t iw = 0; iw < g.w; ++iw) {
+        int64_t nt = 0;
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          const int64_t th = ih + g.pt - kh * g.dh;
+          if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh) continue;
+          const T* dy_row = dy + (n * g.oh + th / g.sh) * g.ow * cm;
+          for (int64_t kw = 0; kw < g.kw; ++kw) {
+            const int64_t tw = iw + g.pl - kw * g.dw;
+            if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow) continue;
+            taps[static_cast<size_t>(nt++)] = {dy_row + (tw / g.sw) * cm,
+                                               filter + (kh * g.kw + kw) * cm};
+          }
+        }
+        T* out = dx + (r * g.w + iw) * g.c;
+        if (g.m == 1) {
+          TapSum(taps.data(), nt, cm, out);
+          continue;
+        }
+        TapSum(taps.data(), nt, cm, acc);
+        for (int64_t c = 0; c < g.c; ++c) {
+          T s = 0;
+          for (int64_t k = 0; k < g.m; ++k) s += acc[c * g.m + k];
+          out[c] = s;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const T* dy, T* df) {
+  const int64_t cm = g.cm(), fsize = g.kh * g.kw * cm, rows = g.n * g.oh;
+  std::fill(df, df + fsize, T(0));
+  if (rows == 0) return;
+  // Blocks of ~1M multiply-adds of output rows, each summed into its own partial filter.
+  const int64_t row_cost = std::max<int64_t>(1, g.ow * g.kh * g.kw * cm);
+  const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / row_cost, 1, rows);
+  const int64_t nb = (rows + block - 1) / block;
+  std::unique_ptr<T[]> partial(new T[static_cast<size_t>(nb * fsize)]());
+  ParallelForBlocks(pool, nb, 1, [&](int64_t b0, int64_t b1) {
+    ExpandedRows<T> xrows(g);
+    for (int64_t b = b0; b < b1; ++b) {
+      T* part = partial.get() + b * fsize;
+      for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
+        const int64_t n = r / g.oh, oh = r % g.oh, ih0 = oh * g.sh - g.pt;
+        xrows.Prepare(x + n * g.h * g.w * g.c, ih0);
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const T* d = dy + (r * g.ow + ow) * cm;
+          const int64_t iw0 = ow * g.sw - g.pl;
+          for (int64_t kh = 0; kh < g.kh; ++kh) {
+            const int64_t ih = ih0 + kh * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            const T* row = xrows.Row(kh, ih);
+            for (int64_t kw = 0; kw < g.kw; ++kw) {
+              const int64_t iw = iw0 + kw * g.dw;
+              if (iw < 0 || iw >= g.w) continue;
+              MulAddRun(part + (kh * g.kw + kw) * cm, row + iw * cm, d, cm);
+            }
+          }
+        }
+      }
+    }
+  });
+  for (int64_t b = 0; b < nb; ++b) {
+    const T* part = partial.get() + b * fsize;
+    for (int64_t i = 0; i < fsize; ++i) df[i] += part[i];
+  }
+}
+
+#define TROUPE_DW_INSTANTIATE(T)                                                              \
+  template void DepthwiseForward<T>(ThreadPool*, const DwGeo&, const T*, const T*, T*);       \
+  template void DepthwiseBackpropInput<T>(ThreadPool*, const DwGeo&, const T*, const T*, T*); \
+  template void DepthwiseBackpropFilter<T>(ThreadPool*, const DwGeo&, const T*, const T*, T*);
+TROUPE_DW_INSTANTIATE(float)
+TROUPE_DW_INSTANTIATE(double)
+#undef TROUPE_DW_INSTANTIATE
+
+}  // namespace kernels
+}  // namespace troupe
