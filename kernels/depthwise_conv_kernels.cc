@@ -114,6 +114,28 @@ class ExpandedRows {
   std::vector<T> buf_;
 };
 
+// The (filter tap k, output index o) pairs that read input index i along one dim: i + pad -
+// k * dilation == o * stride with 0 <= o < out. Returned flat with offsets per i.
+struct DimTaps {
+  std::vector<int64_t> start;  // taps of i: [start[i], start[i + 1])
+  std::vector<int64_t> k, o;
+};
+DimTaps TapsPerInput(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t dilation,
+                     int64_t pad) {
+  DimTaps t;
+  t.start.push_back(0);
+  for (int64_t i = 0; i < in; ++i) {
+    for (int64_t k = 0; k < kernel; ++k) {
+      const int64_t p = i + pad - k * dilation;
+      if (p < 0 || p % stride != 0 || p / stride >= out) continue;
+      t.k.push_back(k);
+      t.o.push_back(p / stride);
+    }
+    t.start.push_back(static_cast<int64_t>(t.k.size()));
+  }
+  return t;
+}
+
 }  // namespace
 
 template <typename T>
@@ -147,6 +169,8 @@ void DepthwiseForward(ThreadPool* pool, const DwGeo& g, const T* x, const T* fil
 template <typename T>
 void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, const T* dy, T* dx) {
   const int64_t cm = g.cm();
+  const DimTaps rows = TapsPerInput(g.h, g.oh, g.kh, g.sh, g.dh, g.pt);
+  const DimTaps cols = TapsPerInput(g.w, g.ow, g.kw, g.sw, g.dw, g.pl);
   // Gather form: each input pixel sums the (output pixel, tap) pairs that read it, so no two
   // threads write the same element.
   ParallelFor(pool, g.n * g.h, g.w * g.kh * g.kw * cm, [&](int64_t r0, int64_t r1) {
@@ -156,14 +180,14 @@ void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, c
       const int64_t n = r / g.h, ih = r % g.h;
       for (int64_t iw = 0; iw < g.w; ++iw) {
         int64_t nt = 0;
-        for (int64_t kh = 0; kh < g.kh; ++kh) {
-          const int64_t th = ih + g.pt - kh * g.dh;
-          if (th < 0 || th % g.sh != 0 || th / g.sh >= g.oh) continue;
-          const T* dy_row = dy + (n * g.oh + th / g.sh) * g.ow * cm;
-          for (int64_t kw = 0; kw < g.kw; ++kw) {
-            const int64_t tw = iw + g.pl - kw * g.dw;
-            if (tw < 0 || tw % g.sw != 0 || tw / g.sw >= g.ow) continue;
-            taps[static_cast<size_t>(nt++)] = {dy_row + (tw / g.sw) * cm,
+        for (int64_t a = rows.start[static_cast<size_t>(ih)];
+             a < rows.start[static_cast<size_t>(ih) + 1]; ++a) {
+          const int64_t kh = rows.k[static_cast<size_t>(a)];
+          const T* dy_row = dy + (n * g.oh + rows.o[static_cast<size_t>(a)]) * g.ow * cm;
+          for (int64_t b = cols.start[static_cast<size_t>(iw)];
+               b < cols.start[static_cast<size_t>(iw) + 1]; ++b) {
+            const int64_t kw = cols.k[static_cast<size_t>(b)];
+            taps[static_cast<size_t>(nt++)] = {dy_row + cols.o[static_cast<size_t>(b)] * cm,
                                                filter + (kh * g.kw + kw) * cm};
           }
         }
