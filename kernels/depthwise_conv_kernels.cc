@@ -3,6 +3,7 @@
 // accumulators in registers across the filter taps.
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/depthwise_conv.h"
@@ -84,12 +85,16 @@ T* Scratch(size_t n) {
 }
 
 // Input rows with each channel repeated m times, so taps multiply cm-long runs; with m == 1
-// the input itself. Row(k, ih) points at pixel 0 of input row ih of the prepared image.
+// the input itself. Expanded rows live in a ring of (kh - 1) * dh + 1 + sh slots keyed by
+// ih, so consecutive output rows, which share all but sh input rows, expand each row once.
 template <typename T>
 class ExpandedRows {
  public:
-  explicit ExpandedRows(const DwGeo& g) : g_(g) {
-    if (g.m > 1) buf_.resize(static_cast<size_t>(g.kh * g.w * g.cm()));
+  explicit ExpandedRows(const DwGeo& g) : g_(g), slots_((g.kh - 1) * g.dh + 1 + g.sh) {
+    if (g.m > 1) {
+      buf_.resize(static_cast<size_t>(slots_ * g.w * g.cm()));
+      tag_.assign(static_cast<size_t>(slots_), {nullptr, -1});
+    }
   }
   // Prepares rows ih0 + k * dh (k < kh) of `image`: the rows one output row reads.
   void Prepare(const T* image, int64_t ih0) {
@@ -98,20 +103,27 @@ class ExpandedRows {
     for (int64_t k = 0; k < g_.kh; ++k) {
       const int64_t ih = ih0 + k * g_.dh;
       if (ih < 0 || ih >= g_.h) continue;
-      T* dst = buf_.data() + k * g_.w * g_.cm();
+      auto& tag = tag_[static_cast<size_t>(ih % slots_)];
+      if (tag.first == image && tag.second == ih) continue;
+      tag = {image, ih};
+      T* dst = Slot(ih);
       const T* src = image_ + ih * g_.w * g_.c;
       for (int64_t p = 0; p < g_.w * g_.c; ++p) std::fill_n(dst + p * g_.m, g_.m, src[p]);
     }
   }
-  // Row of tap k (after Prepare(ih0)), ih = ih0 + k * dh.
-  const T* Row(int64_t k, int64_t ih) const {
-    return g_.m == 1 ? image_ + ih * g_.w * g_.c : buf_.data() + k * g_.w * g_.cm();
+  // Input row ih (prepared), pixel 0.
+  const T* Row(int64_t ih) const {
+    return g_.m == 1 ? image_ + ih * g_.w * g_.c : buf_.data() + (ih % slots_) * g_.w * g_.cm();
   }
 
  private:
+  T* Slot(int64_t ih) { return buf_.data() + (ih % slots_) * g_.w * g_.cm(); }
+
   const DwGeo& g_;
+  const int64_t slots_;
   const T* image_ = nullptr;
   std::vector<T> buf_;
+  std::vector<std::pair<const T*, int64_t>> tag_;  // (image, ih) held by each slot
 };
 
 // The (filter tap k, output index o) pairs that read input index i along one dim: i + pad -
@@ -153,7 +165,7 @@ void DepthwiseForward(ThreadPool* pool, const DwGeo& g, const T* x, const T* fil
         for (int64_t kh = 0; kh < g.kh; ++kh) {
           const int64_t ih = ih0 + kh * g.dh;
           if (ih < 0 || ih >= g.h) continue;
-          const T* row = rows.Row(kh, ih);
+          const T* row = rows.Row(ih);
           for (int64_t kw = 0; kw < g.kw; ++kw) {
             const int64_t iw = iw0 + kw * g.dw;
             if (iw < 0 || iw >= g.w) continue;
@@ -230,7 +242,7 @@ void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const
           for (int64_t kh = 0; kh < g.kh; ++kh) {
             const int64_t ih = ih0 + kh * g.dh;
             if (ih < 0 || ih >= g.h) continue;
-            const T* row = xrows.Row(kh, ih);
+            const T* row = xrows.Row(ih);
             for (int64_t kw = 0; kw < g.kw; ++kw) {
               const int64_t iw = iw0 + kw * g.dw;
               if (iw < 0 || iw >= g.w) continue;
