@@ -65,9 +65,12 @@ TEST(BatchMatMulTest, MatchesNaive) {
       {{2, 1, 4, 5}, {3, 5, 2}, false, false},     // batch broadcast both ways
       {{4, 5}, {2, 3, 5, 6}, false, false},        // rank-2 x broadcast over y's batch
       {{2, 4, 5}, {5, 3}, false, false},
-      {{1, 130, 9}, {2, 9, 7}, false, false},  // several row blocks? (M > 64)
-      {{2, 0, 3}, {2, 3, 4}, false, false},    // empty
-      {{2, 3, 0}, {2, 0, 4}, false, false},    // K = 0: zeros
+      {{1, 130, 9}, {2, 9, 7}, false, false},
+      // K * N large enough for 64-row blocks: M = 150 is split in three per batch.
+      {{2, 150, 256}, {256, 300}, false, false},
+      {{2, 256, 150}, {2, 300, 256}, true, true},
+      {{2, 0, 3}, {2, 3, 4}, false, false},  // empty
+      {{2, 3, 0}, {2, 0, 4}, false, false},  // K = 0: zeros
   };
   uint32_t seed = 1;
   for (const Case& c : cases) {
@@ -97,7 +100,7 @@ TEST(BatchMatMulTest, SameBitsAnyThreadCount) {
   ThreadPool one(1, "one"), three(3, "three");
   // Attention scores [B*heads, T, d] x [B*heads, d, T], and one tall product split in rows.
   for (auto [xs, ys, ay] : {std::tuple{V{2, 4, 64, 32}, V{2, 4, 64, 32}, true},
-                            std::tuple{V{700, 48}, V{3, 48, 40}, false}}) {
+                            std::tuple{V{700, 256}, V{3, 256, 300}, false}}) {
     Tensor x = Random(TensorShape(xs), 1), y = Random(TensorShape(ys), 2);
     AttrMap a{{"adj_y", ay}};
     Tensor z = (*RunOn(&one, "BatchMatMulV2", {x, y}, a))[0];
