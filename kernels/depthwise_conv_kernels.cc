@@ -58,21 +58,42 @@ void TapSum(const Tap<T>* taps, int64_t nt, int64_t cm, T* out) {
   }
 }
 
-// acc[j] += a[j] * b[j] for j < n.
+// acc[j] += a[i * as + j] * b[i * bs + j] for i = 0 .. count - 1 in order and j < cm, with the
+// running sums held in registers across i.
 template <typename T>
-void MulAddRun(T* acc, const T* a, const T* b, int64_t n) {
+void StridedMulAdd(T* acc, const T* a, int64_t as, const T* b, int64_t bs, int64_t count,
+                   int64_t cm) {
   using V = simd::Vec<T, 32>;
   constexpr int64_t L = simd::kLanes<T, 32>;
   int64_t j = 0;
-  for (; j + 2 * L <= n; j += 2 * L) {
-    simd::Store(acc + j, simd::Load<V>(acc + j) + simd::Load<V>(a + j) * simd::Load<V>(b + j));
-    simd::Store(acc + j + L,
-                simd::Load<V>(acc + j + L) + simd::Load<V>(a + j + L) * simd::Load<V>(b + j + L));
+  for (; j + 4 * L <= cm; j += 4 * L) {
+    V a0 = simd::Load<V>(acc + j), a1 = simd::Load<V>(acc + j + L);
+    V a2 = simd::Load<V>(acc + j + 2 * L), a3 = simd::Load<V>(acc + j + 3 * L);
+    for (int64_t i = 0; i < count; ++i) {
+      const T* pa = a + i * as + j;
+      const T* pb = b + i * bs + j;
+      a0 += simd::Load<V>(pa) * simd::Load<V>(pb);
+      a1 += simd::Load<V>(pa + L) * simd::Load<V>(pb + L);
+      a2 += simd::Load<V>(pa + 2 * L) * simd::Load<V>(pb + 2 * L);
+      a3 += simd::Load<V>(pa + 3 * L) * simd::Load<V>(pb + 3 * L);
+    }
+    simd::Store(acc + j, a0);
+    simd::Store(acc + j + L, a1);
+    simd::Store(acc + j + 2 * L, a2);
+    simd::Store(acc + j + 3 * L, a3);
   }
-  for (; j + L <= n; j += L) {
-    simd::Store(acc + j, simd::Load<V>(acc + j) + simd::Load<V>(a + j) * simd::Load<V>(b + j));
+  for (; j + L <= cm; j += L) {
+    V a0 = simd::Load<V>(acc + j);
+    for (int64_t i = 0; i < count; ++i) {
+      a0 += simd::Load<V>(a + i * as + j) * simd::Load<V>(b + i * bs + j);
+    }
+    simd::Store(acc + j, a0);
   }
-  for (; j < n; ++j) acc[j] += a[j] * b[j];
+  for (; j < cm; ++j) {
+    T s = acc[j];
+    for (int64_t i = 0; i < count; ++i) s += a[i * as + j] * b[i * bs + j];
+    acc[j] = s;
+  }
 }
 
 #pragma GCC diagnostic pop
@@ -236,18 +257,20 @@ void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const
       for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
         const int64_t n = r / g.oh, oh = r % g.oh, ih0 = oh * g.sh - g.pt;
         xrows.Prepare(x + n * g.h * g.w * g.c, ih0);
-        for (int64_t ow = 0; ow < g.ow; ++ow) {
-          const T* d = dy + (r * g.ow + ow) * cm;
-          const int64_t iw0 = ow * g.sw - g.pl;
-          for (int64_t kh = 0; kh < g.kh; ++kh) {
-            const int64_t ih = ih0 + kh * g.dh;
-            if (ih < 0 || ih >= g.h) continue;
-            const T* row = xrows.Row(ih);
-            for (int64_t kw = 0; kw < g.kw; ++kw) {
-              const int64_t iw = iw0 + kw * g.dw;
-              if (iw < 0 || iw >= g.w) continue;
-              MulAddRun(part + (kh * g.kw + kw) * cm, row + iw * cm, d, cm);
-            }
+        const T* d = dy + r * g.ow * cm;
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          const int64_t ih = ih0 + kh * g.dh;
+          if (ih < 0 || ih >= g.h) continue;
+          const T* row = xrows.Row(ih);
+          for (int64_t kw = 0; kw < g.kw; ++kw) {
+            // Output columns whose tap kw lands inside the input row.
+            auto iw = [&](int64_t ow) { return ow * g.sw - g.pl + kw * g.dw; };
+            int64_t lo = 0, hi = g.ow;
+            while (lo < hi && iw(lo) < 0) ++lo;
+            while (hi > lo && iw(hi - 1) >= g.w) --hi;
+            if (lo == hi) continue;
+            StridedMulAdd(part + (kh * g.kw + kw) * cm, row + iw(lo) * cm, g.sw * cm, d + lo * cm,
+                          cm, hi - lo, cm);
           }
         }
       }
