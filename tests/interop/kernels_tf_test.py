@@ -12,6 +12,7 @@ exactly. Covers LeNet shapes (batch 8 and 64: 28x28x1 conv 5x5x6 SAME, 2x2/2 poo
 Env: TROUPE_BINARY_DIR (build dir holding tests/kernels/kernel_runner).
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ ATOL = 1e-6
 
 rng = np.random.default_rng(20240607)
 cases = []
+error_cases = set()  # names of cases where TF and Troupe must both fail with the same message
 
 
 def rand(*shape, lo=-1.0, hi=1.0, dtype=np.float32):
@@ -399,6 +401,14 @@ xin, f = rand(2, 7, 7, 3, dtype=np.float64), rand(3, 3, 3, 2, dtype=np.float64)
 add("DepthwiseConv2dNative", [xin, f], {"strides": ("li", [1, 1, 1, 1]), "padding": ("s", "SAME")},
     lambda p, q: tf.raw_ops.DepthwiseConv2dNative(input=p, filter=q, strides=[1, 1, 1, 1],
                                                   padding="SAME"), "_f64")
+# Bad indices: both fail, and Troupe's InvalidArgument carries TF's message.
+add("GatherV2", [rand(5, 2), np.array([[0, 4], [5, 1]], np.int32)], {"axis": ("i", 0)},
+    lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0), "_bad_index")
+error_cases.add(cases[-1][0])
+add("UnsortedSegmentSum", [rand(4, 3), np.array([0, 1, 3, 2], np.int32)],
+    {"num_segments": ("i", 3)},
+    lambda d, i: tf.raw_ops.UnsortedSegmentSum(data=d, segment_ids=i, num_segments=3), "_bad_id")
+error_cases.add(cases[-1][0])
 # The raw TF op itself (undilated), not only the tf.nn reference.
 xin, f = rand(2, 8, 8, 6), rand(3, 3, 6, 2)
 add("DepthwiseConv2dNative", [xin, f], {"strides": ("li", [1, 1, 1, 1]), "padding": ("s", "SAME")},
@@ -416,6 +426,21 @@ def f64_reference(fn, inputs, k):
         return (ref if isinstance(ref, (list, tuple)) else [ref])[k].numpy().astype(np.float64)
     except Exception:  # noqa: BLE001 - some ops have no float64 kernel
         return None
+
+
+def check_same_error(name, err_path, fn, inputs):
+    """Failures (a list) unless TF raises InvalidArgument and Troupe's error has its message."""
+    try:
+        fn(*[tf.constant(x) for x in inputs])
+        return [f"{name}: TF did not fail"]
+    except tf.errors.InvalidArgumentError as e:
+        tf_msg = re.sub(r"^\{\{[^}]*\}\}\s*", "", e.message).split(" [Op:")[0].strip()
+    if not os.path.exists(err_path):
+        return [f"{name}: Troupe did not fail (TF: {tf_msg})"]
+    got = open(err_path).read()
+    if not got.startswith("InvalidArgument:") or tf_msg not in got:
+        return [f"{name}: Troupe error {got!r} lacks TF's {tf_msg!r} or is not InvalidArgument"]
+    return []
 
 
 def main():
@@ -438,6 +463,9 @@ def main():
         failures, arbitrated, worst, checked = [], [], {}, 0
         for name, op, inputs, attrs, fn in cases:
             err_path = os.path.join(d, name + ".err")
+            if name in error_cases:
+                failures += check_same_error(name, err_path, fn, inputs)
+                continue
             if os.path.exists(err_path):
                 failures.append(f"{name}: Troupe error: {open(err_path).read()}")
                 continue
