@@ -140,6 +140,31 @@ void RegisterArrayGradients() {
     *dx = {ops::Mul(dy[0], ops::OnesLike(c.inputs[0])), Value()};
     return Status::OK();
   });
+  // TF's dense form of GatherV2's IndexedSlices gradient: the rows of dy summed into params'
+  // rows by index (UnsortedSegmentSum, deterministic); indices get none.
+  RegisterGradient("GatherV2", [](const OpCall& c, const V& dy, V* dx) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> params, StaticShape(c.inputs[0], "GatherV2"));
+    std::vector<int64_t> rows = params;
+    rows[0] = -1;
+    Value values = ops::Reshape(dy[0], rows);
+    Value ids = ops::Reshape(c.inputs[1], {-1});
+    *dx = {ops::UnsortedSegmentSum(values, ids, params[0]), Value()};
+    return Status::OK();
+  });
+  // TF's _UnsortedSegmentSumGrad: dy gathered by segment id, zero where the id is negative
+  // (those rows were dropped). There is no SelectV2 kernel yet, so a 0/1 mask multiplies.
+  RegisterGradient("UnsortedSegmentSum", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& ids = c.inputs[1];
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> id_shape, StaticShape(ids, "UnsortedSegmentSum"));
+    Value clipped = ops::Maximum(ids, ops::ZerosLike(ids));
+    Value gathered = ops::Gather(dy[0], clipped);
+    std::vector<int64_t> mask_shape = id_shape;
+    mask_shape.resize(static_cast<size_t>(gathered.shape().rank()), 1);
+    Value keep = ops::Reshape(
+        ops::Cast(ops::GreaterEqual(ids, ops::ZerosLike(ids)), gathered.dtype()), mask_shape);
+    *dx = {ops::Mul(gathered, keep), Value()};
+    return Status::OK();
+  });
   RegisterGradient("SelectV2", [](const OpCall& c, const V& dy, V* dx) {
     const Value& cond = c.inputs[0];
     Value zeros = ops::ZerosLike(dy[0]);

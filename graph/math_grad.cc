@@ -171,6 +171,35 @@ void RegisterMathGradients() {
     return Status::OK();
   });
 
+  // TF's _BatchMatMulV2Grad: the MatMul cases per adjoint flags, then each gradient summed
+  // over the batch dims along which its input was broadcast.
+  RegisterGradient("BatchMatMulV2", [](const OpCall& c, const V& dy, V* dx) {
+    const bool ax = c.attrs.GetBoolOr("adj_x", false).value_or(false);
+    const bool ay = c.attrs.GetBoolOr("adj_y", false).value_or(false);
+    const Value& x = c.inputs[0];
+    const Value& y = c.inputs[1];
+    const Value& g = dy[0];
+    Value gx, gy;
+    if (!ax && !ay) {
+      gx = ops::BatchMatMul(g, y, false, true), gy = ops::BatchMatMul(x, g, true, false);
+    } else if (!ax && ay) {
+      gx = ops::BatchMatMul(g, y, false, false), gy = ops::BatchMatMul(g, x, true, false);
+    } else if (ax && !ay) {
+      gx = ops::BatchMatMul(y, g, false, true), gy = ops::BatchMatMul(x, g, false, false);
+    } else {
+      gx = ops::BatchMatMul(y, g, true, true), gy = ops::BatchMatMul(g, x, true, true);
+    }
+    *dx = {grad::ReduceLike(gx, x), grad::ReduceLike(gy, y)};
+    return Status::OK();
+  });
+  // TF's _ErfGrad: grad * (2 / sqrt(pi)) * exp(-x^2), multiplied in that order.
+  RegisterGradient("Erf", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    Value two_over_root_pi = ops::ScalarOf(1.1283791670955126, dy[0].dtype());
+    *dx = {ops::Mul(ops::Mul(dy[0], two_over_root_pi), ops::Exp(ops::Neg(ops::Square(x))))};
+    return Status::OK();
+  });
+
   RegisterGradient("Sum", [](const OpCall& c, const V& dy, V* dx) {
     *dx = {grad::BroadcastBack(dy[0], c.inputs[0], AxesOf(c), KeepDims(c))};
     return Status::OK();

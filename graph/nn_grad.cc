@@ -37,6 +37,21 @@ void RegisterNnGradients() {
     *dx = {Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad")};
     return Status::OK();
   });
+  // As TF: Relu6 and Elu differentiate through their outputs, LeakyRelu through its input.
+  RegisterGradient("Relu6", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("Relu6Grad", {dy[0], c.outputs[0]}, {}, "Relu6Grad")};
+    return Status::OK();
+  });
+  RegisterGradient("Elu", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("EluGrad", {dy[0], c.outputs[0]}, {}, "EluGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("LeakyRelu", [](const OpCall& c, const V& dy, V* dx) {
+    AttrMap attrs;
+    if (c.attrs.Has("alpha")) attrs.Set("alpha", c.attrs.values().at("alpha"));
+    *dx = {Apply1("LeakyReluGrad", {dy[0], c.inputs[0]}, attrs, "LeakyReluGrad")};
+    return Status::OK();
+  });
   RegisterGradient("Tanh", [](const OpCall& c, const V& dy, V* dx) {
     *dx = {Apply1("TanhGrad", {c.outputs[0], dy[0]}, {}, "TanhGrad")};
     return Status::OK();
@@ -61,6 +76,24 @@ void RegisterNnGradients() {
     f_attrs.Set("filter_sizes", f_sizes);
     *dx = {Apply1("Conv2DBackpropInput", {f, dy[0]}, in_attrs, "Conv2DBackpropInput"),
            Apply1("Conv2DBackpropFilter", {x, dy[0]}, f_attrs, "Conv2DBackpropFilter")};
+    return Status::OK();
+  });
+  RegisterGradient("DepthwiseConv2dNative", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    const Value& f = c.inputs[1];
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> in_sizes,
+                            SizesOf(x, "DepthwiseConv2dNative gradient"));
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> f_sizes,
+                            SizesOf(f, "DepthwiseConv2dNative gradient"));
+    f_sizes[0] = f.shape().dim(0);
+    AttrMap in_attrs = WindowAttrs(c);
+    in_attrs.Set("input_sizes", in_sizes);
+    AttrMap f_attrs = WindowAttrs(c);
+    f_attrs.Set("filter_sizes", f_sizes);
+    *dx = {Apply1("DepthwiseConv2dNativeBackpropInput", {f, dy[0]}, in_attrs,
+                  "DepthwiseConv2dNativeBackpropInput"),
+           Apply1("DepthwiseConv2dNativeBackpropFilter", {x, dy[0]}, f_attrs,
+                  "DepthwiseConv2dNativeBackpropFilter")};
     return Status::OK();
   });
   RegisterGradient("MaxPool", [](const OpCall& c, const V& dy, V* dx) {

@@ -92,12 +92,24 @@ Value Sign(const Value& x) { return Apply1("Sign", {x}, {}, "Sign"); }
 Value Relu(const Value& x) { return Apply1("Relu", {x}, {}, "Relu"); }
 Value Tanh(const Value& x) { return Apply1("Tanh", {x}, {}, "Tanh"); }
 Value Sigmoid(const Value& x) { return Apply1("Sigmoid", {x}, {}, "Sigmoid"); }
+Value Erf(const Value& x) { return Apply1("Erf", {x}, {}, "Erf"); }
+Value Elu(const Value& x) { return Apply1("Elu", {x}, {}, "Elu"); }
+Value Relu6(const Value& x) { return Apply1("Relu6", {x}, {}, "Relu6"); }
+Value LeakyRelu(const Value& x, double alpha) {
+  return Apply1("LeakyRelu", {x}, {{"alpha", alpha}}, "LeakyRelu");
+}
 
 Value MatMul(const Value& a, const Value& b, bool transpose_a, bool transpose_b) {
   AttrMap attrs;
   if (transpose_a) attrs.Set("transpose_a", true);
   if (transpose_b) attrs.Set("transpose_b", true);
   return Apply1("MatMul", {a, b}, attrs, "MatMul");
+}
+Value BatchMatMul(const Value& x, const Value& y, bool adj_x, bool adj_y) {
+  AttrMap attrs;
+  if (adj_x) attrs.Set("adj_x", true);
+  if (adj_y) attrs.Set("adj_y", true);
+  return Apply1("BatchMatMulV2", {x, y}, attrs, "MatMul");
 }
 
 Value Sum(const Value& x, const std::vector<int64_t>& axes, bool keep_dims) {
@@ -165,13 +177,29 @@ std::vector<Value> Unstack(const Value& x, int64_t axis) {
 Value Pad(const Value& x, const std::vector<int64_t>& paddings) {
   return Apply1("Pad", {x}, {{"paddings", paddings}}, "Pad");
 }
+Value Gather(const Value& params, const Value& indices) {
+  return Apply1("GatherV2", {params, indices}, {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}},
+                "GatherV2");
+}
+Value UnsortedSegmentSum(const Value& data, const Value& segment_ids, int64_t num_segments) {
+  return Apply1("UnsortedSegmentSum", {data, segment_ids}, {{"num_segments", num_segments}},
+                "UnsortedSegmentSum");
+}
 
 Value BiasAdd(const Value& x, const Value& bias) {
   return Apply1("BiasAdd", {x, bias}, {}, "BiasAdd");
 }
 Value Conv2D(const Value& x, const Value& filter, const std::vector<int64_t>& strides,
-             const std::string& padding) {
-  return Apply1("Conv2D", {x, filter}, {{"strides", strides}, {"padding", padding}}, "Conv2D");
+             const std::string& padding, const std::vector<int64_t>& dilations) {
+  AttrMap attrs{{"strides", strides}, {"padding", padding}};
+  if (!dilations.empty()) attrs.Set("dilations", dilations);
+  return Apply1("Conv2D", {x, filter}, attrs, "Conv2D");
+}
+Value DepthwiseConv2D(const Value& x, const Value& filter, const std::vector<int64_t>& strides,
+                      const std::string& padding, const std::vector<int64_t>& dilations) {
+  AttrMap attrs{{"strides", strides}, {"padding", padding}};
+  if (!dilations.empty()) attrs.Set("dilations", dilations);
+  return Apply1("DepthwiseConv2dNative", {x, filter}, attrs, "depthwise");
 }
 Value MaxPool(const Value& x, const std::vector<int64_t>& ksize,
               const std::vector<int64_t>& strides, const std::string& padding) {

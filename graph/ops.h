@@ -61,8 +61,15 @@ Value Sign(const Value& x);
 Value Relu(const Value& x);
 Value Tanh(const Value& x);
 Value Sigmoid(const Value& x);
+Value Erf(const Value& x);  // exact GELU: 0.5 * x * (1 + Erf(x / sqrt(2)))
+Value Elu(const Value& x);
+Value Relu6(const Value& x);
+Value LeakyRelu(const Value& x, double alpha = 0.2);
 
 Value MatMul(const Value& a, const Value& b, bool transpose_a = false, bool transpose_b = false);
+// BatchMatMulV2: x [..., M, K] · y [..., K, N] with numpy broadcasting of the batch dims
+// (adj_x / adj_y transpose the last two dims first).
+Value BatchMatMul(const Value& x, const Value& y, bool adj_x = false, bool adj_y = false);
 
 // Reductions; `axes` empty means every axis.
 Value Sum(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims = false);
@@ -88,11 +95,22 @@ Value Stack(const std::vector<Value>& xs, int64_t axis = 0);   // Pack
 std::vector<Value> Unstack(const Value& x, int64_t axis = 0);  // Unpack
 // paddings: [before0, after0, before1, after1, ...] (zeros).
 Value Pad(const Value& x, const std::vector<int64_t>& paddings);
+// GatherV2 along axis 0: params [N, ...], int32/int64 indices of any shape ->
+// indices.shape + params.shape[1:]. An index outside [0, N) is an InvalidArgument error.
+Value Gather(const Value& params, const Value& indices);
+// Rows of data [ids.shape..., ...] summed into [num_segments, ...] by segment id (negative ids
+// dropped); deterministic.
+Value UnsortedSegmentSum(const Value& data, const Value& segment_ids, int64_t num_segments);
 
 // Neural-network ops (NHWC, HWIO filters; padding "SAME" or "VALID").
 Value BiasAdd(const Value& x, const Value& bias);
+// dilations: [1, h, w, 1], or empty for none.
 Value Conv2D(const Value& x, const Value& filter, const std::vector<int64_t>& strides,
-             const std::string& padding);
+             const std::string& padding, const std::vector<int64_t>& dilations = {});
+// DepthwiseConv2dNative: filter [kh, kw, in_channels, multiplier] -> in_channels * multiplier
+// output channels (channel c * multiplier + k).
+Value DepthwiseConv2D(const Value& x, const Value& filter, const std::vector<int64_t>& strides,
+                      const std::string& padding, const std::vector<int64_t>& dilations = {});
 Value MaxPool(const Value& x, const std::vector<int64_t>& ksize,
               const std::vector<int64_t>& strides, const std::string& padding);
 Value AvgPool(const Value& x, const std::vector<int64_t>& ksize,

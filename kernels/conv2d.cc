@@ -1,7 +1,8 @@
-// Conv2D (NHWC input, HWIO filter, SAME/VALID, strides) and its gradients
+// Conv2D (NHWC input, HWIO filter, SAME/VALID, strides, dilations) and its gradients
 // Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM (direct
 // loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
-// kernels for few input and 16/32 output channels: conv2d_direct_small.cc).
+// kernels for few input and 16/32 output channels: conv2d_direct_small.cc; both for dilation 1
+// only, dilated filters take the im2col path).
 //
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
 // only on the filter size; Conv2DBackpropFilter sums per-block partial products in block order
@@ -31,7 +32,7 @@ const std::initializer_list<DType> kFloatTypes = {DType::kFloat32, DType::kFloat
 Result<ConvGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorShape& in,
                          const char* in_arg, const TensorShape& filter, const char* filter_arg,
                          const TensorShape* dy) {
-  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, false));
+  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, false, /*allow_dilations=*/true));
   TROUPE_RETURN_IF_ERROR(CheckRank(op, in_arg, in, 4));
   TROUPE_RETURN_IF_ERROR(CheckRank(op, filter_arg, filter, 4));
   if (dy) TROUPE_RETURN_IF_ERROR(CheckRank(op, "out_backprop", *dy, 4));
@@ -53,10 +54,12 @@ Result<ConvGeo> Geometry(std::string_view op, const AttrMap& attrs, const Tensor
     }
   }
   if (g.kh < 0 || g.kw < 0) return OpError(op, "filter height and width must be known");
-  TROUPE_ASSIGN_OR_RETURN(OutSize oh, WindowOutput(op, "height", g.h, g.kh, win.sh, win.padding));
-  TROUPE_ASSIGN_OR_RETURN(OutSize ow, WindowOutput(op, "width", g.w, g.kw, win.sw, win.padding));
+  TROUPE_ASSIGN_OR_RETURN(
+      OutSize oh, WindowOutput(op, "height", g.h, DilatedSize(g.kh, win.dh), win.sh, win.padding));
+  TROUPE_ASSIGN_OR_RETURN(
+      OutSize ow, WindowOutput(op, "width", g.w, DilatedSize(g.kw, win.dw), win.sw, win.padding));
   g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
-  g.sh = win.sh, g.sw = win.sw;
+  g.sh = win.sh, g.sw = win.sw, g.dh = win.dh, g.dw = win.dw;
   if (dy) {
     const std::vector<int64_t> want = {g.n, g.oh, g.ow, g.f};
     for (int d = 0; d < 4; ++d) {
@@ -165,9 +168,9 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
     const T* img = x + n * g.h * g.w * g.c;
     T* dst = col + (r - r0) * K;
     const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
-    const bool full_row = iw0 >= 0 && iw0 + g.kw <= g.w;
+    const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
     for (int64_t kh = 0; kh < g.kh; ++kh, dst += g.kw * g.c) {
-      const int64_t ih = ih0 + kh;
+      const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
         ZeroRun(dst, g.kw * g.c);
         continue;
@@ -179,7 +182,7 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
         continue;
       }
       for (int64_t kw = 0; kw < g.kw; ++kw) {
-        const int64_t iw = iw0 + kw;
+        const int64_t iw = iw0 + kw * g.dw;
         if (iw < 0 || iw >= g.w) {
           ZeroRun(dst + kw * g.c, g.c);
         } else {
@@ -199,20 +202,20 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
     const T* src = col + (r - r0) * K;
     const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
     for (int64_t kh = 0; kh < g.kh; ++kh) {
-      const int64_t ih = ih0 + kh;
+      const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
         src += g.kw * g.c;
         continue;
       }
       T* row = img + ih * g.w * g.c;
-      if (iw0 >= 0 && iw0 + g.kw <= g.w) {
+      if (g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w) {
         Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(row + iw0 * g.c, g.kw * g.c) +=
             Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(src, g.kw * g.c);
         src += g.kw * g.c;
         continue;
       }
       for (int64_t kw = 0; kw < g.kw; ++kw, src += g.c) {
-        const int64_t iw = iw0 + kw;
+        const int64_t iw = iw0 + kw * g.dw;
         if (iw < 0 || iw >= g.w) continue;
         T* d = row + iw * g.c;
         for (int64_t c = 0; c < g.c; ++c) d[c] += src[c];

@@ -16,17 +16,22 @@ struct ConvGeo {
   int64_t kh, kw, f;       // filter (kh, kw, c, f)
   int64_t oh, ow;          // output
   int64_t sh, sw, pt, pl;  // strides, padding top/left
+  int64_t dh = 1, dw = 1;  // dilations (only the im2col path handles other than 1)
   int64_t K() const { return kh * kw * c; }
   int64_t rows() const { return n * oh * ow; }
 };
 
-inline bool UseDirectSingleChannel(const ConvGeo& g) { return g.c == 1 && g.sw == 1; }
+inline bool Undilated(const ConvGeo& g) { return g.dh == 1 && g.dw == 1; }
+
+inline bool UseDirectSingleChannel(const ConvGeo& g) {
+  return g.c == 1 && g.sw == 1 && Undilated(g);
+}
 
 // Few input channels and one or two 64-byte vectors of output channels (LeNet's conv2: 6 -> 16
 // floats): register-tiled direct kernels in conv2d_direct_small.cc beat im2col + GEMM there.
 inline bool UseDirectSmall(const ConvGeo& g, size_t elem) {
   const int64_t bytes = g.f * static_cast<int64_t>(elem);
-  return g.c >= 2 && g.c <= 16 && (bytes == 64 || bytes == 128);
+  return g.c >= 2 && g.c <= 16 && (bytes == 64 || bytes == 128) && Undilated(g);
 }
 
 template <typename T>

@@ -30,7 +30,8 @@ Result<std::pair<int64_t, int64_t>> Parse4(std::string_view op, const AttrMap& a
 
 }  // namespace
 
-Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize) {
+Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize,
+                             bool allow_dilations) {
   Window2D w;
   TROUPE_ASSIGN_OR_RETURN(auto strides, Parse4(op, attrs, "strides"));
   w.sh = strides.first;
@@ -56,7 +57,11 @@ Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has
       return OpError(op, "'data_format' is '" + *f + "' but only 'NHWC' is supported");
     }
   }
-  if (attrs.Has("dilations")) {
+  if (attrs.Has("dilations") && allow_dilations) {
+    TROUPE_ASSIGN_OR_RETURN(auto d, Parse4(op, attrs, "dilations"));
+    w.dh = d.first;
+    w.dw = d.second;
+  } else if (attrs.Has("dilations")) {
     auto d = attrs.GetInts("dilations");
     if (!d.ok()) return d.status().WithContext(op);
     for (int64_t x : *d) {

@@ -17,12 +17,19 @@ enum class Padding { kSame, kValid };
 struct Window2D {
   int64_t kh = 1, kw = 1;  // window (filter or ksize) height/width
   int64_t sh = 1, sw = 1;  // strides
+  int64_t dh = 1, dw = 1;  // dilations (filter taps dh/dw input pixels apart)
   Padding padding = Padding::kValid;
 };
 
 // Reads strides (and, for pooling, ksize) as [1, h, w, 1], padding "SAME"/"VALID", and checks
-// data_format (NHWC only) and dilations (all 1). Rejects zero/negative values.
-Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize);
+// data_format (NHWC only). Rejects zero/negative values. dilations [1, h, w, 1] are read when
+// allow_dilations (Conv2D and depthwise on the CPU), otherwise they must be all 1 (kernels
+// that ignore them, e.g. the GPU's, must not silently compute an undilated result).
+Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize,
+                             bool allow_dilations = false);
+
+// Extent of a filter of size k with dilation d: (k - 1) * d + 1.
+inline int64_t DilatedSize(int64_t k, int64_t d) { return (k - 1) * d + 1; }
 
 // Output size along one dim and the padding before it, exactly as TF computes them. Fails when
 // a VALID window is larger than the (known) input. Unknown input (-1) gives -1.

@@ -18,6 +18,9 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterTransposeOps(registry);
   RegisterSlicingOps(registry);
   RegisterMatMulOps(registry);
+  RegisterBatchMatMulOps(registry);
+  RegisterGatherOps(registry);
+  RegisterDepthwiseConvOps(registry);
   RegisterConv2DOps(registry);
   RegisterPoolingOps(registry);
   RegisterSoftmaxOps(registry);

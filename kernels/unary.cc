@@ -1,5 +1,7 @@
-// Unary math: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal, Exp, Log, and the gradient
+// Unary math: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal, Exp, Log, Erf, and the gradient
 // helpers TF has for them: SqrtGrad, RsqrtGrad, ReciprocalGrad (all (y, dy) -> dx).
+#include <unsupported/Eigen/SpecialFunctions>
+
 #include "kernels/elementwise_impl.h"
 #include "kernels/register_ops.h"
 
@@ -19,6 +21,8 @@ void RegisterUnaryOps(OpRegistry& r) {
   RegisterUnary(r, "Reciprocal", TypeSet::kFloat, 4, [](const auto& x) { return x.inverse(); });
   RegisterUnary(r, "Exp", TypeSet::kFloat, 10, [](const auto& x) { return x.exp(); });
   RegisterUnary(r, "Log", TypeSet::kFloat, 10, [](const auto& x) { return x.log(); });
+  // Eigen's erf, as TF's Erf kernel (float: a vectorised rational approximation).
+  RegisterUnary(r, "Erf", TypeSet::kFloat, 20, [](const auto& x) { return x.erf(); });
 
   // (y, dy): y is the forward op's output.
   RegisterBinary(r, "SqrtGrad", TypeSet::kFloat, "y", "dy", false, 4,

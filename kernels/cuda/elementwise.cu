@@ -1,7 +1,8 @@
 // GPU elementwise kernels: binary arithmetic with numpy broadcasting (Add, AddV2, Sub, Mul, Div,
 // RealDiv, DivNoNan, Maximum, Minimum, Pow, SquaredDifference), comparisons (bool out), unary
-// math, activations and their gradient ops. Shapes and errors come from the ops' registered
-// shape functions; the math is in ew_functors.h, the loops in ew_launch.h.
+// math, activations (Relu, Relu6, Elu, LeakyRelu, Tanh, Sigmoid, Erf) and their gradient ops.
+// Shapes and errors come from the ops' registered shape functions; the math is in ew_functors.h,
+// the loops in ew_launch.h.
 #include <type_traits>
 
 #include "kernels/cuda/ew_common.h"
@@ -72,6 +73,36 @@ void RegisterUnaryGpu(OpRegistry& r, const std::string& op) {
   });
 }
 
+// LeakyRelu / LeakyReluGrad: the functor carries alpha (a float attribute, 0.2 when absent).
+template <bool kGrad>
+void RegisterLeakyReluGpu(OpRegistry& r, const std::string& op) {
+  ShapeFn shape_fn = ShapeFnOf(r, op);
+  RegisterGpu(r, op, [shape_fn](KernelContext& ctx) -> Status {
+    TROUPE_ASSIGN_OR_RETURN(SpecList out, OutputSpecs(shape_fn, ctx));
+    float alpha = 0.2f;
+    if (ctx.attrs().Has("alpha")) alpha = static_cast<float>(*ctx.attrs().GetFloat("alpha"));
+    const Tensor& x = ctx.input(0);
+    TROUPE_ASSIGN_OR_RETURN(Tensor y, AllocateOutput(ctx, 0, x.dtype(), x.shape()));
+    Status status;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (kGrad) {
+        const kernels::BroadcastPlan plan =
+            kernels::MakeBroadcastPlan(x.shape(), ctx.input(1).shape(), y.shape());
+        status = LaunchBinary<T, T>(ctx, plan, x.data<T>(), ctx.input(1).data<T>(), y.data<T>(),
+                                    LeakyReluGradF<T>{static_cast<T>(alpha)});
+      } else {
+        status = LaunchUnary<T, T>(ctx, x.data<T>(), y.data<T>(), x.num_elements(),
+                                   LeakyReluF<T>{static_cast<T>(alpha)});
+      }
+    };
+    if (!kernels::DispatchFloat(x.dtype(), run)) {
+      return UnsupportedDType(ctx, x.dtype(), TypesName(Types::kFloat));
+    }
+    return status;
+  });
+}
+
 }  // namespace
 }  // namespace gpu_ew
 
@@ -116,6 +147,13 @@ void RegisterGpuElementwiseKernels(OpRegistry& r) {
   RegisterBinaryGpu<ReluGradF, Types::kReal>(r, "ReluGrad");
   RegisterBinaryGpu<TanhGradF, Types::kFloat>(r, "TanhGrad");
   RegisterBinaryGpu<SigmoidGradF, Types::kFloat>(r, "SigmoidGrad");
+  RegisterUnaryGpu<ErfF, Types::kFloat>(r, "Erf");
+  RegisterUnaryGpu<EluF, Types::kFloat>(r, "Elu");
+  RegisterUnaryGpu<Relu6F, Types::kReal>(r, "Relu6");
+  RegisterBinaryGpu<EluGradF, Types::kFloat>(r, "EluGrad");
+  RegisterBinaryGpu<Relu6GradF, Types::kReal>(r, "Relu6Grad");
+  RegisterLeakyReluGpu<false>(r, "LeakyRelu");
+  RegisterLeakyReluGpu<true>(r, "LeakyReluGrad");
 }
 
 }  // namespace troupe

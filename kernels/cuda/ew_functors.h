@@ -288,5 +288,71 @@ struct SigmoidF {
   }
 };
 
+// ---- Keras' modern activations, as kernels/activations.cc writes them: min/max blends with
+// Eigen's max(x, 0) == (x < 0 ? 0 : x) and min(x, 0) == (0 < x ? 0 : x), so exact ones match the
+// CPU bit for bit (signed zeros included) --------------------------------------------------------
+template <typename T>
+__device__ T Max0(T x) {
+  return x < T(0) ? T(0) : x;
+}
+template <typename T>
+__device__ T Min0(T x) {
+  return T(0) < x ? T(0) : x;
+}
+struct ErfF {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if constexpr (kIsF32<T>) {
+      return erff(x);
+    } else {
+      return erf(x);
+    }
+  }
+};
+struct EluF {  // exp(min(x, 0)) - 1 + max(x, 0)
+  template <typename T>
+  __device__ T operator()(T x) const {
+    const T m = Min0(x);
+    if constexpr (kIsF32<T>) {
+      return (expf(m) - 1.0f) + Max0(x);
+    } else {
+      return (exp(m) - 1.0) + Max0(x);
+    }
+  }
+};
+struct Relu6F {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    const T m = Max0(x);
+    return T(6) < m ? T(6) : m;
+  }
+};
+struct Relu6GradF {  // (gradients, features)
+  template <typename T>
+  __device__ T operator()(T g, T f) const {
+    return g * ((f > T(0) ? T(1) : T(0)) * (f < T(6) ? T(1) : T(0)));
+  }
+};
+struct EluGradF {  // (gradients, outputs): (min(y, 0) + 1) * g
+  template <typename T>
+  __device__ T operator()(T g, T y) const {
+    return (Min0(y) + T(1)) * g;
+  }
+};
+// alpha already rounded as the CPU rounds it (float32, then T).
+template <typename T>
+struct LeakyReluF {
+  T alpha;
+  __device__ T operator()(T x) const { return Max0(x) + Min0(x) * alpha; }
+};
+template <typename T>
+struct LeakyReluGradF {  // (gradients, features)
+  T alpha;
+  __device__ T operator()(T g, T f) const {
+    const T m = f > T(0) ? T(1) : T(0);
+    return g * (m + (T(1) - m) * alpha);
+  }
+};
+
 }  // namespace gpu_ew
 }  // namespace troupe

@@ -235,6 +235,124 @@ TEST(GradientsTest, NeuralNetworkOps) {
                 {logits, labels}, {0});
 }
 
+// The ops of Keras' modern layers (GELU/ELU/LeakyReLU/ReLU6, Embedding, attention, dilated and
+// depthwise convolutions).
+TEST(GradientsTest, ModernLayerOps) {
+  // Away from the kinks at 0 and 6 (central differences straddle them otherwise).
+  Tensor s = *Tensor::FromVector<double>({-2.1, -0.7, -0.2, 0.3, 0.9, 2.5, 5.2, 7.3}, {2, 4});
+  CheckGradient("erf", [](auto& v) { return ops::Erf(v[0]); }, {s}, {0});
+  CheckGradient("gelu_exact",
+                [](auto& v) {
+                  Value x = v[0];
+                  return 0.5 * x * (1.0 + ops::Erf(x / 1.4142135623730951));
+                },
+                {s}, {0});
+  CheckGradient("elu", [](auto& v) { return ops::Elu(v[0]); }, {s}, {0});
+  CheckGradient("relu6", [](auto& v) { return ops::Relu6(v[0]); }, {s}, {0});
+  CheckGradient("leaky_relu", [](auto& v) { return ops::LeakyRelu(v[0], 0.3); }, {s}, {0});
+
+  Tensor params = RandomDoubles({6, 3}, 20);
+  Tensor idx = *Tensor::FromVector<int32_t>({4, 0, 4, 5, 4, 2}, {2, 3});  // repeats add up
+  CheckGradient("gather", [](auto& v) { return ops::Gather(v[0], v[1]); }, {params, idx}, {0});
+  Tensor data = RandomDoubles({5, 2}, 21);
+  Tensor ids = *Tensor::FromVector<int64_t>({2, -1, 0, 2, 3}, {5});  // -1 is dropped
+  CheckGradient("unsorted_segment_sum",
+                [](auto& v) { return ops::UnsortedSegmentSum(v[0], v[1], 4); }, {data, ids}, {0});
+
+  for (bool ax : {false, true}) {
+    for (bool ay : {false, true}) {
+      Tensor x = RandomDoubles(ax ? TensorShape{2, 3, 4, 3} : TensorShape{2, 3, 3, 4}, 22);
+      Tensor y = RandomDoubles(ay ? TensorShape{2, 3, 5, 4} : TensorShape{2, 3, 4, 5}, 23);
+      CheckGradient("batch_matmul",
+                    [ax, ay](auto& v) { return ops::BatchMatMul(v[0], v[1], ax, ay); }, {x, y},
+                    {0, 1});
+    }
+  }
+  // Broadcast batch dims: each gradient is summed back to its input's shape.
+  CheckGradient("batch_matmul_broadcast", [](auto& v) { return ops::BatchMatMul(v[0], v[1]); },
+                {RandomDoubles({2, 1, 3, 4}, 24), RandomDoubles({3, 4, 2}, 25)}, {0, 1});
+  CheckGradient("batch_matmul_rank2", [](auto& v) { return ops::BatchMatMul(v[0], v[1]); },
+                {RandomDoubles({3, 4}, 26), RandomDoubles({2, 4, 2}, 27)}, {0, 1});
+
+  Tensor x = RandomDoubles({2, 7, 7, 3}, 28);
+  CheckGradient("conv2d_dilated",
+                [](auto& v) {
+                  return ops::Conv2D(v[0], v[1], {1, 1, 1, 1}, "SAME", {1, 2, 2, 1});
+                },
+                {x, RandomDoubles({3, 3, 3, 2}, 29)}, {0, 1});
+  for (std::string padding : {"SAME", "VALID"}) {
+    CheckGradient("depthwise_" + padding,
+                  [padding](auto& v) {
+                    return ops::DepthwiseConv2D(v[0], v[1], {1, 2, 2, 1}, padding);
+                  },
+                  {x, RandomDoubles({3, 3, 3, 2}, 30)}, {0, 1});
+  }
+  CheckGradient("depthwise_dilated",
+                [](auto& v) {
+                  return ops::DepthwiseConv2D(v[0], v[1], {1, 1, 1, 1}, "SAME", {1, 2, 2, 1});
+                },
+                {x, RandomDoubles({3, 3, 3, 1}, 31)}, {0, 1});
+}
+
+// Keras traces with an unknown batch: the new ops' shape functions and gradients must work
+// from partial shapes (one trace serves batches 2 and 3) and agree with the eager tape.
+TEST(GradientsTest, ModernLayerOpsTraceWithUnknownBatch) {
+  // Attention over [batch, heads, T, d], an embedding lookup, a depthwise and a dilated conv.
+  auto body = [](const std::vector<Value>& in) -> Result<std::vector<Value>> {
+    const Value& q = in[0];
+    const Value& table = in[1];
+    const Value& ids = in[2];
+    const Value& img = in[3];
+    const Value& dw = in[4];
+    const Value& cf = in[5];
+    GradientTape tape;
+    for (int i : {0, 1, 3, 4, 5}) tape.Watch(in[static_cast<size_t>(i)]);
+    Value p = ops::Softmax(ops::BatchMatMul(q, q, false, true));
+    Value att = ops::Sum(ops::Erf(ops::BatchMatMul(p, q)));
+    Value emb = ops::Sum(ops::Elu(ops::Gather(table, ids)));
+    Value conv = ops::DepthwiseConv2D(img, dw, {1, 1, 1, 1}, "SAME", {1, 2, 2, 1});
+    Value dil = ops::Sum(ops::Relu6(ops::Conv2D(conv, cf, {1, 1, 1, 1}, "VALID", {1, 2, 2, 1})));
+    return tape.Gradient(ops::AddN({att, emb, dil}), {q, table, img, dw, cf});
+  };
+  Function f(
+      "modern_grads",
+      [&](const Args& a) -> Outputs {
+        std::vector<Value> in;
+        for (size_t i = 0; i < a.size(); ++i) in.push_back(a[i].value());
+        auto g = body(in);
+        if (!g.ok()) return g.status();
+        return *g;
+      },
+      {.input_signature = std::vector<TensorSpec>{{TensorShape{-1, 2, 5, 4}, DType::kFloat64, ""},
+                                                  {TensorShape{7, 3}, DType::kFloat64, ""},
+                                                  {TensorShape{-1, 4}, DType::kInt32, ""},
+                                                  {TensorShape{-1, 8, 8, 3}, DType::kFloat64, ""},
+                                                  {TensorShape{3, 3, 3, 2}, DType::kFloat64, ""},
+                                                  {TensorShape{3, 3, 6, 4}, DType::kFloat64, ""}}});
+  Tensor table = RandomDoubles({7, 3}, 40), dw = RandomDoubles({3, 3, 3, 2}, 41);
+  Tensor cf = RandomDoubles({3, 3, 6, 4}, 42);
+  for (int64_t batch : {2, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    std::vector<int32_t> idv;
+    for (int64_t i = 0; i < batch * 4; ++i) idv.push_back(static_cast<int32_t>((i * 5) % 7));
+    std::vector<Tensor> xs = {
+        RandomDoubles({batch, 2, 5, 4}, 43), table, *Tensor::FromVector<int32_t>(idv, {batch, 4}),
+        RandomDoubles({batch, 8, 8, 3}, 44), dw,    cf};
+    auto traced = f.Run(std::vector<Arg>(xs.begin(), xs.end()));
+    ASSERT_TRUE(traced.ok()) << traced.status();
+    auto eager = body(std::vector<Value>(xs.begin(), xs.end()));
+    ASSERT_TRUE(eager.ok()) << eager.status();
+    ASSERT_EQ(traced->size(), eager->size());
+    for (size_t k = 0; k < eager->size(); ++k) {
+      Tensor e = *(*eager)[k].tensor();
+      EXPECT_EQ((*traced)[k].shape(), e.shape()) << "gradient " << k;
+      if (k != 1 && k < 3) EXPECT_EQ(e.dim(0), batch) << "gradient " << k;  // q, img: batched
+      EXPECT_TRUE((*traced)[k].BitEqual(e)) << "gradient " << k;
+    }
+  }
+  EXPECT_EQ(f.trace_count(), 1);
+}
+
 // Every registered op either has a gradient or is one we know has none.
 TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
   const std::set<std::string> no_gradient = {
@@ -251,11 +369,16 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "RsqrtGrad",
       "ReciprocalGrad",
       "ReluGrad",
+      "Relu6Grad",
+      "EluGrad",
+      "LeakyReluGrad",
       "TanhGrad",
       "SigmoidGrad",
       "BiasAddGrad",
       "Conv2DBackpropInput",
       "Conv2DBackpropFilter",
+      "DepthwiseConv2dNativeBackpropInput",
+      "DepthwiseConv2dNativeBackpropFilter",
       "MaxPoolGrad",
       "AvgPoolGrad",
       "StridedSliceGrad",

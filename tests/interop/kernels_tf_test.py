@@ -12,6 +12,7 @@ exactly. Covers LeNet shapes (batch 8 and 64: 28x28x1 conv 5x5x6 SAME, 2x2/2 poo
 Env: TROUPE_BINARY_DIR (build dir holding tests/kernels/kernel_runner).
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ ATOL = 1e-6
 
 rng = np.random.default_rng(20240607)
 cases = []
+error_cases = set()  # names of cases where TF and Troupe must both fail with the same message
 
 
 def rand(*shape, lo=-1.0, hi=1.0, dtype=np.float32):
@@ -252,6 +254,167 @@ for begin, end, strides, bm, em, sm in SS:
     add("StridedSliceGrad", [rand(*sliced.shape)], {**attrs, "shape": ("li", t4.shape)},
         lambda d, kw=kw: tf.raw_ops.StridedSliceGrad(shape=list(t4.shape), dy=d, **kw))
 
+# ---- ops of Keras' modern layers: activations, gather/segment sums, batched matmul, dilated and
+# depthwise convolutions, and Troupe's graph gradients of them against tf.GradientTape ---------
+# (cases named "grad:OP:i,j" run Troupe's registered gradient of OP w.r.t. inputs i, j; their last
+# input is the output gradient).
+EXACT_OPS = {"GatherV2", "UnsortedSegmentSum", "grad:GatherV2:0", "grad:UnsortedSegmentSum:0"}
+
+
+def add_grad(op, inputs, attrs, tf_fn, wrt, tag=""):
+    """Troupe's gradient of op (inputs[wrt]) vs tf.GradientTape over tf_fn, seeded by a random
+    output gradient."""
+    y = tf_fn(*[tf.constant(x) for x in inputs])
+    seed = rand(*y.shape, dtype=inputs[0].dtype if inputs[0].dtype.kind == "f" else np.float32)
+
+    def expected(*ts):
+        xs, w = list(ts[:-1]), ts[-1]
+        with tf.GradientTape() as tape:
+            for i in wrt:
+                tape.watch(xs[i])
+            out = tf_fn(*xs)
+        grads = tape.gradient(out, [xs[i] for i in wrt], output_gradients=w)
+        return [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices -> dense (Gather)
+    add("grad:%s:%s" % (op, ",".join(str(i) for i in wrt)), list(inputs) + [seed], attrs,
+        expected, tag)
+
+
+xa = rand(8, 50, lo=-4, hi=4)
+x6 = rand(8, 50, lo=-3, hi=9)
+dya = rand(8, 50)
+add("Erf", [xa], {}, lambda t: tf.raw_ops.Erf(x=t))
+add("Erf", [rand(6, 7, lo=-5, hi=5, dtype=np.float64)], {}, lambda t: tf.raw_ops.Erf(x=t), "_f64")
+add("Elu", [xa], {}, lambda t: tf.raw_ops.Elu(features=t))
+add("Relu6", [x6], {}, lambda t: tf.raw_ops.Relu6(features=t))
+add("EluGrad", [dya, tf.raw_ops.Elu(features=xa).numpy()], {},
+    lambda g, o: tf.raw_ops.EluGrad(gradients=g, outputs=o))
+add("Relu6Grad", [dya, x6], {}, lambda g, f: tf.raw_ops.Relu6Grad(gradients=g, features=f))
+for alpha in (0.2, 0.01, 1.5):
+    add("LeakyRelu", [xa], {"alpha": ("f", alpha)},
+        lambda t, a=alpha: tf.raw_ops.LeakyRelu(features=t, alpha=a))
+    add("LeakyReluGrad", [dya, xa], {"alpha": ("f", alpha)},
+        lambda g, f, a=alpha: tf.raw_ops.LeakyReluGrad(gradients=g, features=f, alpha=a))
+add("LeakyRelu", [rand(4, 5, dtype=np.float64)], {"alpha": ("f", 0.3)},
+    lambda t: tf.raw_ops.LeakyRelu(features=t, alpha=0.3), "_f64")
+add_grad("Erf", [xa], {}, lambda t: tf.math.erf(t), [0])
+add_grad("Elu", [xa], {}, lambda t: tf.nn.elu(t), [0])
+add_grad("Relu6", [x6], {}, lambda t: tf.nn.relu6(t), [0])
+add_grad("LeakyRelu", [xa], {"alpha": ("f", 0.1)}, lambda t: tf.nn.leaky_relu(t, alpha=0.1), [0])
+# Exact GELU as Keras writes it: 0.5 * x * (1 + erf(x / sqrt(2))), through Erf's gradient.
+add_grad("Erf", [xa / np.float32(np.sqrt(2))], {}, lambda t: tf.math.erf(t), [0], "_gelu")
+
+params = rand(10, 4, 3)
+for idx in (np.array([[3, 0, 9, 3, 3], [1, 1, 0, 8, 2]], np.int32),
+            np.array([7, 7, 2, 0, 9, 7, 1], np.int64), np.array(4, np.int32)):
+    attrs = {"axis": ("i", 0), "batch_dims": ("i", 0)}
+    add("GatherV2", [params, idx], attrs,
+        lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0))
+    add_grad("GatherV2", [params, idx], attrs, lambda p, i: tf.gather(p, i), [0])
+add("GatherV2", [rng.integers(-9, 9, (6, 2)).astype(np.int32), np.array([5, 0, 5], np.int32)],
+    {"axis": ("i", 0)}, lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0), "_i32")
+seg_data = rand(12, 5, lo=-100, hi=100)
+for ids, num in ((np.array([2, 0, 2, -1, 0, 5, 5, 5, 1, 2, 0, 3], np.int32), 6),
+                 (np.array([3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3], np.int64), 4)):
+    add("UnsortedSegmentSum", [seg_data, ids], {"num_segments": ("i", num)},
+        lambda d, i, num=num: tf.raw_ops.UnsortedSegmentSum(data=d, segment_ids=i,
+                                                            num_segments=num))
+    add_grad("UnsortedSegmentSum", [seg_data, ids], {"num_segments": ("i", num)},
+             lambda d, i, num=num: tf.math.unsorted_segment_sum(d, i, num), [0])
+add("UnsortedSegmentSum", [rand(3, 4, 2), rng.integers(0, 5, (3, 4)).astype(np.int32)],
+    {"num_segments": ("i", 5)},
+    lambda d, i: tf.raw_ops.UnsortedSegmentSum(data=d, segment_ids=i, num_segments=5), "_2d")
+
+BMM = [  # (x, y, adj_x, adj_y)
+    ((48, 64, 32), (48, 32, 64), False, False),  # 12 batches x 4 heads of attention
+    ((2, 4, 16, 8), (2, 4, 16, 8), False, True),  # q k^T
+    ((2, 4, 8, 16), (2, 4, 8, 5), True, False),
+    ((3, 6, 5), (3, 7, 6), True, True),
+    ((2, 1, 5, 6), (3, 6, 4), False, False),  # batch broadcast both ways
+    ((5, 6), (2, 3, 6, 4), False, False),  # unbatched x
+    ((70, 9), (9, 3), False, False),
+]
+for xs, ys, ax, ay in BMM:
+    attrs = {"adj_x": ("b", ax), "adj_y": ("b", ay)}
+    xin, yin = rand(*xs), rand(*ys)
+    add("BatchMatMulV2", [xin, yin], attrs,
+        lambda p, q, ax=ax, ay=ay: tf.raw_ops.BatchMatMulV2(x=p, y=q, adj_x=ax, adj_y=ay))
+    add_grad("BatchMatMulV2", [xin, yin], attrs,
+             lambda p, q, ax=ax, ay=ay: tf.linalg.matmul(p, q, adjoint_a=ax, adjoint_b=ay), [0, 1])
+add("BatchMatMulV2", [rand(2, 3, 4, dtype=np.float64), rand(4, 5, dtype=np.float64)], {},
+    lambda p, q: tf.raw_ops.BatchMatMulV2(x=p, y=q), "_f64")
+
+
+def inflate(f, dh, dw):
+    """A [kh, kw, ...] filter with dilation (dh, dw) as the equivalent undilated filter (zeros
+    between the taps), differentiable, so dilated references need only TF's undilated kernels
+    (TF's own CPU backprops refuse dilations without oneDNN)."""
+    kh, kw = f.shape[0], f.shape[1]
+    rest = list(f.shape[2:])
+    g = tf.reshape(f, [kh, 1, kw, 1] + rest)
+    g = tf.pad(g, [[0, 0], [0, dh - 1], [0, 0], [0, dw - 1]] + [[0, 0]] * len(rest))
+    g = tf.reshape(g, [kh * dh, kw * dw] + rest)
+    return g[:(kh - 1) * dh + 1, :(kw - 1) * dw + 1]
+
+
+def conv_ref(op, x, f, s, pad, d):
+    if op == "Conv2D":
+        return tf.nn.conv2d(x, inflate(f, d[1], d[2]), s, pad)
+    return tf.nn.depthwise_conv2d(x, inflate(f, d[1], d[2]), s, pad)
+
+
+def add_conv_family(op, xs, fs, s, pad, d, tag=""):
+    """Forward, both backprops (raw Troupe kernels) and Troupe's graph gradient of op, against
+    TF with the dilation folded into an inflated filter."""
+    xin, f = rand(*xs), rand(*fs)
+    attrs = {"strides": ("li", s), "padding": ("s", pad), "dilations": ("li", d)}
+    add(op, [xin, f], attrs, lambda p, q: conv_ref(op, p, q, s, pad, d), tag)
+    g = rand(*conv_ref(op, xin, f, s, pad, d).shape)
+
+    def grads(p, q, dd):
+        with tf.GradientTape() as tape:
+            tape.watch([p, q])
+            out = conv_ref(op, p, q, s, pad, d)
+        return tape.gradient(out, [p, q], output_gradients=dd)
+    back = "Conv2DBackprop" if op == "Conv2D" else "DepthwiseConv2dNativeBackprop"
+    add(back + "Input", [f, g], {**attrs, "input_sizes": ("li", xs)},
+        lambda q, dd: grads(tf.constant(xin, q.dtype), q, dd)[0], tag)
+    add(back + "Filter", [xin, g], {**attrs, "filter_sizes": ("li", fs)},
+        lambda p, dd: grads(p, tf.constant(f, p.dtype), dd)[1], tag)
+    add_grad(op, [xin, f], attrs, lambda p, q: conv_ref(op, p, q, s, pad, d), [0, 1], tag)
+
+
+for xs, fs, s, pad, d in [
+        ((2, 9, 9, 3), (3, 3, 3, 4), [1, 1, 1, 1], "SAME", [1, 2, 2, 1]),
+        ((2, 11, 10, 4), (3, 2, 4, 8), [1, 2, 1, 1], "VALID", [1, 2, 3, 1]),
+        ((1, 12, 12, 2), (3, 3, 2, 16), [1, 2, 2, 1], "SAME", [1, 3, 3, 1]),
+        ((2, 8, 8, 1), (3, 3, 1, 6), [1, 1, 1, 1], "SAME", [1, 2, 2, 1])]:
+    add_conv_family("Conv2D", xs, fs, s, pad, d, "_dilated")
+for xs, fs, s, pad, d in [
+        ((4, 16, 16, 32), (3, 3, 32, 1), [1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
+        ((2, 9, 9, 3), (3, 3, 3, 2), [1, 2, 2, 1], "SAME", [1, 1, 1, 1]),
+        ((2, 8, 7, 5), (2, 3, 5, 3), [1, 1, 1, 1], "VALID", [1, 1, 1, 1]),
+        ((2, 10, 10, 37), (3, 3, 37, 1), [1, 2, 2, 1], "VALID", [1, 1, 1, 1]),
+        ((2, 10, 9, 8), (3, 3, 8, 2), [1, 1, 1, 1], "SAME", [1, 2, 2, 1]),
+        ((1, 11, 11, 4), (3, 2, 4, 1), [1, 2, 2, 1], "VALID", [1, 2, 3, 1])]:
+    add_conv_family("DepthwiseConv2dNative", xs, fs, s, pad, d)
+xin, f = rand(2, 7, 7, 3, dtype=np.float64), rand(3, 3, 3, 2, dtype=np.float64)
+add("DepthwiseConv2dNative", [xin, f], {"strides": ("li", [1, 1, 1, 1]), "padding": ("s", "SAME")},
+    lambda p, q: tf.raw_ops.DepthwiseConv2dNative(input=p, filter=q, strides=[1, 1, 1, 1],
+                                                  padding="SAME"), "_f64")
+# Bad indices: both fail, and Troupe's InvalidArgument carries TF's message.
+add("GatherV2", [rand(5, 2), np.array([[0, 4], [5, 1]], np.int32)], {"axis": ("i", 0)},
+    lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0), "_bad_index")
+error_cases.add(cases[-1][0])
+add("UnsortedSegmentSum", [rand(4, 3), np.array([0, 1, 3, 2], np.int32)],
+    {"num_segments": ("i", 3)},
+    lambda d, i: tf.raw_ops.UnsortedSegmentSum(data=d, segment_ids=i, num_segments=3), "_bad_id")
+error_cases.add(cases[-1][0])
+# The raw TF op itself (undilated), not only the tf.nn reference.
+xin, f = rand(2, 8, 8, 6), rand(3, 3, 6, 2)
+add("DepthwiseConv2dNative", [xin, f], {"strides": ("li", [1, 1, 1, 1]), "padding": ("s", "SAME")},
+    lambda p, q: tf.raw_ops.DepthwiseConv2dNative(input=p, filter=q, strides=[1, 1, 1, 1],
+                                                  padding="SAME"), "_raw")
+
 
 def f64_reference(fn, inputs, k):
     """Output k of the same TF op on float64 inputs, or None when float64 is unsupported."""
@@ -263,6 +426,21 @@ def f64_reference(fn, inputs, k):
         return (ref if isinstance(ref, (list, tuple)) else [ref])[k].numpy().astype(np.float64)
     except Exception:  # noqa: BLE001 - some ops have no float64 kernel
         return None
+
+
+def check_same_error(name, err_path, fn, inputs):
+    """Failures (a list) unless TF raises InvalidArgument and Troupe's error has its message."""
+    try:
+        fn(*[tf.constant(x) for x in inputs])
+        return [f"{name}: TF did not fail"]
+    except tf.errors.InvalidArgumentError as e:
+        tf_msg = re.sub(r"^\{\{[^}]*\}\}\s*", "", e.message).split(" [Op:")[0].strip()
+    if not os.path.exists(err_path):
+        return [f"{name}: Troupe did not fail (TF: {tf_msg})"]
+    got = open(err_path).read()
+    if not got.startswith("InvalidArgument:") or tf_msg not in got:
+        return [f"{name}: Troupe error {got!r} lacks TF's {tf_msg!r} or is not InvalidArgument"]
+    return []
 
 
 def main():
@@ -285,6 +463,9 @@ def main():
         failures, arbitrated, worst, checked = [], [], {}, 0
         for name, op, inputs, attrs, fn in cases:
             err_path = os.path.join(d, name + ".err")
+            if name in error_cases:
+                failures += check_same_error(name, err_path, fn, inputs)
+                continue
             if os.path.exists(err_path):
                 failures.append(f"{name}: Troupe error: {open(err_path).read()}")
                 continue
@@ -301,7 +482,7 @@ def main():
                     failures.append(f"{name} out{k}: shape/dtype {got.shape} {got.dtype} vs TF "
                                     f"{w.shape} {w.dtype}")
                     continue
-                if w.dtype.kind in "biu":
+                if w.dtype.kind in "biu" or op in EXACT_OPS:
                     if not np.array_equal(got, w):
                         bad = np.argwhere(got != w)[0]
                         failures.append(f"{name} out{k}: mismatch at {tuple(bad)}: "

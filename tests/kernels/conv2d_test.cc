@@ -1,5 +1,6 @@
-// Conv2D against a direct loop (SAME/VALID, strides, odd shapes), Conv2DBackpropInput and
-// Conv2DBackpropFilter against numerical gradients, errors, and thread-count independence.
+// Conv2D against a direct loop (SAME/VALID, strides, dilations, odd shapes),
+// Conv2DBackpropInput and Conv2DBackpropFilter against numerical gradients, errors, and
+// thread-count independence.
 #include "tests/kernels/kernel_test_util.h"
 
 namespace troupe {
@@ -19,11 +20,13 @@ int64_t OutDim(int64_t in, int64_t k, int64_t s, bool same, int64_t* pad) {
 }
 
 template <typename T>
-Tensor NaiveConv(const Tensor& x, const Tensor& f, int64_t sh, int64_t sw, bool same) {
+Tensor NaiveConv(const Tensor& x, const Tensor& f, int64_t sh, int64_t sw, bool same,
+                 int64_t dh = 1, int64_t dw = 1) {
   const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
   const int64_t kh = f.dim(0), kw = f.dim(1), fo = f.dim(3);
   int64_t pt, pl;
-  const int64_t oh = OutDim(h, kh, sh, same, &pt), ow = OutDim(w, kw, sw, same, &pl);
+  const int64_t oh = OutDim(h, (kh - 1) * dh + 1, sh, same, &pt);
+  const int64_t ow = OutDim(w, (kw - 1) * dw + 1, sw, same, &pl);
   Tensor y = *Tensor::Zeros(x.dtype(), {n, oh, ow, fo});
   for (int64_t b = 0; b < n; ++b)
     for (int64_t i = 0; i < oh; ++i)
@@ -33,7 +36,7 @@ Tensor NaiveConv(const Tensor& x, const Tensor& f, int64_t sh, int64_t sw, bool 
           for (int64_t p = 0; p < kh; ++p)
             for (int64_t q = 0; q < kw; ++q)
               for (int64_t ci = 0; ci < c; ++ci) {
-                int64_t ih = i * sh - pt + p, iw = j * sw - pl + q;
+                int64_t ih = i * sh - pt + p * dh, iw = j * sw - pl + q * dw;
                 if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
                 s += double(x.data<T>()[((b * h + ih) * w + iw) * c + ci]) *
                      double(f.data<T>()[((p * kw + q) * c + ci) * fo + o]);
@@ -47,6 +50,7 @@ struct ConvCase {
   TensorShape x, f;
   int64_t sh, sw;
   bool same;
+  int64_t dh = 1, dw = 1;
 };
 const std::vector<ConvCase> kCases = {
     {{2, 28, 28, 1}, {5, 5, 1, 6}, 1, 1, true},    // LeNet conv1
@@ -65,10 +69,17 @@ const std::vector<ConvCase> kCases = {
     {{1, 7, 8, 2}, {2, 3, 2, 8}, 1, 2, true},
     {{2, 5, 6, 4}, {3, 2, 4, 32}, 1, 1, false},
     {{1, 9, 9, 5}, {5, 5, 5, 16}, 1, 1, false},
-    {{1, 6, 20, 2}, {3, 3, 2, 16}, 1, 1, true}};
+    {{1, 6, 20, 2}, {3, 3, 2, 16}, 1, 1, true},
+    // Dilated filters (the im2col path, also for shapes the direct kernels would take).
+    {{2, 9, 9, 3}, {3, 3, 3, 4}, 1, 1, true, 2, 2},
+    {{1, 10, 8, 2}, {3, 2, 2, 5}, 2, 1, false, 2, 3},
+    {{2, 9, 8, 1}, {3, 3, 1, 4}, 1, 1, true, 3, 1},
+    {{1, 8, 9, 3}, {2, 3, 3, 16}, 2, 2, true, 2, 2}};
 
 AttrMap ConvAttrs(const ConvCase& c) {
-  return {{"strides", V{1, c.sh, c.sw, 1}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
+  AttrMap a{{"strides", V{1, c.sh, c.sw, 1}}, {"padding", std::string(c.same ? "SAME" : "VALID")}};
+  if (c.dh != 1 || c.dw != 1) a.Set("dilations", V{1, c.dh, c.dw, 1});
+  return a;
 }
 
 TEST(Conv2DTest, ForwardMatchesDirectLoop) {
@@ -76,8 +87,8 @@ TEST(Conv2DTest, ForwardMatchesDirectLoop) {
   for (const ConvCase& c : kCases) {
     SCOPED_TRACE(c.x.ToString() + " * " + c.f.ToString());
     Tensor x = Random(c.x, seed++), f = Random(c.f, seed++);
-    ExpectNear(Run1("Conv2D", {x, f}, ConvAttrs(c)), NaiveConv<float>(x, f, c.sh, c.sw, c.same),
-               1e-5);
+    ExpectNear(Run1("Conv2D", {x, f}, ConvAttrs(c)),
+               NaiveConv<float>(x, f, c.sh, c.sw, c.same, c.dh, c.dw), 1e-5);
   }
 }
 
@@ -144,16 +155,30 @@ TEST(Conv2DTest, Errors) {
                             {"padding", std::string("SAME")},
                             {"data_format", std::string("NCHW")}}),
                  "Conv2D:", "NCHW");
+  EXPECT_INVALID(RunStatus("Conv2D", {x, f3},
+                           {{"strides", V{1, 1, 1, 1}},
+                            {"padding", std::string("SAME")},
+                            {"dilations", V{1, 0, 2, 1}}}),
+                 "Conv2D:", "'dilations' [1,0,2,1]", "positive");
+  // The dilated extent (3 - 1) * 4 + 1 = 9 exceeds the 8-pixel input.
+  EXPECT_INVALID(RunStatus("Conv2D", {x, f3},
+                           {{"strides", V{1, 1, 1, 1}},
+                            {"padding", std::string("VALID")},
+                            {"dilations", V{1, 4, 1, 1}}}),
+                 "Conv2D:", "larger than the input");
 }
 
 TEST(Conv2DTest, SameBitsAnyThreadCount) {
   ThreadPool one(1, "one"), three(3, "three");
   // LeNet conv1 (one input channel) and conv2 (6 -> 16: several filter-gradient row blocks).
-  for (auto [xs, fs, pad] : {std::tuple{V{16, 28, 28, 1}, V{5, 5, 1, 6}, "SAME"},
-                             std::tuple{V{16, 14, 14, 6}, V{5, 5, 6, 16}, "VALID"}}) {
+  // And a dilated 3x3 (im2col with dilation).
+  for (auto [xs, fs, pad, dil] : {std::tuple{V{16, 28, 28, 1}, V{5, 5, 1, 6}, "SAME", 1},
+                                  std::tuple{V{16, 14, 14, 6}, V{5, 5, 6, 16}, "VALID", 1},
+                                  std::tuple{V{16, 14, 14, 8}, V{3, 3, 8, 16}, "SAME", 2}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
     AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string(pad)}};
+    if (dil != 1) a.Set("dilations", V{1, dil, dil, 1});
     Tensor y = (*RunOn(&one, "Conv2D", {x, f}, a))[0];
     EXPECT_TRUE(y.BitEqual((*RunOn(&three, "Conv2D", {x, f}, a))[0]));
     EXPECT_TRUE(y.BitEqual((*RunOn(nullptr, "Conv2D", {x, f}, a))[0]));

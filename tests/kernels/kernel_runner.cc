@@ -6,10 +6,14 @@
 //   KIND: i (int), b (bool 0/1), f (float), s (string), t (dtype name), li (ints "1,2,-1" or
 //   empty). Inputs are DIR/CASE.in<k>.npy; outputs DIR/CASE.out<k>.npy; a failing op writes
 //   its status to DIR/CASE.err instead.
+//   OP "grad:NAME:i,j": Troupe's registered gradient (graph/ autodiff on an eager tape) of op
+//   NAME with respect to inputs i, j; the last input is the output gradient (the seed for
+//   output 0), the others are NAME's inputs. Outputs are the gradients in that order.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "graph/tape.h"
 #include "kernels/op_registry.h"
 #include "tests/kernels/npy.h"
 
@@ -36,6 +40,37 @@ Result<AttrValue> ParseAttr(const std::string& kind, const std::string& v) {
   return InvalidArgumentError("unknown attr kind '" + kind + "'");
 }
 
+// "grad:NAME:i,j" (see the header comment).
+Result<std::vector<Tensor>> RunGradient(const std::string& spec, const std::vector<Tensor>& inputs,
+                                        const AttrMap& attrs) {
+  const size_t colon = spec.find(':', 5);
+  if (colon == std::string::npos || inputs.empty()) {
+    return InvalidArgumentError("bad gradient case '" + spec + "'");
+  }
+  const std::string op = spec.substr(5, colon - 5);
+  std::vector<int> wrt;
+  std::stringstream ss(spec.substr(colon + 1));
+  for (std::string item; std::getline(ss, item, ',');) wrt.push_back(std::stoi(item));
+  std::vector<Value> in(inputs.begin(), inputs.end() - 1);
+  Value seed(inputs.back());
+  GradientTape tape;
+  std::vector<Value> sources;
+  for (int i : wrt) {
+    tape.Watch(in[static_cast<size_t>(i)]);
+    sources.push_back(in[static_cast<size_t>(i)]);
+  }
+  std::vector<Value> y = Apply(op, in, attrs);
+  if (y.empty()) return InvalidArgumentError(op + " has no outputs");
+  if (!y[0].ok()) return y[0].status();
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Value> grads, tape.Gradient(y[0], sources, seed));
+  std::vector<Tensor> out;
+  for (const Value& g : grads) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, g.tensor());
+    out.push_back(t);
+  }
+  return out;
+}
+
 Status RunCase(const std::string& dir, const std::string& line) {
   std::istringstream ss(line);
   std::string name, op;
@@ -57,7 +92,8 @@ Status RunCase(const std::string& dir, const std::string& line) {
         Tensor t, testing_util::ReadNpy(dir + "/" + name + ".in" + std::to_string(i) + ".npy"));
     inputs.push_back(t);
   }
-  auto outputs = RunOp(op, inputs, attrs);
+  auto outputs =
+      op.rfind("grad:", 0) == 0 ? RunGradient(op, inputs, attrs) : RunOp(op, inputs, attrs);
   if (!outputs.ok()) {
     std::ofstream(dir + "/" + name + ".err") << outputs.status().ToString();
     return Status::OK();

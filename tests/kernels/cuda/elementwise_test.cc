@@ -149,6 +149,35 @@ TEST(GpuElementwise, GradientOps) {
   }
 }
 
+TEST(GpuElementwise, ModernActivations) {
+  TROUPE_SKIP_WITHOUT_GPU();
+  // Exact blends: bit-equal, signed zeros and the Relu6 clip points included.
+  Tensor edges = Make<float>({-0.0f, 0.0f, -1, 6, 6.5f, 5.99f, -7, 3}, {8});
+  Tensor x = Random({4099}, 100, -8, 9);
+  Tensor g = Random({4099}, 101);
+  for (const Tensor& t : {edges, x}) {
+    ExpectMatch("Relu6", {t}, {}, true);
+    ExpectMatch("LeakyRelu", {t}, {}, true);
+    ExpectMatch("LeakyRelu", {t}, {{"alpha", 0.01}}, true);
+  }
+  ExpectMatch("Relu6", {RandomInts<int32_t>({100}, 102, -3, 9)}, {}, true);
+  ExpectMatch("LeakyRelu", {Random<double>({300}, 103, -5, 5)}, {{"alpha", 0.3}}, true);
+  ExpectMatch("Relu6Grad", {g, x}, {}, true);
+  ExpectMatch("LeakyReluGrad", {g, x}, {{"alpha", 0.3}}, true);
+  ExpectMatch("LeakyReluGrad", {Random<double>({300}, 104), Random<double>({300}, 105, -5, 5)}, {},
+              true);
+  // EluGrad reads Elu's outputs (in (-1, 0) or positive).
+  ExpectMatch("EluGrad", {g, Random({4099}, 106, -0.99, 3)}, {}, true);
+  // exp and erf are approximations on both devices; Elu's exp(x) - 1 cancels near 0, so those
+  // inputs stay away from it.
+  Tensor away = Random({4099}, 107, 0.05, 6);
+  ExpectMatch("Elu", {away}, {}, false);
+  ExpectMatch("Elu", {Random({4099}, 108, -12, -0.05)}, {}, false);
+  ExpectMatch("Elu", {Random<double>({300}, 109, -6, 6)}, {}, false);
+  ExpectMatch("Erf", {x}, {}, false);
+  ExpectMatch("Erf", {Random<double>({300}, 110, -6, 6)}, {}, false);
+}
+
 TEST(GpuElementwise, BigTensorsManyBlocks) {
   TROUPE_SKIP_WITHOUT_GPU();
   const int64_t n = 10'000'003;  // odd: the 16-byte path leaves a tail
