@@ -21,10 +21,8 @@ using ActivationFn = std::function<Value(const Value&)>;
 Result<ActivationFn> ActivationByName(const std::string& name);
 std::vector<std::string> ActivationNames();
 
-// approximate=false is tf.nn.gelu's erfc form (erf from graph ops until the Erf kernel lands).
+// approximate=false is tf.nn.gelu's form 0.5*x*erfc(-x/sqrt(2)).
 Value Gelu(const Value& x, bool approximate);
-// Eigen's float erf approximation as graph ops (autodiff gives its gradient).
-Value Erf(const Value& x);
 Value Silu(const Value& x);
 // Keras elu: x above zero, alpha * (exp(x) - 1) below.
 Value Elu(const Value& x, double alpha = 1.0);

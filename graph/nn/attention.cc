@@ -30,17 +30,6 @@ Value Project(const Value& x, const MultiHeadAttention::Projection& p) {
 
 }  // namespace
 
-Value BatchedMatMul(const Value& a, const Value& b) {
-  // Until the BatchMatMulV2 kernel lands: a broadcast product summed over K. Each entry is
-  // the same dot product a matmul computes (summation order may differ in the last bits).
-  const int rank = a.shape().rank();
-  if (rank < 2 || b.shape().rank() != rank) {
-    return Value::Error(InvalidArgumentError("BatchedMatMul needs operands of equal rank >= 2"));
-  }
-  Value prod = ops::Mul(ops::ExpandDims(a, rank), ops::ExpandDims(b, rank - 2));
-  return ops::Sum(prod, {rank - 1});
-}
-
 Status MultiHeadAttention::Projection::Build(const TensorShape& kernel_shape,
                                              const TensorShape& bias_shape,
                                              const Initializer& kernel_init,
@@ -127,7 +116,8 @@ Value MultiHeadAttention::Attend(const Value& q, const Value& k, const Value& v,
   const bool fast = options_.dropout == 0;
   Value qt = ops::Transpose(q, {0, 2, 1, 3});  // [B, N, T, H]
   if (!fast) qt = ops::Mul(qt, ops::ScalarOf(scale, qt.dtype()));
-  Value logits = BatchedMatMul(qt, ops::Transpose(k, {0, 2, 3, 1}));  // [B, N, T, S]
+  // einsum("BTNH,BSNH->BNTS"): [B, N, T, H] x [B, N, S, H]^T.
+  Value logits = ops::BatchMatMul(qt, ops::Transpose(k, {0, 2, 1, 3}), false, /*adj_y=*/true);
   if (fast) logits = ops::Mul(logits, ops::ScalarOf(scale, logits.dtype()));
   Value mask;
   if (causal) {
@@ -139,7 +129,7 @@ Value MultiHeadAttention::Attend(const Value& q, const Value& k, const Value& v,
     mask = ops::Cast(Value(m), logits.dtype());
     // ops.dot_product_attention fills with -0.7 * 3.38953e38; the Softmax layer with -1e9.
     // where(mask, logits, fill) as logits*mask + fill*(1-mask): the same values for finite
-    // logits (the kernels have no SelectV2).
+    // logits (there is no SelectV2 kernel).
     const double fill = fast ? 3.38953e38 * -0.7 : -1e9;
     Tensor f = *Tensor::Allocate(logits.dtype(), TensorShape{t, s});
     for (int64_t i = 0; i < t * s; ++i) {
@@ -152,7 +142,7 @@ Value MultiHeadAttention::Attend(const Value& q, const Value& k, const Value& v,
     if (mask.defined()) probs = ops::Mul(probs, mask);
     probs = (*dropout_)(probs, training);
   }
-  Value out = BatchedMatMul(probs, ops::Transpose(v, {0, 2, 1, 3}));  // [B, N, T, Hv]
+  Value out = ops::BatchMatMul(probs, ops::Transpose(v, {0, 2, 1, 3}));  // [B, N, T, Hv]
   return ops::Transpose(out, {0, 2, 1, 3});
 }
 

@@ -70,7 +70,4 @@ class MultiHeadAttention : public Module {
   int64_t output_dim_ = 0;
 };
 
-// a [..., M, K] x b [..., K, N] with equal leading dims (tf.matmul's batch form).
-Value BatchedMatMul(const Value& a, const Value& b);
-
 }  // namespace troupe::nn

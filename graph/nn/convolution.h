@@ -1,11 +1,5 @@
-// Convolutions beyond the plain Conv2D kernel, composed from existing ops until the
-// DepthwiseConv2dNative kernel and Conv2D's dilations attribute land:
-// - DilateKernel: a dilated convolution equals a convolution with the kernel's taps spread
-//   dilation apart and zeros between them (the same padding for SAME, since TF pads for the
-//   effective size (k - 1) * d + 1); the zero taps add exact zeros to every sum.
-// - DepthwiseConv2D: a Conv2D whose [kh, kw, C, C*M] kernel is block diagonal (input channel c
-//   feeds only outputs c*M .. c*M+M-1, as tf.nn.depthwise_conv2d orders them).
-// Autodiff through the constructions gives the gradients of the compact kernels.
+// keras.layers.DepthwiseConv2D (channels-last): DepthwiseConv2dNative with strides, dilation
+// and SAME/VALID padding, then the bias.
 #pragma once
 
 #include <optional>
@@ -16,9 +10,6 @@
 #include "graph/nn/module.h"
 
 namespace troupe::nn {
-
-// kernel [kh, kw, I, O] -> [(kh-1)*dh+1, (kw-1)*dw+1, I, O] with zeros between the taps.
-Value DilateKernel(const Value& kernel, const std::vector<int64_t>& dilation);
 
 struct DepthwiseConv2DOptions {
   int64_t depth_multiplier = 1;

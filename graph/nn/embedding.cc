@@ -38,29 +38,12 @@ Value Embedding::Call(const Value& input, bool) {
   if (ids.dtype() != DType::kInt32 && ids.dtype() != DType::kInt64) {
     ids = ops::Cast(ids, DType::kInt32);
   }
-  const TensorShape& s = ids.shape();
-  int unknown = 0;
-  for (int i = 0; i < s.rank(); ++i) unknown += s.dim(i) < 0;
-  if (s.unknown_rank() || unknown > 1) {
-    return Value::Error(UnimplementedError(
-        "Embedding '" + name() + "' needs ids with at most one unknown dim, got " + s.ToString()));
-  }
   // Keras: where(i < 0, i + input_dim, i).
   Value zero = ops::ScalarOf(0, ids.dtype());
   ids = ops::Add(ids, ops::Mul(ops::Cast(ops::Less(ids, zero), ids.dtype()),
                                ops::ScalarOf(input_dim_, ids.dtype())));
-  Tensor range = *Tensor::Allocate(ids.dtype(), TensorShape{input_dim_});
-  for (int64_t i = 0; i < input_dim_; ++i) {
-    if (ids.dtype() == DType::kInt32) {
-      range.data<int32_t>()[i] = static_cast<int32_t>(i);
-    } else {
-      range.data<int64_t>()[i] = i;
-    }
-  }
-  Value one_hot = ops::Cast(ops::Equal(ops::Reshape(ids, {-1, 1}), Value(range)), DType::kFloat32);
-  std::vector<int64_t> out_dims = s.dims();
-  out_dims.push_back(output_dim_);
-  return ops::Reshape(ops::MatMul(one_hot, embeddings_), out_dims);
+  // tf.gather; an id outside [-input_dim, input_dim) is an InvalidArgument error.
+  return ops::Gather(embeddings_, ids);
 }
 
 PositionEmbedding::PositionEmbedding(std::string name, int64_t sequence_length,

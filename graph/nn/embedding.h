@@ -1,10 +1,7 @@
 // keras.layers.Embedding: a trainable [input_dim, output_dim] table ("embeddings") looked up by
 // integer ids; non-integer ids are cast to int32 and negative ids wrap (i + input_dim), as
-// Keras' TF backend take() does.
-//
-// The lookup is a one-hot matmul until the GatherV2 kernel lands: the forward values are the
-// table rows exactly, and the table's gradient sums the rows of repeated ids (what Keras'
-// densified IndexedSlices hold). Out-of-range ids give zero rows instead of an error.
+// Keras' TF backend take() does. The lookup is GatherV2 (an out-of-range id is an error), whose
+// gradient sums the rows of repeated ids (what Keras' densified IndexedSlices hold).
 #pragma once
 
 #include <string>

@@ -1,6 +1,5 @@
 #include "graph/nn/layers.h"
 
-#include "graph/nn/convolution.h"
 #include "graph/nn/replica_random.h"
 #include "graph/ops.h"
 #include "kernels/random/random_ops.h"
@@ -153,11 +152,10 @@ Value Conv2D::Call(const Value& x, bool) {
   std::vector<int64_t> strides = {
       1, options_.strides[0],
       options_.strides.size() > 1 ? options_.strides[1] : options_.strides[0], 1};
-  Value kernel = kernel_;
-  for (int64_t d : options_.dilation) {
-    if (d != 1) kernel = DilateKernel(kernel_, options_.dilation);
-  }
-  Value y = ops::Conv2D(x, kernel, strides, options_.padding);
+  const std::vector<int64_t>& d = options_.dilation;
+  std::vector<int64_t> dilations;
+  if (d.size() == 2 && (d[0] != 1 || d[1] != 1)) dilations = {1, d[0], d[1], 1};
+  Value y = ops::Conv2D(x, kernel_, strides, options_.padding, dilations);
   // Keras adds the bias reshaped to (1, 1, 1, F): a broadcasting add.
   if (options_.use_bias) y = ops::Add(y, ops::Reshape(bias_, {1, 1, 1, filters_}));
   return Activate(options_.activation, y);

@@ -46,7 +46,7 @@ class Dense : public Layer {
 
 struct Conv2DOptions {
   std::vector<int64_t> strides = {1, 1};
-  // Dilation rate; != 1 convolves with a zero-spread kernel (nn/convolution.h).
+  // Dilation rate (the CPU Conv2D kernel supports it; the GPU one refuses rates != 1).
   std::vector<int64_t> dilation = {1, 1};
   std::string padding = "VALID";  // or "SAME"
   Activation activation = Activation::kNone;

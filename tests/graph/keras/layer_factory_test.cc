@@ -234,6 +234,19 @@ TEST(KerasLayerFactoryTest, TroupeRegisteredLayersAreFoundByRegisteredName) {
   ExpectRefused(pos, {"troupe_keras.PositionEmbedding", "'pos'", "not supported"});
 }
 
+TEST(KerasLayerFactoryTest, EmbeddingWrapsNegativeIdsAndRefusesOutOfRangeOnes) {
+  auto emb = Make(Envelope("Embedding", {{"name", "emb"}, {"input_dim", 4}, {"output_dim", 2}}));
+  Value ids(Tensor::FromVector<int32_t>({3, -1, 0, -4}));
+  Value y = emb->Apply({ids}, {});
+  ASSERT_TRUE(y.ok()) << y.status();
+  const float* table = emb->KerasWeights()[0].second.value().data<float>();
+  const float* out = y.tensor()->data<float>();
+  EXPECT_EQ(out[2], table[6]);  // id -1 is row 3
+  EXPECT_EQ(out[6], table[0]);  // id -4 is row 0
+  EXPECT_FALSE(emb->Apply({Value(Tensor::FromVector<int32_t>({4}))}, {}).ok());
+  EXPECT_FALSE(emb->Apply({Value(Tensor::FromVector<int32_t>({-5}))}, {}).ok());
+}
+
 TEST(KerasLayerFactoryTest, RegularizersBecomePenalties) {
   json l2 = {{"module", "keras.regularizers"},
              {"class_name", "L2"},
