@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/function.h"
 #include "graph/ops.h"
 
 namespace troupe::keras {
@@ -306,6 +307,81 @@ TEST(KerasLayerFactoryTest, BatchNormTrainingMovesStatistics) {
   ASSERT_TRUE(bn->Apply({x}, {.training = true}).ok());
   // Column 0 holds -0.3, 0.0, 0.3, -0.1 (i % 7 pattern): mean -0.025, momentum 0.9.
   EXPECT_NEAR(mean.value().data<float>()[0], 0.1f * -0.025f, 1e-7);
+}
+
+}  // namespace
+}  // namespace troupe::keras
+
+namespace troupe::keras {
+namespace {
+
+// Each layer traced with an unknown batch dim (the training loop's signature) computes what
+// it computes eagerly.
+TEST(KerasLayerFactoryTest, TracesWithAnUnknownBatch) {
+  struct Case {
+    std::string what;
+    json envelope;
+    std::vector<Tensor> inputs;  // batch 2
+    CallOptions options;
+  };
+  auto floats = [](std::vector<int64_t> dims) { return *Input(std::move(dims)).tensor(); };
+  std::vector<Case> cases = {
+      {"mha causal",
+       Envelope("MultiHeadAttention", {{"name", "mha"}, {"num_heads", 2}, {"key_dim", 3}}),
+       {floats({2, 4, 5}), floats({2, 4, 5})},
+       {.use_causal_mask = true}},
+      {"mha dropout path",
+       Envelope("MultiHeadAttention",
+                {{"name", "mha"}, {"num_heads", 2}, {"key_dim", 3}, {"dropout", 0.5}}),
+       {floats({2, 4, 5}), floats({2, 6, 3})},
+       {}},
+      {"embedding",
+       Envelope("Embedding", {{"name", "emb"}, {"input_dim", 7}, {"output_dim", 3}}),
+       {*Tensor::FromVector<int32_t>({1, -2, 6, 1, 0, -7}, TensorShape{2, 3})},
+       {}},
+      {"depthwise dilated",
+       Envelope("DepthwiseConv2D", {{"name", "dw"},
+                                    {"kernel_size", {3, 3}},
+                                    {"dilation_rate", {2, 2}},
+                                    {"padding", "same"}}),
+       {floats({2, 7, 7, 2})},
+       {}},
+      {"dense rank 3", Dense(), {floats({2, 4, 5})}, {}},
+      {"batch norm training", BatchNorm(), {floats({2, 4, 3})}, {.training = true}},
+  };
+  for (const Case& c : cases) {
+    auto eager_layer = Make(c.envelope);
+    auto traced_layer = Make(c.envelope);
+    ASSERT_NE(traced_layer, nullptr) << c.what;
+    std::vector<Value> xs(c.inputs.begin(), c.inputs.end());
+    // Same weights on both (the seeds are equal); the eager call also builds.
+    Value want = eager_layer->Apply(xs, c.options);
+    ASSERT_TRUE(want.ok()) << c.what << ": " << want.status();
+    FunctionOptions fo;
+    std::vector<TensorSpec> signature;
+    for (const Tensor& t : c.inputs) {
+      TensorShape s = t.shape();
+      s.set_dim(0, -1);
+      signature.push_back(TensorSpec{s, t.dtype(), ""});
+    }
+    fo.input_signature = signature;
+    Function f(
+        "layer",
+        [&](const Args& a) -> Outputs {
+          std::vector<Value> in;
+          for (size_t i = 0; i < c.inputs.size(); ++i) in.push_back(a[i].value());
+          return std::vector<Value>{traced_layer->Apply(in, c.options)};
+        },
+        fo);
+    std::vector<Arg> args(c.inputs.begin(), c.inputs.end());
+    Result<std::vector<Tensor>> got = f.Run(args);
+    ASSERT_TRUE(got.ok()) << c.what << ": " << got.status();
+    Tensor w = *want.tensor();
+    ASSERT_EQ((*got)[0].shape(), w.shape()) << c.what;
+    for (int64_t i = 0; i < w.num_elements(); ++i) {
+      EXPECT_NEAR((*got)[0].data<float>()[i], w.data<float>()[i], 1e-6) << c.what << " @" << i;
+    }
+  }
 }
 
 }  // namespace
