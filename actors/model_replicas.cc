@@ -4,7 +4,6 @@
 
 #include "core/gpu.h"
 #include "graph/models/registry.h"
-#include "graph/nn/losses.h"
 #include "graph/nn/replica_random.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
@@ -23,13 +22,23 @@ namespace {
 
 using namespace ops;  // NOLINT: graph builder vocabulary
 
-// Loss sum and correct count of logits against int32 labels.
-std::vector<Value> BatchMetrics(const Value& labels, const Value& logits, Value* mean_loss) {
-  Value per_example = nn::SparseCategoricalCrossentropyPerExample(labels, logits, true);
-  if (mean_loss != nullptr) *mean_loss = nn::SparseCategoricalCrossentropy(labels, logits, true);
-  Value predicted = ArgMax(logits, 1, DType::kInt32);
+// The number of examples of int32 `labels` [N] (or [N, 1]) as a float32 scalar: static when known.
+Value ExampleCount(const Value& labels) {
+  const TensorShape& s = labels.shape();
+  if (s.IsFullyDefined())
+    return ops::ScalarOf(static_cast<double>(s.num_elements()), DType::kFloat32);
+  return Cast(Prod(Shape(labels, DType::kInt32)), DType::kFloat32);
+}
+
+// Loss sum (the model's mean loss times N) and correct count (argmax of the outputs) of a
+// batch; `mean_loss`, when given, receives the model's loss.
+std::vector<Value> BatchMetrics(nn::Model& model, const Value& labels, const Value& outputs,
+                                Value* mean_loss) {
+  Value loss = model.Loss(labels, outputs);
+  if (mean_loss != nullptr) *mean_loss = loss;
+  Value predicted = ArgMax(outputs, 1, DType::kInt32);
   Value correct = Sum(Cast(Equal(predicted, labels), DType::kFloat32));
-  return {Sum(per_example), correct};
+  return {Mul(loss, ExampleCount(labels)), correct};
 }
 
 // `graph` names the function in errors: a GPU fault often surfaces first in this copy.
@@ -83,9 +92,9 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
         [model, vars](const Args& args) -> Outputs {
           nn::ReplicaSeedScope seeds(args[2].value());
           GradientTape tape;
-          Value logits = model->Call(args[0].value(), /*training=*/true);
+          Value outputs = model->Call(args[0].value(), /*training=*/true);
           Value mean_loss;
-          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits, &mean_loss);
+          std::vector<Value> metrics = BatchMetrics(*model, args[1].value(), outputs, &mean_loss);
           Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
           if (!grads.ok()) return grads.status();
           std::vector<Value> out = metrics;
@@ -97,8 +106,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(const TrainConfig& 
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
         [model](const Args& args) -> Outputs {
-          Value logits = model->Call(args[0].value(), /*training=*/false);
-          return BatchMetrics(args[1].value(), logits, nullptr);
+          Value outputs = model->Call(args[0].value(), /*training=*/false);
+          return BatchMetrics(*model, args[1].value(), outputs, nullptr);
         },
         FunctionOptions{
             {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));

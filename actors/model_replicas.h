@@ -21,9 +21,9 @@
 namespace troupe::actors {
 
 struct StepOutput {
-  double loss_sum = 0;        // sum of per-example losses
+  double loss_sum = 0;        // the model's (mean) Loss times the batch's example count
   double correct = 0;         // examples whose argmax equals the label
-  std::vector<Tensor> grads;  // d(mean loss of this replica's batch)/d(trainable variables)
+  std::vector<Tensor> grads;  // d(model's Loss of this replica's batch)/d(trainable variables)
 };
 
 class ModelReplicas {

@@ -1,6 +1,12 @@
 #include "graph/nn/model.h"
 
+#include "graph/nn/losses.h"
+
 namespace troupe::nn {
+
+Value Model::Loss(const Value& labels, const Value& outputs) {
+  return SparseCategoricalCrossentropy(labels, outputs, /*from_logits=*/true);
+}
 
 Result<std::vector<KerasLayer>> Model::KerasLayers() const {
   std::vector<KerasLayer> layers;
