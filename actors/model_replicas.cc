@@ -22,11 +22,13 @@ namespace {
 
 using namespace ops;  // NOLINT: graph builder vocabulary
 
-// The number of examples of int32 `labels` [N] (or [N, 1]) as a float32 scalar: static when known.
+// The number of examples of int32 `labels` [N] (or [N, 1]) as a float32 scalar, static when
+// known (ops:: because ScalarOf below reads a metric).
 Value ExampleCount(const Value& labels) {
   const TensorShape& s = labels.shape();
-  if (s.IsFullyDefined())
+  if (s.IsFullyDefined()) {
     return ops::ScalarOf(static_cast<double>(s.num_elements()), DType::kFloat32);
+  }
   return Cast(Prod(Shape(labels, DType::kInt32)), DType::kFloat32);
 }
 

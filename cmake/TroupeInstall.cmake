@@ -20,6 +20,11 @@ target_include_directories(troupe_core PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTAL
 if(TROUPE_ARCH_FLAG AND TARGET troupe_program)
   target_compile_options(troupe_program INTERFACE ${TROUPE_ARCH_FLAG})
 endif()
+# A sanitized build's libraries need the sanitizer's runtime in the program too.
+if(TROUPE_SANITIZE AND TARGET troupe_program)
+  target_compile_options(troupe_program INTERFACE -fsanitize=${TROUPE_SANITIZE})
+  target_link_options(troupe_program INTERFACE -fsanitize=${TROUPE_SANITIZE})
+endif()
 
 install(TARGETS ${TROUPE_INSTALL_TARGETS} EXPORT TroupeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
