@@ -4,7 +4,6 @@
 
 #include "core/gpu.h"
 #include "graph/models/registry.h"
-#include "graph/nn/losses.h"
 #include "graph/nn/replica_random.h"
 #include "graph/nn/state_updates.h"
 #include "graph/ops.h"
@@ -24,23 +23,40 @@ namespace {
 
 using namespace ops;  // NOLINT: graph builder vocabulary
 
-// Loss sum and correct count of logits against int32 labels. With a prediction per position
-// ([batch, time, classes] logits), an example's loss and correctness are its positions' means,
-// so sums over examples divided by their count are per-position means.
-std::vector<Value> BatchMetrics(const Value& labels, const Value& logits) {
-  if (logits.ok() && logits.shape().rank() > 2) {
-    const int64_t batch = logits.shape().dim(0);
-    const int64_t classes = logits.shape().dim(logits.shape().rank() - 1);
-    Value flat_labels = Reshape(labels, {-1});
-    Value flat_logits = Reshape(logits, {-1, classes});
-    Value loss = nn::SparseCategoricalCrossentropyPerExample(flat_labels, flat_logits, true);
-    Value hit = Cast(Equal(ArgMax(flat_logits, 1, DType::kInt32), flat_labels), DType::kFloat32);
-    return {Sum(Mean(Reshape(loss, {batch, -1}), {1})), Sum(Mean(Reshape(hit, {batch, -1}), {1}))};
+// Positions per example: the product of `labels`' dimensions after the batch (1 for one label
+// per example, the context length for a language model's [batch, time] labels).
+int64_t PositionsPerExample(const TensorShape& labels) {
+  int64_t n = 1;
+  for (int i = 1; i < labels.rank(); ++i) n *= labels.dim(i);
+  return n;
+}
+
+// The number of examples of int32 `labels` [N, positions...] as a float32 scalar, static when
+// known (ops:: because ScalarOf below reads a metric).
+Value ExampleCount(const Value& labels) {
+  const TensorShape& s = labels.shape();
+  if (s.IsFullyDefined()) {
+    return ops::ScalarOf(static_cast<double>(s.num_elements() / PositionsPerExample(s)),
+                         DType::kFloat32);
   }
-  Value per_example = nn::SparseCategoricalCrossentropyPerExample(labels, logits, true);
-  Value predicted = ArgMax(logits, 1, DType::kInt32);
-  Value correct = Sum(Cast(Equal(predicted, labels), DType::kFloat32));
-  return {Sum(per_example), correct};
+  Value all = Cast(Prod(Shape(labels, DType::kInt32)), DType::kFloat32);
+  return Div(all, ops::ScalarOf(static_cast<double>(PositionsPerExample(s)), DType::kFloat32));
+}
+
+// Loss sum (the model's mean loss times the example count) and correct count (argmax of the
+// outputs) of a batch; `mean_loss`, when given, receives the model's loss. With a prediction
+// per position ([batch, time, classes] outputs), an example's correctness is the mean over its
+// positions, so sums over examples divided by their count are per-position means.
+std::vector<Value> BatchMetrics(nn::Model& model, const Value& labels, const Value& outputs,
+                                Value* mean_loss) {
+  Value loss = model.Loss(labels, outputs);
+  if (mean_loss != nullptr) *mean_loss = loss;
+  const int rank = outputs.ok() ? outputs.shape().rank() : 2;
+  Value predicted = ArgMax(outputs, rank - 1, DType::kInt32);
+  Value hit = Cast(Equal(predicted, labels), DType::kFloat32);
+  Value correct =
+      rank > 2 ? Sum(Mean(Reshape(hit, {-1, PositionsPerExample(labels.shape())}), {1})) : Sum(hit);
+  return {Mul(loss, ExampleCount(labels)), correct};
 }
 
 // `graph` names the function in errors: a GPU fault often surfaces first in this copy.
@@ -129,9 +145,9 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
           nn::CrossReplicaScope sums(summer ? summer->ForReplica(r) : nn::CrossReplicaSum());
           nn::StateUpdateScope updates;
           GradientTape tape;
-          Value logits = model->Call(args[0].value(), /*training=*/true);
-          Value mean_loss = model->Loss(args[1].value(), logits);
-          std::vector<Value> metrics = BatchMetrics(args[1].value(), logits);
+          Value outputs = model->Call(args[0].value(), /*training=*/true);
+          Value mean_loss;
+          std::vector<Value> metrics = BatchMetrics(*model, args[1].value(), outputs, &mean_loss);
           Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
           if (!grads.ok()) return grads.status();
           std::vector<Value> out = metrics;
@@ -144,8 +160,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
         [model](const Args& args) -> Outputs {
-          Value logits = model->Call(args[0].value(), /*training=*/false);
-          return BatchMetrics(args[1].value(), logits);
+          Value outputs = model->Call(args[0].value(), /*training=*/false);
+          return BatchMetrics(*model, args[1].value(), outputs, nullptr);
         },
         FunctionOptions{
             {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));

@@ -22,9 +22,9 @@
 namespace troupe::actors {
 
 struct StepOutput {
-  double loss_sum = 0;  // sum of per-example losses
-  double correct = 0;   // examples whose argmax equals the label
-  // d(mean loss of this replica's batch)/d(trainable variables), then the new values of the
+  double loss_sum = 0;  // the model's (mean) Loss times the batch's example count
+  double correct = 0;   // examples whose argmax equals the label (per-position models: mean)
+  // d(model's Loss of this replica's batch)/d(trainable variables), then the new values of the
   // model's state() (BatchNormalization's moving statistics): everything the replicas average.
   std::vector<Tensor> grads;
 };

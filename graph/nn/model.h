@@ -1,5 +1,6 @@
 // Model: what the training loop trains. A Module whose Call maps a batch of features to
-// outputs (logits), built ahead of time from the shape of one example, and which says how its
+// outputs (logits), whose Loss scores them against the labels (what training minimizes and
+// evaluation reports), built ahead of time from the shape of one example, and which says how its
 // weights are laid out in a Keras checkpoint: KerasLayers() lists the Keras layers in order
 // (after Keras' InputLayer), each with its weights under their Keras attribute names and in
 // Keras' order, so tf.train.Checkpoint(model=keras_model) restores what Troupe writes.
@@ -30,6 +31,13 @@ class Model : public Module {
   virtual Status Build(const TensorShape& example_shape) = 0;
   // Outputs for a batch of features; `training` turns on dropout and the like.
   virtual Value Call(const Value& features, bool training) = 0;
+  // The float32 scalar training minimizes for one batch: `outputs` of Call against int32
+  // `labels` [N] (or [N, positions...] for [N, positions..., classes] outputs, a language
+  // model's), as a mean over the batch and positions (the loop reports it times N as the
+  // batch's loss sum, for training and evaluation alike). Default: Keras' sparse categorical
+  // cross-entropy from logits, sum_over_batch_size. Override it for another loss or to add
+  // penalties (variables read inside it are differentiated like those of Call).
+  virtual Value Loss(const Value& labels, const Value& outputs);
   // Default: one Keras layer per child module, in order, whose variables are a kernel and
   // an optional bias ("_kernel", "bias": Keras' Dense and Conv2D). Unimplemented naming the
   // child when it holds anything else; models with other layers override this.
@@ -37,10 +45,6 @@ class Model : public Module {
   // True when the Keras twin is a Functional model (its layers sit at model/_operations/k in a
   // checkpoint), false for a Sequential one (model/_functional/_operations/k).
   virtual bool keras_functional() const { return false; }
-  // The training loss of a batch: default, sparse categorical cross-entropy of int labels and
-  // logits, averaged over the batch and, for [batch, positions..., classes] outputs, over the
-  // positions (Keras' SparseCategoricalCrossentropy(from_logits=True)).
-  virtual Value Loss(const Value& labels, const Value& outputs);
 };
 
 }  // namespace troupe::nn

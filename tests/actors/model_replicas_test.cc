@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "tests/actors/test_models.h"
 
@@ -94,6 +96,41 @@ TEST(ModelReplicas, DropoutMasksFollowEachReplicasSeed) {
   auto eval1 = (*replicas)->Evaluate(1, input::Element{Images(16), Labels(16)});
   ASSERT_TRUE(eval0.ok() && eval1.ok());
   EXPECT_EQ(eval0->first, eval1->first);  // no dropout when not training
+}
+
+// The model's Loss is what the loop reports and differentiates: a loss twice LeNet's gives loss
+// sums and gradients exactly twice "lenet5"'s (same weights), in training and evaluation;
+// accuracy still comes from the outputs.
+TEST(ModelReplicas, TrainsAndEvaluatesTheModelsLoss) {
+  testing::RegisterTestModels();
+  auto run = [](const std::string& model) {
+    TrainConfig config;
+    config.model = model;
+    auto replicas = ModelReplicas::Create(config, {Device::Cpu()}, TensorShape{28, 28, 1});
+    EXPECT_TRUE(replicas.ok()) << replicas.status();
+    auto step =
+        (*replicas)->Step(0, input::Element{Images(16), Labels(16)}, ModelReplicas::StepSeed(1, 0));
+    EXPECT_TRUE(step.ok()) << step.status();
+    auto eval = (*replicas)->Evaluate(0, input::Element{Images(16), Labels(16)});
+    EXPECT_TRUE(eval.ok()) << eval.status();
+    return std::make_pair(std::move(*step), *eval);
+  };
+  auto [lenet_step, lenet_eval] = run("lenet5");
+  auto [doubled_step, doubled_eval] = run("lenet_double_loss_test");
+  EXPECT_GT(lenet_step.loss_sum, 0);
+  EXPECT_EQ(doubled_step.loss_sum, 2 * lenet_step.loss_sum);
+  EXPECT_EQ(doubled_step.correct, lenet_step.correct);
+  ASSERT_EQ(doubled_step.grads.size(), lenet_step.grads.size());
+  for (size_t i = 0; i < lenet_step.grads.size(); ++i) {
+    const Tensor& a = lenet_step.grads[i];
+    const Tensor& b = doubled_step.grads[i];
+    ASSERT_EQ(a.num_elements(), b.num_elements());
+    for (int64_t j = 0; j < a.num_elements(); ++j) {
+      ASSERT_EQ(b.data<float>()[j], 2 * a.data<float>()[j]) << "gradient " << i << "[" << j << "]";
+    }
+  }
+  EXPECT_EQ(doubled_eval.first, 2 * lenet_eval.first);
+  EXPECT_EQ(doubled_eval.second, lenet_eval.second);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "graph/models/lenet.h"
 #include "graph/models/registry.h"
 #include "graph/nn/layers.h"
+#include "graph/ops.h"
 
 namespace troupe::actors::testing {
 namespace {
@@ -45,6 +46,17 @@ class LeNetDropout : public nn::Model {
   nn::Dropout dropout;
 };
 
+// LeNet-5 whose loss is twice the default (Model::Loss): exact in binary, so the loop's loss
+// sums and gradients must come out exactly twice those of "lenet5".
+class LeNetDoubleLoss : public models::LeNet {
+ public:
+  explicit LeNetDoubleLoss(int64_t seed)
+      : models::LeNet(models::LeNetOptions{nn::Pool2D::Kind::kAvg, seed}) {}
+  Value Loss(const Value& labels, const Value& outputs) override {
+    return ops::Mul(models::LeNet::Loss(labels, outputs), ops::ScalarOf(2.0, DType::kFloat32));
+  }
+};
+
 }  // namespace
 
 void RegisterTestModels() {
@@ -54,6 +66,11 @@ void RegisterTestModels() {
         "lenet_dropout_test",
         [](const models::ModelSpec& spec) -> Result<std::unique_ptr<nn::Model>> {
           return std::unique_ptr<nn::Model>(std::make_unique<LeNetDropout>(spec.seed));
+        });
+    (void)models::RegisterModel(
+        "lenet_double_loss_test",
+        [](const models::ModelSpec& spec) -> Result<std::unique_ptr<nn::Model>> {
+          return std::unique_ptr<nn::Model>(std::make_unique<LeNetDoubleLoss>(spec.seed));
         });
   });
 }

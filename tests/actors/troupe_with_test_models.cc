@@ -1,12 +1,9 @@
-// The `troupe` binary's commands plus the test models (test_models.h): what a program that
-// registers its own C++ models runs. launch/main.cc provides main().
+// The `troupe` binary's commands plus the test models (test_models.h): a program that
+// registers its own C++ models, then runs the command line (launch/main.h).
+#include "launch/main.h"
 #include "tests/actors/test_models.h"
 
-namespace {
-
-const bool registered = [] {
+int main(int argc, char** argv) {
   troupe::actors::testing::RegisterTestModels();
-  return true;
-}();
-
-}  // namespace
+  return troupe::launch::Main(argc, argv);
+}
