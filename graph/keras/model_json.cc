@@ -194,8 +194,11 @@ Status ParseCallKwargs(const json& kwargs, const std::string& where, CallOptions
     if (key == "query" || key == "value" || key == "key") continue;
     if (key == "use_causal_mask" && value.is_boolean()) {
       options->use_causal_mask = value.get<bool>();
-    } else if ((key == "mask" || key == "attention_mask" || key == "training") && value.is_null()) {
+    } else if ((key == "mask" || key == "attention_mask") && value.is_null()) {
       continue;
+    } else if (key == "training" && (value.is_null() || value.is_boolean())) {
+      continue;  // recorded when the model was built; the training loop's own flag wins, as in
+                 // Keras
     } else {
       return UnimplementedError(where + ": call argument " + key + "=" + value.dump() +
                                 " is not supported (supported: use_causal_mask)");

@@ -35,6 +35,6 @@ assert 0.26e6 < counts["resnet20"] < 0.28e6, counts["resnet20"]
 assert 0.84e6 < counts["resnet56"] < 0.87e6, counts["resnet56"]
 assert counts["lenet5"] == 61706, counts["lenet5"]
 # Shapes and classes are honoured.
-m = keras.models.model_from_json(troupe("resnet20", "--input-shape", "32,32,3", "--classes", "100"))
+m = keras.models.model_from_json(troupe("resnet20", "--input-shape", "32,32,3", "--classes", "100", "--json"))
 assert tuple(m.inputs[0].shape) == (None, 32, 32, 3) and m.outputs[0].shape[-1] == 100
 print("ok")

@@ -53,9 +53,9 @@ TEST(KerasModelTest, SameSeedSameWeightsOtherSeedOthers) {
   auto b = KerasModel::FromJson(SharedTensorModel(), 7);
   auto c = KerasModel::FromJson(SharedTensorModel(), 8);
   for (auto* m : {&a, &b, &c}) ASSERT_TRUE((**m)->Build(TensorShape{8}).ok());
-  const Tensor ka = *(*a)->Variables()[0].value().tensor();
-  const Tensor kb = *(*b)->Variables()[0].value().tensor();
-  const Tensor kc = *(*c)->Variables()[0].value().tensor();
+  const Tensor ka = (*a)->Variables()[0].value();
+  const Tensor kb = (*b)->Variables()[0].value();
+  const Tensor kc = (*c)->Variables()[0].value();
   EXPECT_EQ(0, std::memcmp(ka.raw_data(), kb.raw_data(), ka.byte_size()));
   EXPECT_NE(0, std::memcmp(ka.raw_data(), kc.raw_data(), ka.byte_size()));
 }
