@@ -197,9 +197,14 @@ Status RestoreRunDir(Trainer::Parts& p) {
                  p.config.optimizer, p.config.name};
   TROUPE_ASSIGN_OR_RETURN(p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
                                                       p.job_generator->state(), shape));
+  // A new run takes init_from's weights before it writes anything, so a checkpoint that does
+  // not fit leaves the run dir as it was.
+  const std::string dir = CheckpointDir(p.config);
+  const bool had_checkpoints = !p.launch.fresh && fs::exists(dir) && !fs::is_empty(dir);
+  if (!had_checkpoints) TROUPE_RETURN_IF_ERROR(InitFromCheckpoint(p));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
   TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
-  if (p.resumed_from.empty()) return InitFromCheckpoint(p);
+  if (p.resumed_from.empty()) return had_checkpoints ? InitFromCheckpoint(p) : Status::OK();
   const JobShape saved = p.state->job();
   if (saved.model != shape.model || saved.global_batch_size != shape.global_batch_size ||
       saved.optimizer != shape.optimizer) {

@@ -367,8 +367,10 @@ Result<RestoreStatus> RestoreObjectGraph(const BundleReader& reader, Trackable& 
             (l.value.dtype() != e->dtype || l.value.shape() != e->shape)) {
           return InvalidArgumentError("cannot restore '" + attr.checkpoint_key() + "' (" +
                                       DataTypeNumberName(e->dtype_number) + e->shape.ToString() +
-                                      " in " + reader.prefix() + ") into a live value of " +
-                                      std::string(DTypeName(l.value.dtype())) +
+                                      " in " + reader.prefix() + ") into " +
+                                      (l.full_name.empty() ? std::string("a live value")
+                                                           : "variable '" + l.full_name + "'") +
+                                      " of " + std::string(DTypeName(l.value.dtype())) +
                                       l.value.shape().ToString());
         }
       }

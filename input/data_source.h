@@ -18,9 +18,9 @@
 namespace troupe::input {
 
 struct DataSourceSpec {
-  std::string source;  // the registered name
-  std::string dir;     // where its files are
-  std::string files;   // a glob of its files (sources that read files by name)
+  std::string source;           // the registered name
+  std::string dir;              // where its files are
+  std::string files;            // a glob of its files (sources that read files by name)
   int64_t sequence_length = 0;  // characters or tokens per example (sequence sources)
 };
 

@@ -1,6 +1,7 @@
 // The model zoo's Keras-defined models (mlp, resnet20, resnet56, resnet50, transformer_lm, and
-// a Keras twin of lenet5), written as Keras 3 Functional JSON (graph/keras/builder.h): the training loop loads
-// them like any `[model] keras` file, Keras reads the same JSON, and `troupe model show NAME
+// a Keras twin of lenet5), written as Keras 3 Functional JSON (graph/keras/builder.h): the training
+// loop loads them like any `[model] keras` file, Keras reads the same JSON, and `troupe model show
+// NAME
 // --json` hands it to a user to edit.
 #pragma once
 

@@ -74,8 +74,7 @@ TEST(KerasModelTest, RefusesWhatIsNotAModel) {
                           json{{"class_name", "Dense"}, {"config", json::object()}}}) {
     auto m = KerasModel::FromJson(bad, 0);
     ASSERT_FALSE(m.ok());
-    EXPECT_NE(m.status().message().find("not a Keras model JSON"), std::string::npos)
-        << m.status();
+    EXPECT_NE(m.status().message().find("not a Keras model JSON"), std::string::npos) << m.status();
   }
 }
 
@@ -97,8 +96,8 @@ TEST(KerasModelTest, RefusesBrokenWiring) {
       << m.status();
 
   json two_inputs = SharedTensorModel();
-  two_inputs["config"]["input_layers"] = json::array({json::array({"input_layer", 0, 0}),
-                                                      json::array({"input_layer", 0, 0})});
+  two_inputs["config"]["input_layers"] =
+      json::array({json::array({"input_layer", 0, 0}), json::array({"input_layer", 0, 0})});
   m = KerasModel::FromJson(two_inputs, 0);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("2 inputs"), std::string::npos) << m.status();
@@ -122,16 +121,17 @@ TEST(KerasModelTest, FilesMissingOrNotJson) {
 }
 
 TEST(KerasModelTest, SequentialUsesTheFunctionalSublayout) {
-  json seq = {{"module", "keras"},
-              {"class_name", "Sequential"},
-              {"config",
-               {{"name", "seq"},
-                {"layers", json::array({{{"module", "keras.layers"},
-                                         {"class_name", "InputLayer"},
-                                         {"config", {{"batch_shape", {nullptr, 4}}, {"name", "in"}}}},
-                                        {{"module", "keras.layers"},
-                                         {"class_name", "Dense"},
-                                         {"config", {{"name", "d"}, {"units", 2}}}}})}}}};
+  json seq = {
+      {"module", "keras"},
+      {"class_name", "Sequential"},
+      {"config",
+       {{"name", "seq"},
+        {"layers", json::array({{{"module", "keras.layers"},
+                                 {"class_name", "InputLayer"},
+                                 {"config", {{"batch_shape", {nullptr, 4}}, {"name", "in"}}}},
+                                {{"module", "keras.layers"},
+                                 {"class_name", "Dense"},
+                                 {"config", {{"name", "d"}, {"units", 2}}}}})}}}};
   auto m = KerasModel::FromJson(seq, 0);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_FALSE((*m)->keras_functional());
