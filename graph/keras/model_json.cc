@@ -7,6 +7,7 @@
 
 #include "graph/keras/json_util.h"
 #include "graph/keras/keras_file.h"
+#include "graph/keras/keras_order.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
@@ -141,9 +142,29 @@ Result<KerasLayer*> KerasModel::AddLayer(const json& envelope, int64_t seed) {
                                   "'; Keras layer names are unique within a model");
     }
   }
-  if (nn::Module* m = layer->module()) AddModule(m);
   layers_.push_back(std::move(layer));
   return layers_.back().get();
+}
+
+Status KerasModel::OrderLikeKeras(const std::vector<LayerCall>& calls, const TensorRef& output) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> order,
+                          KerasLayerOrder(input_name_, calls, output));
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  for (const auto& layer : layers_) {
+    if (!position.count(layer->name())) {
+      return InvalidArgumentError("layer '" + layer->name() +
+                                  "' does not lead to the model's output (Keras leaves such "
+                                  "layers out of the model); remove it");
+    }
+  }
+  std::stable_sort(layers_.begin(), layers_.end(), [&](const auto& a, const auto& b) {
+    return position[a->name()] < position[b->name()];
+  });
+  for (const auto& layer : layers_) {
+    if (nn::Module* m = layer->module()) AddModule(m);
+  }
+  return Status::OK();
 }
 
 Status KerasModel::LoadSequential(const json& config, int64_t seed) {
@@ -171,6 +192,7 @@ Status KerasModel::LoadSequential(const json& config, int64_t seed) {
       previous = input_name_;
     }
     TROUPE_ASSIGN_OR_RETURN(KerasLayer * layer, AddLayer(envelope, seed));
+    if (nn::Module* m = layer->module()) AddModule(m);
     plan_->nodes.push_back(Node{layer, 0, {TensorRef{previous, 0, 0}}, {}});
     previous = layer->name();
   }
@@ -254,6 +276,9 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
     }
   }
   if (input_name_.empty()) return InvalidArgumentError("the model has no InputLayer");
+  std::vector<LayerCall> calls;
+  for (const Node& n : pending) calls.push_back(LayerCall{n.layer->name(), n.index, n.inputs});
+  TROUPE_RETURN_IF_ERROR(OrderLikeKeras(calls, outputs[0]));
   // Replay calls in an order where each input exists (Keras retries until all are made).
   plan_ = std::make_unique<Plan>();
   std::set<TensorRef> made = {TensorRef{input_name_, 0, 0}};

@@ -17,6 +17,8 @@
 
 #include "core/result.h"
 #include "core/tensor_shape.h"
+#include "graph/keras/json_util.h"
+#include "graph/keras/keras_order.h"
 #include "graph/keras/layer_factory.h"
 #include "graph/nn/model.h"
 
@@ -68,6 +70,9 @@ class KerasModel : public nn::Model {
   Status LoadFunctional(const nlohmann::json& config, int64_t seed);
   Status AddInput(const nlohmann::json& input_layer);
   Result<KerasLayer*> AddLayer(const nlohmann::json& envelope, int64_t seed);
+  // Sorts layers_ into Keras' model.layers order (keras_order.h) and adds their modules in it,
+  // so variables, checkpoint indices and optimizer slots follow Keras.
+  Status OrderLikeKeras(const std::vector<LayerCall>& calls, const TensorRef& output);
   Value Run(const Value& features, bool training, std::vector<TensorShape>* shapes);
 
   nlohmann::json json_;
@@ -75,7 +80,7 @@ class KerasModel : public nn::Model {
   std::string input_name_;
   TensorShape input_shape_;
   DType input_dtype_ = DType::kFloat32;
-  std::vector<std::unique_ptr<KerasLayer>> layers_;  // in the config's order, InputLayer excluded
+  std::vector<std::unique_ptr<KerasLayer>> layers_;  // in Keras' order, InputLayer excluded
   std::unique_ptr<Plan> plan_;
   std::vector<TensorShape> built_shapes_;  // one per plan node, after Build
 };

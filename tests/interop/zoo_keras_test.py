@@ -23,8 +23,13 @@ def troupe(*args):
 counts = {}
 for name in ("lenet5", "mlp", "resnet20", "resnet56", "resnet50", "transformer_lm"):
     model = keras.models.model_from_json(troupe(name, "--json"))
-    total = int(re.search(r"Total params: ([0-9,]+)", troupe(name)).group(1).replace(",", ""))
+    summary = troupe(name)
+    total = int(re.search(r"Total params: ([0-9,]+)", summary).group(1).replace(",", ""))
     assert model.count_params() == total, (name, model.count_params(), total)
+    # Troupe lists (and checkpoints) the layers in Keras' model.layers order, which is not
+    # always the JSON's order (a projection shortcut built after its block, say).
+    ours = re.findall(r"^(\S+) \(\w+\)", summary, re.M)[1:]  # after the header
+    assert ours == [l.name for l in model.layers], (name, ours, [l.name for l in model.layers])
     counts[name] = total
     print("%s: %d parameters in Keras and Troupe" % (name, total))
 
