@@ -8,6 +8,7 @@
 #include "actors/trainer_parts.h"
 
 namespace troupe::actors {
+
 namespace {
 
 // The metrics between two progress lines.
@@ -15,6 +16,12 @@ struct Window {
   double loss = 0, correct = 0, wait_s = 0;
   int64_t examples = 0, steps = 0;
 };
+
+// Layers as Keras counts them (weightless ones too) when the model gives its Keras layout.
+size_t LayerCount(const nn::Model& model) {
+  Result<std::vector<nn::KerasLayer>> layers = model.KerasLayers();
+  return layers.ok() ? layers->size() : model.Children().size();
+}
 
 void PrintStartup(const Trainer::Parts& p) {
   int64_t parameters = 0;
@@ -26,11 +33,11 @@ void PrintStartup(const Trainer::Parts& p) {
   std::printf(
       "job '%s': model %s (%zu layers, %lld trainable parameters); data %s, %lld steps per epoch "
       "of global batch %lld; %d replica(s) in %d process(es) (rank 0: %s); collectives %s; %s\n",
-      p.config.name.c_str(), p.replicas->model_label().c_str(),
-      p.replicas->model().Children().size(), static_cast<long long>(parameters),
-      p.config.data_source.c_str(), static_cast<long long>(p.steps_per_epoch),
-      static_cast<long long>(p.config.global_batch_size), p.total_replicas, p.launch.world_size,
-      devices.c_str(), p.nccl ? "nccl" : p.comm->backend().c_str(),
+      p.config.name.c_str(), p.replicas->model_label().c_str(), LayerCount(p.replicas->model()),
+      static_cast<long long>(parameters), p.config.data_source.c_str(),
+      static_cast<long long>(p.steps_per_epoch), static_cast<long long>(p.config.global_batch_size),
+      p.total_replicas, p.launch.world_size, devices.c_str(),
+      p.nccl ? "nccl" : p.comm->backend().c_str(),
       p.resumed_from.empty()
           ? "starting at step 0"
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +

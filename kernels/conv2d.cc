@@ -25,8 +25,6 @@ namespace troupe {
 namespace kernels {
 namespace {
 
-const std::initializer_list<DType> kFloatTypes = {DType::kFloat32, DType::kFloat64};
-
 // Checks everything and computes the geometry from the input shape, the filter shape and
 // optionally the out_backprop shape; unknown dims propagate as -1.
 Result<ConvGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorShape& in,
@@ -74,26 +72,9 @@ Result<ConvGeo> Geometry(std::string_view op, const AttrMap& attrs, const Tensor
   return g;
 }
 
-Status CheckTypes(std::string_view op, Specs in, const char* a0, const char* a1) {
-  TROUPE_RETURN_IF_ERROR(CheckDType(op, a0, in[0].dtype, kFloatTypes));
-  return CheckSameDType(op, a0, in[0].dtype, a1, in[1].dtype);
-}
-
-Result<TensorShape> SizesAttr(std::string_view op, const AttrMap& attrs, const std::string& name) {
-  auto v = attrs.GetInts(name);
-  if (!v.ok()) return v.status().WithContext(op);
-  if (v->size() != 4) {
-    return OpError(op, "'" + name + "' " + IntsToString(*v) + " must have 4 entries");
-  }
-  for (int64_t d : *v) {
-    if (d < -1) return OpError(op, "'" + name + "' " + IntsToString(*v) + " has a negative size");
-  }
-  return TensorShape(*v);
-}
-
 Result<SpecList> Conv2DShape(Specs in, const AttrMap& attrs) {
   static constexpr char kOp[] = "Conv2D";
-  TROUPE_RETURN_IF_ERROR(CheckTypes(kOp, in, "input", "filter"));
+  TROUPE_RETURN_IF_ERROR(CheckConvTypes(kOp, in, "input", "filter"));
   TROUPE_ASSIGN_OR_RETURN(
       ConvGeo g, Geometry(kOp, attrs, in[0].shape, "input", in[1].shape, "filter", nullptr));
   return SpecList{TensorSpec{TensorShape({g.n, g.oh, g.ow, g.f}), in[0].dtype, ""}};
@@ -102,8 +83,8 @@ Result<SpecList> Conv2DShape(Specs in, const AttrMap& attrs) {
 // Inputs (filter, out_backprop); attr input_sizes.
 Result<ConvGeo> BackpropInputGeo(Specs in, const AttrMap& attrs) {
   static constexpr char kOp[] = "Conv2DBackpropInput";
-  TROUPE_RETURN_IF_ERROR(CheckTypes(kOp, in, "filter", "out_backprop"));
-  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, SizesAttr(kOp, attrs, "input_sizes"));
+  TROUPE_RETURN_IF_ERROR(CheckConvTypes(kOp, in, "filter", "out_backprop"));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, ConvSizesAttr(kOp, attrs, "input_sizes"));
   if (sizes.dim(0) < 0 && !in[1].shape.unknown_rank() && in[1].shape.rank() == 4) {
     sizes.set_dim(0, in[1].shape.dim(0));
   }
@@ -118,8 +99,8 @@ Result<SpecList> BackpropInputShape(Specs in, const AttrMap& attrs) {
 // Inputs (input, out_backprop); attr filter_sizes.
 Result<ConvGeo> BackpropFilterGeo(Specs in, const AttrMap& attrs) {
   static constexpr char kOp[] = "Conv2DBackpropFilter";
-  TROUPE_RETURN_IF_ERROR(CheckTypes(kOp, in, "input", "out_backprop"));
-  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, SizesAttr(kOp, attrs, "filter_sizes"));
+  TROUPE_RETURN_IF_ERROR(CheckConvTypes(kOp, in, "input", "out_backprop"));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, ConvSizesAttr(kOp, attrs, "filter_sizes"));
   for (int64_t d : sizes.dims()) {
     if (d < 0) return OpError(kOp, "'filter_sizes' " + sizes.ToString() + " must be known");
   }

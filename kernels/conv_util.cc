@@ -93,5 +93,23 @@ Result<OutSize> WindowOutput(std::string_view op, std::string_view what, int64_t
   return o;
 }
 
+Status CheckConvTypes(std::string_view op, Specs in, const char* a0, const char* a1) {
+  TROUPE_RETURN_IF_ERROR(CheckDType(op, a0, in[0].dtype, {DType::kFloat32, DType::kFloat64}));
+  return CheckSameDType(op, a0, in[0].dtype, a1, in[1].dtype);
+}
+
+Result<TensorShape> ConvSizesAttr(std::string_view op, const AttrMap& attrs,
+                                  const std::string& name) {
+  auto v = attrs.GetInts(name);
+  if (!v.ok()) return v.status().WithContext(op);
+  if (v->size() != 4) {
+    return OpError(op, "'" + name + "' " + IntsToString(*v) + " must have 4 entries");
+  }
+  for (int64_t d : *v) {
+    if (d < -1) return OpError(op, "'" + name + "' " + IntsToString(*v) + " has a negative size");
+  }
+  return TensorShape(*v);
+}
+
 }  // namespace kernels
 }  // namespace troupe

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/result.h"
 #include "kernels/attr.h"
+#include "kernels/kernel_util.h"
 
 namespace troupe {
 namespace kernels {
@@ -27,6 +29,13 @@ struct Window2D {
 // that ignore them, e.g. the GPU's, must not silently compute an undilated result).
 Result<Window2D> ParseWindow(std::string_view op, const AttrMap& attrs, bool has_ksize,
                              bool allow_dilations = false);
+
+// A convolution's two float operands: `a0` float32/float64 and `a1` of the same dtype.
+Status CheckConvTypes(std::string_view op, Specs in, const char* a0, const char* a1);
+// A backprop's 4-entry size attribute (input_sizes / filter_sizes); -1 is allowed (the batch
+// of the gradient input).
+Result<TensorShape> ConvSizesAttr(std::string_view op, const AttrMap& attrs,
+                                  const std::string& name);
 
 // Extent of a filter of size k with dilation d: (k - 1) * d + 1.
 inline int64_t DilatedSize(int64_t k, int64_t d) { return (k - 1) * d + 1; }

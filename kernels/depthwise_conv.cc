@@ -69,32 +69,15 @@ Result<DwGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorSh
   return g;
 }
 
-Status CheckTypes(std::string_view op, Specs in, const char* a0, const char* a1) {
-  TROUPE_RETURN_IF_ERROR(CheckDType(op, a0, in[0].dtype, {DType::kFloat32, DType::kFloat64}));
-  return CheckSameDType(op, a0, in[0].dtype, a1, in[1].dtype);
-}
-
-Result<TensorShape> SizesAttr(std::string_view op, const AttrMap& attrs, const std::string& name) {
-  auto v = attrs.GetInts(name);
-  if (!v.ok()) return v.status().WithContext(op);
-  if (v->size() != 4) {
-    return OpError(op, "'" + name + "' " + IntsToString(*v) + " must have 4 entries");
-  }
-  for (int64_t d : *v) {
-    if (d < -1) return OpError(op, "'" + name + "' " + IntsToString(*v) + " has a negative size");
-  }
-  return TensorShape(*v);
-}
-
 Result<DwGeo> ForwardGeo(Specs in, const AttrMap& attrs) {
-  TROUPE_RETURN_IF_ERROR(CheckTypes(kFwd, in, "input", "filter"));
+  TROUPE_RETURN_IF_ERROR(CheckConvTypes(kFwd, in, "input", "filter"));
   return Geometry(kFwd, attrs, in[0].shape, "input", in[1].shape, "filter", nullptr);
 }
 
 // Inputs (filter, out_backprop); attr input_sizes.
 Result<DwGeo> BackpropInputGeo(Specs in, const AttrMap& attrs) {
-  TROUPE_RETURN_IF_ERROR(CheckTypes(kBackInput, in, "filter", "out_backprop"));
-  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, SizesAttr(kBackInput, attrs, "input_sizes"));
+  TROUPE_RETURN_IF_ERROR(CheckConvTypes(kBackInput, in, "filter", "out_backprop"));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, ConvSizesAttr(kBackInput, attrs, "input_sizes"));
   if (sizes.dim(0) < 0 && !in[1].shape.unknown_rank() && in[1].shape.rank() == 4) {
     sizes.set_dim(0, in[1].shape.dim(0));
   }
@@ -103,8 +86,8 @@ Result<DwGeo> BackpropInputGeo(Specs in, const AttrMap& attrs) {
 
 // Inputs (input, out_backprop); attr filter_sizes.
 Result<DwGeo> BackpropFilterGeo(Specs in, const AttrMap& attrs) {
-  TROUPE_RETURN_IF_ERROR(CheckTypes(kBackFilter, in, "input", "out_backprop"));
-  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, SizesAttr(kBackFilter, attrs, "filter_sizes"));
+  TROUPE_RETURN_IF_ERROR(CheckConvTypes(kBackFilter, in, "input", "out_backprop"));
+  TROUPE_ASSIGN_OR_RETURN(TensorShape sizes, ConvSizesAttr(kBackFilter, attrs, "filter_sizes"));
   for (int64_t d : sizes.dims()) {
     if (d < 0) return OpError(kBackFilter, "'filter_sizes' " + sizes.ToString() + " must be known");
   }

@@ -166,6 +166,13 @@ try:
     with open(model_json, "w") as f:
         f.write(model.to_json())
     spec = json.loads(model.to_json())
+    # A .keras file (what model.save writes) loads too: its config.json is the same model.
+    keras_file = os.path.join(base, "m.keras")
+    model.save(keras_file)
+    shown = subprocess.run([BIN, "model", "show", "--keras", keras_file], check=True,
+                           capture_output=True, text=True).stdout
+    assert "Total params: {:,}".format(model.count_params()) in shown, shown
+    print(".keras file: %d parameters" % model.count_params())
 
     runs = {}
     for name, procs, reps in (("1x4", 1, 4), ("2x2", 2, 2), ("4x1", 4, 1)):
