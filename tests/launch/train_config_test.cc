@@ -111,15 +111,19 @@ TEST(TrainConfigTest, BetasAreInZeroOne) {
                        "optimizer.momentum: must be a number in [0, 1)"));
 }
 
-// The trainer reads Fashion-MNIST whatever data.source says, so any other source is refused.
-TEST(TrainConfigTest, OnlyFashionMnistIsASource) {
+// data.source is one of the registered sources; anything else (TFRecord, not yet wired) is
+// refused naming them.
+TEST(TrainConfigTest, OnlyRegisteredSourcesAreAccepted) {
   auto c = ParseTrainConfig("[data]\nsource = \"tfrecord\"\n", "t.toml");
   EXPECT_TRUE(Mentions(c,
-                       "t.toml: data.source: 'tfrecord' is not one of fashion_mnist; "
-                       "other sources (TFRecord) are not supported yet"))
+                       "t.toml: data.source: 'tfrecord' is not one of fashion_mnist, text; "
+                       "TFRecord sources are not supported yet"))
       << c.status();
   EXPECT_TRUE(Mentions(c, "issue 19"));
   EXPECT_TRUE(ParseTrainConfig("[data]\nsource = \"fashion_mnist\"\n", "t.toml").ok());
+  EXPECT_TRUE(ParseTrainConfig("[data]\nsource = \"text\"\nfiles = \"*.txt\"\n", "t.toml").ok());
+  // The text source's keys only go with it.
+  EXPECT_FALSE(ParseTrainConfig("[data]\nfiles = \"*.txt\"\n", "t.toml").ok());
 }
 
 TEST(TrainConfigTest, AutoShardPolicies) {
