@@ -83,6 +83,16 @@ Result<std::string> KerasModelClass(const json& model) {
 }
 
 Result<std::unique_ptr<KerasModel>> KerasModel::FromJson(const json& model, int64_t seed) {
+  // The loader checks what it reads, but a value of an unexpected JSON type deep in a config
+  // (a number where Keras writes a string) surfaces as nlohmann's exception: an error, too.
+  try {
+    return Load(model, seed);
+  } catch (const json::exception& e) {
+    return InvalidArgumentError(std::string("malformed Keras model JSON: ") + e.what());
+  }
+}
+
+Result<std::unique_ptr<KerasModel>> KerasModel::Load(const json& model, int64_t seed) {
   TROUPE_ASSIGN_OR_RETURN(std::string cls, KerasModelClass(model));
   const json& config = model["config"];
   std::unique_ptr<KerasModel> m(new KerasModel(config.value("name", "model")));

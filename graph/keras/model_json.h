@@ -65,7 +65,7 @@ class KerasModel : public nn::Model {
   struct Plan;
   explicit KerasModel(std::string name);
 
-  Status Load(const nlohmann::json& model, int64_t seed);
+  static Result<std::unique_ptr<KerasModel>> Load(const nlohmann::json& model, int64_t seed);
   Status LoadSequential(const nlohmann::json& config, int64_t seed);
   Status LoadFunctional(const nlohmann::json& config, int64_t seed);
   Status AddInput(const nlohmann::json& input_layer);

@@ -78,6 +78,19 @@ TEST(KerasModelTest, RefusesWhatIsNotAModel) {
   }
 }
 
+TEST(KerasModelTest, WrongJsonTypesAreErrorsNotCrashes) {
+  json model = SharedTensorModel();
+  model["config"]["layers"][1]["config"]["units"] = "four";
+  auto m = KerasModel::FromJson(model, 0);
+  ASSERT_FALSE(m.ok());
+  json other = SharedTensorModel();
+  other["config"]["name"] = 5;
+  m = KerasModel::FromJson(other, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("malformed Keras model JSON"), std::string::npos)
+      << m.status();
+}
+
 TEST(KerasModelTest, RefusesBrokenWiring) {
   json model = SharedTensorModel();
   // The Add reads a layer that does not exist.
