@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "graph/keras/builder.h"
+#include "graph/keras/keras_order.h"
 #include "graph/models/zoo.h"
 #include "graph/value.h"
 
@@ -176,6 +177,40 @@ TEST(BuilderTest, NamesLayersAsKerasDoes) {
   for (const json& l : model["config"]["layers"]) names.push_back(l["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"input_layer", "conv2d", "conv2d_1",
                                              "batch_normalization", "global_average_pooling2d"}));
+}
+
+}  // namespace
+}  // namespace troupe::keras
+
+namespace troupe::keras {
+namespace {
+
+// Keras orders layers by depth from the output, then by first visit (map_graph): a projection
+// shortcut written after its block in the JSON comes before the block's last layers.
+TEST(KerasLayerOrderTest, DepthThenFirstVisitNotJsonOrder) {
+  // in -> a -> b -> add(c, b); c = proj(in) written last.
+  const std::vector<LayerCall> calls = {
+      {"a", 0, {TensorRef{"in", 0, 0}}},
+      {"b", 0, {TensorRef{"a", 0, 0}}},
+      {"proj", 0, {TensorRef{"in", 0, 0}}},
+      {"add", 0, {TensorRef{"proj", 0, 0}, TensorRef{"b", 0, 0}}},
+  };
+  auto order = KerasLayerOrder("in", calls, TensorRef{"add", 0, 0});
+  ASSERT_TRUE(order.ok()) << order.status();
+  // Depths: add 0; proj 1, b 1; a 2; in 3. Ties by first visit from the output: proj, then b.
+  EXPECT_EQ(*order, (std::vector<std::string>{"in", "a", "proj", "b", "add"}));
+}
+
+TEST(KerasLayerOrderTest, CyclesAndMissingProducersAreErrors) {
+  const std::vector<LayerCall> cycle = {{"a", 0, {TensorRef{"b", 0, 0}}},
+                                        {"b", 0, {TensorRef{"a", 0, 0}}}};
+  auto order = KerasLayerOrder("in", cycle, TensorRef{"b", 0, 0});
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.status().message().find("cycle"), std::string::npos) << order.status();
+  const std::vector<LayerCall> dangling = {{"a", 0, {TensorRef{"ghost", 0, 0}}}};
+  order = KerasLayerOrder("in", dangling, TensorRef{"a", 0, 0});
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.status().message().find("ghost"), std::string::npos) << order.status();
 }
 
 }  // namespace
