@@ -200,7 +200,8 @@ Status RestoreRunDir(Trainer::Parts& p) {
   // A new run takes init_from's weights before it writes anything, so a checkpoint that does
   // not fit leaves the run dir as it was.
   const std::string dir = CheckpointDir(p.config);
-  const bool had_checkpoints = !p.launch.fresh && fs::exists(dir) && !fs::is_empty(dir);
+  std::error_code ec;
+  const bool had_checkpoints = !p.launch.fresh && fs::exists(dir, ec) && !fs::is_empty(dir, ec);
   if (!had_checkpoints) TROUPE_RETURN_IF_ERROR(InitFromCheckpoint(p));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
   TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
