@@ -25,50 +25,19 @@ namespace troupe {
 namespace kernels {
 namespace {
 
-// Checks everything and computes the geometry from the input shape, the filter shape and
-// optionally the out_backprop shape; unknown dims propagate as -1.
+// Checks ranks, channels and out_backprop (when given) and computes the geometry; unknown
+// dims propagate as -1.
 Result<ConvGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorShape& in,
                          const char* in_arg, const TensorShape& filter, const char* filter_arg,
                          const TensorShape* dy) {
-  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, false, /*allow_dilations=*/true));
-  TROUPE_RETURN_IF_ERROR(CheckRank(op, in_arg, in, 4));
-  TROUPE_RETURN_IF_ERROR(CheckRank(op, filter_arg, filter, 4));
-  if (dy) TROUPE_RETURN_IF_ERROR(CheckRank(op, "out_backprop", *dy, 4));
+  TROUPE_ASSIGN_OR_RETURN(
+      ConvShapes s,
+      CheckConvShapes(op, attrs, in, in_arg, filter, filter_arg, dy,
+                      ConvFilterLayout{"[height, width, in_channels, out_channels]"}));
   ConvGeo g{};
-  if (in.unknown_rank() || filter.unknown_rank()) return OpError(op, "ranks must be known");
-  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3);
-  g.kh = filter.dim(0), g.kw = filter.dim(1), g.f = filter.dim(3);
-  if (g.c >= 0 && filter.dim(2) >= 0 && g.c != filter.dim(2)) {
-    return OpError(op, "'" + std::string(in_arg) + "' " + in.ToString() + " has " +
-                           std::to_string(g.c) + " channels but '" + filter_arg + "' " +
-                           filter.ToString() + " expects " + std::to_string(filter.dim(2)) +
-                           " (filter is [height, width, in_channels, out_channels])");
-  }
-  if (g.c < 0) g.c = filter.dim(2);
-  for (int d = 0; d < 4; ++d) {
-    if (filter.dim(d) == 0) {
-      return OpError(op, "'" + std::string(filter_arg) + "' " + filter.ToString() +
-                             " is empty; every filter dim must be positive");
-    }
-  }
-  if (g.kh < 0 || g.kw < 0) return OpError(op, "filter height and width must be known");
-  TROUPE_ASSIGN_OR_RETURN(
-      OutSize oh, WindowOutput(op, "height", g.h, DilatedSize(g.kh, win.dh), win.sh, win.padding));
-  TROUPE_ASSIGN_OR_RETURN(
-      OutSize ow, WindowOutput(op, "width", g.w, DilatedSize(g.kw, win.dw), win.sw, win.padding));
-  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
-  g.sh = win.sh, g.sw = win.sw, g.dh = win.dh, g.dw = win.dw;
-  if (dy) {
-    const std::vector<int64_t> want = {g.n, g.oh, g.ow, g.f};
-    for (int d = 0; d < 4; ++d) {
-      const int64_t x = dy->dim(d), y = want[static_cast<size_t>(d)];
-      if (x >= 0 && y >= 0 && x != y) {
-        return OpError(op, "'out_backprop' " + dy->ToString() + " does not match the forward " +
-                               "output " + TensorShape(want).ToString() + " of '" + in_arg + "' " +
-                               in.ToString() + " and '" + filter_arg + "' " + filter.ToString());
-      }
-    }
-  }
+  g.n = s.n, g.h = s.h, g.w = s.w, g.c = s.c, g.kh = s.kh, g.kw = s.kw, g.f = s.last;
+  g.oh = s.oh, g.ow = s.ow, g.sh = s.sh, g.sw = s.sw, g.pt = s.pt, g.pl = s.pl;
+  g.dh = s.dh, g.dw = s.dw;
   return g;
 }
 

@@ -1,5 +1,8 @@
 #include "kernels/conv_util.h"
 
+#include <string>
+#include <vector>
+
 #include "kernels/kernel_util.h"
 
 namespace troupe {
@@ -109,6 +112,57 @@ Result<TensorShape> ConvSizesAttr(std::string_view op, const AttrMap& attrs,
     if (d < -1) return OpError(op, "'" + name + "' " + IntsToString(*v) + " has a negative size");
   }
   return TensorShape(*v);
+}
+
+Result<ConvShapes> CheckConvShapes(std::string_view op, const AttrMap& attrs, const TensorShape& in,
+                                   const char* in_arg, const TensorShape& filter,
+                                   const char* filter_arg, const TensorShape* dy,
+                                   const ConvFilterLayout& layout) {
+  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, false, /*allow_dilations=*/true));
+  TROUPE_RETURN_IF_ERROR(CheckRank(op, in_arg, in, 4));
+  TROUPE_RETURN_IF_ERROR(CheckRank(op, filter_arg, filter, 4));
+  if (dy) TROUPE_RETURN_IF_ERROR(CheckRank(op, "out_backprop", *dy, 4));
+  if (in.unknown_rank() || filter.unknown_rank()) return OpError(op, "ranks must be known");
+  ConvShapes g{};
+  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3);
+  g.kh = filter.dim(0), g.kw = filter.dim(1), g.last = filter.dim(3);
+  if (g.c >= 0 && filter.dim(2) >= 0 && g.c != filter.dim(2)) {
+    return OpError(op, "'" + std::string(in_arg) + "' " + in.ToString() + " has " +
+                           std::to_string(g.c) + " channels but '" + filter_arg + "' " +
+                           filter.ToString() + " expects " + std::to_string(filter.dim(2)) +
+                           " (filter is " + layout.layout + ")");
+  }
+  if (g.c < 0) g.c = filter.dim(2);
+  for (int d = 0; d < 4; ++d) {
+    if (filter.dim(d) == 0) {
+      return OpError(op, "'" + std::string(filter_arg) + "' " + filter.ToString() +
+                             " is empty; every filter dim must be positive");
+    }
+  }
+  if (layout.depthwise && (g.kh < 0 || g.kw < 0 || g.last < 0)) {
+    return OpError(op,
+                   "filter height, width and multiplier must be known, got " + filter.ToString());
+  }
+  if (g.kh < 0 || g.kw < 0) return OpError(op, "filter height and width must be known");
+  TROUPE_ASSIGN_OR_RETURN(
+      OutSize oh, WindowOutput(op, "height", g.h, DilatedSize(g.kh, win.dh), win.sh, win.padding));
+  TROUPE_ASSIGN_OR_RETURN(
+      OutSize ow, WindowOutput(op, "width", g.w, DilatedSize(g.kw, win.dw), win.sw, win.padding));
+  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
+  g.sh = win.sh, g.sw = win.sw, g.dh = win.dh, g.dw = win.dw;
+  if (dy) {
+    const int64_t out_channels = layout.depthwise ? MulDims(g.c, g.last) : g.last;
+    const std::vector<int64_t> want = {g.n, g.oh, g.ow, out_channels};
+    for (int d = 0; d < 4; ++d) {
+      const int64_t a = dy->dim(d), b = want[static_cast<size_t>(d)];
+      if (a >= 0 && b >= 0 && a != b) {
+        return OpError(op, "'out_backprop' " + dy->ToString() + " does not match the forward " +
+                               "output " + TensorShape(want).ToString() + " of '" + in_arg + "' " +
+                               in.ToString() + " and '" + filter_arg + "' " + filter.ToString());
+      }
+    }
+  }
+  return g;
 }
 
 }  // namespace kernels

@@ -37,6 +37,27 @@ Status CheckConvTypes(std::string_view op, Specs in, const char* a0, const char*
 Result<TensorShape> ConvSizesAttr(std::string_view op, const AttrMap& attrs,
                                   const std::string& name);
 
+// What a convolution's filter [kh, kw, in_channels, last] means in its last dimension.
+struct ConvFilterLayout {
+  const char* layout;      // "[height, width, in_channels, out_channels]", for errors
+  bool depthwise = false;  // last = channel multiplier (it must be known): out = c * last
+};
+
+// A 2-D convolution's shapes, checked: NHWC input, filter and (for backprops) out_backprop of
+// rank 4, channels that agree, a non-empty filter, and the out_backprop the forward pass would
+// produce. Unknown dims propagate as -1.
+struct ConvShapes {
+  int64_t n, h, w, c;      // input
+  int64_t kh, kw, last;    // filter (kh, kw, c, last)
+  int64_t oh, ow;          // output
+  int64_t sh, sw, pt, pl;  // strides, padding top/left
+  int64_t dh, dw;          // dilations
+};
+Result<ConvShapes> CheckConvShapes(std::string_view op, const AttrMap& attrs, const TensorShape& in,
+                                   const char* in_arg, const TensorShape& filter,
+                                   const char* filter_arg, const TensorShape* dy,
+                                   const ConvFilterLayout& layout);
+
 // Extent of a filter of size k with dilation d: (k - 1) * d + 1.
 inline int64_t DilatedSize(int64_t k, int64_t d) { return (k - 1) * d + 1; }
 

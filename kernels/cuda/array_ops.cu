@@ -228,7 +228,8 @@ void ReuseCpuKernel(OpRegistry& r, const std::string& op) {
 void RegisterGpuArrayKernels(OpRegistry& r) {
   using namespace gpu_ew;  // NOLINT
   // Views: the CPU kernels forward the input's buffer with a new shape (device-agnostic).
-  for (const char* op : {"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze"}) ReuseCpuKernel(r, op);
+  for (const char* op : {"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze"})
+    ReuseCpuKernel(r, op);
 
   ShapeFn shape = ShapeFnOf(r, "Shape");
   RegisterGpu(r, "Shape", [shape](KernelContext& ctx) -> Status {
