@@ -22,7 +22,7 @@ NamedRegistry<ModelFactory>& TheRegistry() {
       if (name == "lenet5") continue;  // the C++ model above; its Keras twin is for `show`
       (void)r->Register(name, [](const ModelSpec& spec) -> Result<std::unique_ptr<nn::Model>> {
         TROUPE_ASSIGN_OR_RETURN(nlohmann::json json,
-                                ZooModelJson(spec.name, spec.input_shape, spec.num_classes));
+                                ZooModelConfig(spec.name, spec.input_shape, spec.num_classes));
         TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<keras::KerasModel> model,
                                 keras::KerasModel::FromJson(json, spec.seed));
         return std::unique_ptr<nn::Model>(std::move(model));

@@ -225,16 +225,21 @@ std::vector<std::string> ZooModelNames() {
   return names;
 }
 
-Result<json> ZooModelJson(const std::string& name, std::optional<TensorShape> input_shape,
-                          int64_t num_classes) {
+Result<json> ZooModelConfig(const std::string& name, std::optional<TensorShape> input_shape,
+                            int64_t num_classes) {
   auto it = Zoo().find(name);
   if (it == Zoo().end()) {
     std::string names;
     for (const std::string& n : ZooModelNames()) names += (names.empty() ? "" : ", ") + n;
     return NotFoundError("no zoo model '" + name + "' (the zoo has: " + names + ")");
   }
-  json model = it->second.make(input_shape.value_or(it->second.default_input),
-                               num_classes > 0 ? num_classes : it->second.default_classes);
+  return it->second.make(input_shape.value_or(it->second.default_input),
+                         num_classes > 0 ? num_classes : it->second.default_classes);
+}
+
+Result<json> ZooModelJson(const std::string& name, std::optional<TensorShape> input_shape,
+                          int64_t num_classes) {
+  TROUPE_ASSIGN_OR_RETURN(json model, ZooModelConfig(name, input_shape, num_classes));
   TROUPE_RETURN_IF_ERROR(FillTensorShapes(model));
   return model;
 }
