@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace troupe::actors {
 
@@ -20,12 +21,34 @@ struct TrainConfig {
   // A TF/Keras/Troupe checkpoint whose model weights a new run starts from (fine-tuning).
   std::string init_from;
   // [data]
-  std::string data_source = "fashion_mnist";  // the only source so far
+  std::string data_source = "fashion_mnist";  // fashion_mnist | tfrecord | text | synthetic
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string data_files;       // text: a glob of the text files
-  int64_t sequence_length = 0;  // text: characters per example
+  std::string data_files;          // text, tfrecord: a glob of the training files (sorted)
+  std::string data_eval_files;     // tfrecord: a glob of the evaluation files
+  std::string compression;         // tfrecord: "" | "GZIP" | "ZLIB"
+  int64_t sequence_length = 0;     // text: characters per example
+  int64_t num_classes = 0;         // tfrecord, synthetic: labels are in [0, num_classes)
+  int64_t synthetic_examples = 0;  // synthetic: examples per epoch
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF
+  int64_t prefetch = 2;             // batches each replica's input thread keeps ready
+  int64_t decode_threads = 0;       // threads decoding one replica's batch (0: automatic)
+  // [data.features.image]: the model's input as a tf.train.Example feature (tfrecord), and the
+  // shape of synthetic examples.
+  struct Feature {
+    std::string key;
+    std::string decode;          // image: raw | png | jpeg | int64 | float
+    std::string dtype;           // label: int64 | float
+    std::vector<int64_t> shape;  // one example's shape ([] for a scalar label)
+    double scale = 1.0;          // image: x * scale + offset, in float32
+    double offset = 0.0;
+  };
+  Feature image_feature{"image", "raw", "", {28, 28, 1}, 1.0, 0.0};
+  Feature label_feature{"label", "", "int64", {}, 1.0, 0.0};
+  // [data.augment]: drawn per replica and step from stateless RNG (training only).
+  std::vector<int64_t> resize;      // [height, width]: bilinear resize first (empty: off)
+  int64_t random_crop_padding = 0;  // pad by this many pixels, then crop back at random
+  bool random_flip = false;         // flip left-right with probability 1/2
   // [train]
   int64_t epochs = 1;
   int64_t max_steps = 0;  // 0: run all epochs
