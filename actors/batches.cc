@@ -1,45 +1,124 @@
 #include "actors/batches.h"
 
+#include <algorithm>
+
 namespace troupe::actors {
 namespace {
 
-Result<input::SourceData> Open(const TrainConfig& config, input::DataSplit split,
-                               const input::InputContext& context) {
-  return input::OpenDataSource(
-      {config.data_source, config.data_dir, config.data_files, config.sequence_length}, split,
-      context);
+input::FeatureSpec Feature(const TrainConfig::Feature& f) {
+  return input::FeatureSpec{f.key, f.decode, f.dtype, f.shape, f.scale, f.offset};
+}
+
+// The files pipeline i of the job reads (FILE: every R-th of the source's, from i).
+std::vector<std::string> PipelineFiles(const TrainingData& d, int64_t i) {
+  if (d.policy != input::AutoShardPolicy::kFile) return d.source.files;
+  std::vector<std::string> files;
+  for (size_t f = static_cast<size_t>(i); f < d.source.files.size();
+       f += static_cast<size_t>(d.options.replicas)) {
+    files.push_back(d.source.files[f]);
+  }
+  return files;
 }
 
 }  // namespace
 
-Result<JobInput> TrainingInput(const TrainConfig& config, const input::InputContext& context) {
-  TROUPE_ASSIGN_OR_RETURN(input::SourceData source,
-                          Open(config, input::DataSplit::kTrain, context));
-  const int64_t examples = source.examples.Cardinality();
-  if (examples < 0) {
-    return FailedPreconditionError("data.source = \"" + config.data_source +
-                                   "\": the training split's size is unknown, so an epoch "
-                                   "cannot be counted; set train.max_steps");
-  }
-  if (examples < config.global_batch_size) {
-    return FailedPreconditionError("data.source = \"" + config.data_source +
-                                   "\": the training split has " + std::to_string(examples) +
-                                   " examples, fewer than train.global_batch_size (" +
-                                   std::to_string(config.global_batch_size) + ")");
-  }
-  input::Dataset ds = std::move(source.examples);
-  if (config.shuffle_buffer > 0) ds = ds.Shuffle(config.shuffle_buffer, config.seed, true);
-  ds = ds.Batch(config.global_batch_size, /*drop_remainder=*/true).Repeat();
-  TROUPE_RETURN_IF_ERROR(ds.status());
-  return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape,
-                  examples / config.global_batch_size, source.num_classes};
+input::DataSourceSpec SourceSpec(const TrainConfig& config) {
+  input::DataSourceSpec spec;
+  spec.source = config.data_source;
+  spec.dir = config.data_dir;
+  spec.files = config.data_files;
+  spec.eval_files = config.data_eval_files;
+  spec.compression = config.compression;
+  spec.sequence_length = config.sequence_length;
+  spec.num_classes = config.num_classes;
+  spec.synthetic_examples = config.synthetic_examples;
+  spec.seed = config.seed;
+  spec.decode_threads = static_cast<int>(std::max<int64_t>(1, config.decode_threads));
+  spec.image = Feature(config.image_feature);
+  spec.label = Feature(config.label_feature);
+  return spec;
 }
 
-Result<JobInput> EvaluationInput(const TrainConfig& config, const input::InputContext& context) {
-  TROUPE_ASSIGN_OR_RETURN(input::SourceData source, Open(config, input::DataSplit::kTest, context));
+input::InputPositions TrainingData::Positions(std::vector<int64_t> positions) const {
+  input::InputPositions p;
+  p.policy = std::string(input::AutoShardPolicyName(policy));
+  p.replicas = options.replicas;
+  p.global_batch_size = options.global_batch_size;
+  p.shuffle_buffer = options.shuffle_buffer;
+  p.seed = options.seed;
+  p.positions = std::move(positions);
+  for (size_t i = 0; i < p.positions.size(); ++i) {
+    p.files.push_back(PipelineFiles(*this, static_cast<int64_t>(i)));
+  }
+  return p;
+}
+
+Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_replicas,
+                                      std::vector<int64_t> replica_ids, const JobMin& job_min) {
+  TrainingData d;
+  d.replica_ids = std::move(replica_ids);
+  TROUPE_ASSIGN_OR_RETURN(input::AutoShardPolicy configured,
+                          input::AutoShardPolicyFromName(config.auto_shard));
+  d.options = {configured, total_replicas, config.global_batch_size, config.shuffle_buffer,
+               config.seed};
+  // Each replica's pipeline needs its own InputContext; OFF's global stream is pipeline 0 of 1.
+  const input::InputContext whole{1, 0, 1};
+  TROUPE_ASSIGN_OR_RETURN(
+      d.source, input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole));
+  TROUPE_ASSIGN_OR_RETURN(d.policy, input::ResolveShardPolicy(d.source, d.options));
+  int64_t fewest = INT64_MAX;
+  if (d.global()) {
+    TROUPE_ASSIGN_OR_RETURN(input::ReplicaPlan plan,
+                            input::PlanReplicaInput(d.source, d.options, d.policy, 0));
+    fewest = plan.batches_per_epoch;
+    d.plans.push_back(std::move(plan));
+  } else {
+    for (int64_t g : d.replica_ids) {
+      TROUPE_ASSIGN_OR_RETURN(input::ReplicaPlan plan,
+                              input::PlanReplicaInput(d.source, d.options, d.policy, g));
+      fewest = std::min(fewest, plan.batches_per_epoch);
+      d.plans.push_back(std::move(plan));
+    }
+  }
+  TROUPE_ASSIGN_OR_RETURN(d.steps_per_epoch, job_min(fewest));
+  return d;
+}
+
+Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
+                                                      const TrainingData& data,
+                                                      const std::vector<int64_t>& positions,
+                                                      int64_t first_step) {
+  std::vector<input::ReplicaStream> streams;
+  for (const input::ReplicaPlan& plan : data.plans) {
+    input::ReplicaStream stream(plan.epoch, data.steps_per_epoch);
+    if (!positions.empty()) {
+      const size_t pipeline = data.global() ? 0 : static_cast<size_t>(plan.replica);
+      TROUPE_RETURN_IF_ERROR(stream.FastForward(positions.at(pipeline))
+                                 .WithContext("moving replica " + std::to_string(plan.replica) +
+                                              "'s input to its checkpointed position"));
+    }
+    streams.push_back(std::move(stream));
+  }
+  input::ReplicaFeed::Options o;
+  o.global = data.global();
+  o.rows_per_replica = config.global_batch_size / data.options.replicas;
+  o.prefetch = config.prefetch;
+  o.first_step = first_step;
+  auto to_model = data.source.to_model;
+  input::ReplicaFeed::Prepare prepare = [to_model](const input::Element& rows, int64_t, int64_t) {
+    return to_model(rows);
+  };
+  return std::make_unique<input::ReplicaFeed>(std::move(streams), data.replica_ids,
+                                              std::move(prepare), o);
+}
+
+Result<JobInput> EvaluationInput(const TrainConfig& config) {
+  TROUPE_ASSIGN_OR_RETURN(input::SourceData source,
+                          input::OpenDataSource(SourceSpec(config), input::DataSplit::kTest,
+                                                input::InputContext{1, 0, 1}));
   input::Dataset ds = source.examples.Batch(config.global_batch_size);
   TROUPE_RETURN_IF_ERROR(ds.status());
-  return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape, 0,
+  return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape,
                   source.num_classes};
 }
 

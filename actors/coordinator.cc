@@ -72,9 +72,12 @@ void AssignAll(Self* self, const ControlOptions& control, const CoordinatorOptio
       rp.deliver(assign_atom::value, Assignment{}, refusal);
       continue;
     }
-    // One input pipeline per process (TF's InputContext: pipeline id = worker index).
-    a.input_pipeline_id = rank;
-    a.num_input_pipelines = control.world_size;
+    // One input pipeline per replica (InputContext(num_input_pipelines = total,
+    // input_pipeline_id = global replica id)): this worker reads pipelines [first, first +
+    // num_replicas). OFF: the one global stream every worker reads.
+    const bool global = options.shard_policy == "OFF";
+    a.input_pipeline_id = global ? 0 : first;
+    a.num_input_pipelines = global ? 1 : total;
     a.shard_policy = options.shard_policy;
     rp.deliver(assign_atom::value, std::move(a), std::string());
   }

@@ -1,5 +1,6 @@
 // ProgressLine: "epoch 2/5  step 1200/4685  loss 0.4123  acc 0.853  5210 ex/s  ETA 41s",
-// redrawn in place on a terminal, one line per report otherwise.
+// redrawn in place on a terminal, one line per report otherwise. When steps waited for their
+// input batches for 1 % or more of the window, it says so: "  input wait 12%".
 #pragma once
 
 #include <chrono>
@@ -12,7 +13,9 @@ class ProgressLine {
  public:
   ProgressLine(int64_t total_steps, int64_t epochs, int64_t start_step);
   // Reports the metrics averaged since the last report; returns examples/s over that window.
-  double Report(int64_t step, int64_t epoch, double loss, double accuracy, int64_t examples);
+  // `input_wait_s`: time the window's steps spent waiting for input.
+  double Report(int64_t step, int64_t epoch, double loss, double accuracy, int64_t examples,
+                double input_wait_s = 0);
   // Ends the in-place line (before other output).
   void Break();
 

@@ -186,11 +186,21 @@ Status InitFromCheckpoint(Trainer::Parts& p) {
 // dir that reads back cleanly (nothing restored for a new run). A checkpoint written for
 // another model, global batch or optimizer is refused naming both.
 Status RestoreRunDir(Trainer::Parts& p) {
-  TROUPE_ASSIGN_OR_RETURN(JobInput input, TrainingInput(p.config, p.InputContext()));
-  p.train_input = std::make_unique<JobInput>(std::move(input));
-  TROUPE_ASSIGN_OR_RETURN(p.replicas,
-                          ModelReplicas::Create(p.config, p.devices, p.train_input->feature_shape,
-                                                p.train_input->num_classes, CrossReplicaSums(p)));
+  std::vector<int64_t> ids;
+  for (int g : p.group.local_replica_ids()) ids.push_back(g);
+  auto job_min = [&p](int64_t local) -> Result<int64_t> {
+    // One tensor per local replica, as every collective takes.
+    std::vector<Tensor> t;
+    for (int r = 0; r < p.local_replicas; ++r) t.push_back(Tensor::Scalar<int64_t>(local));
+    TROUPE_RETURN_IF_ERROR(p.comm->AllReduce(t, ReduceOp::kMin)->Wait());
+    return t[0].data<int64_t>()[0];
+  };
+  TROUPE_ASSIGN_OR_RETURN(TrainingData data,
+                          OpenTrainingData(p.config, p.total_replicas, std::move(ids), job_min));
+  p.train_data = std::make_unique<TrainingData>(std::move(data));
+  TROUPE_ASSIGN_OR_RETURN(
+      p.replicas, ModelReplicas::Create(p.config, p.devices, p.train_data->source.feature_shape,
+                                        p.train_data->source.num_classes, CrossReplicaSums(p)));
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
@@ -263,22 +273,45 @@ Status HonourAssignment(Trainer::Parts& p) {
   if (a.shard_policy != p.config.auto_shard) {
     return refuse("shard policy " + a.shard_policy + ", the config says " + p.config.auto_shard);
   }
-  if (a.shard_policy == "FILE" || a.shard_policy == "DATA") {
-    return refuse("data.auto_shard = \"" + a.shard_policy + "\" gives every replica its own " +
-                  "pipeline, which the " + p.config.data_source +
-                  " source does not offer yet (it is one global stream whose batches replicas "
-                  "split by rows); use \"AUTO\" or \"OFF\"");
-  }
   p.replica_keys = a.replica_rng_keys;
   return Status::OK();
 }
 
-// The global batch stream, at the position the restored checkpoint recorded.
+// The positions the restored checkpoint recorded (none for a new run), checked against the
+// pipelines this run builds: input that cannot continue exactly is refused, never replaced.
+Result<std::vector<int64_t>> RestoredPositions(Trainer::Parts& p) {
+  if (p.resumed_from.empty()) return std::vector<int64_t>{};
+  TROUPE_ASSIGN_OR_RETURN(input::IteratorState state, p.state->iterator_state());
+  Result<input::InputPositions> saved = input::DecodeInputPositions(state);
+  const TrainingData& d = *p.train_data;
+  const size_t pipelines = d.global() ? 1 : static_cast<size_t>(p.total_replicas);
+  if (saved.status().code() == StatusCode::kNotFound && d.global()) {
+    // Written before per-replica input: the same global stream, one batch per step.
+    return std::vector<int64_t>{p.step};
+  }
+  if (!saved.ok()) {
+    return FailedPreconditionError(
+        "cannot resume from " + p.resumed_from + ": " + saved.status().message() +
+        (saved.status().code() == StatusCode::kNotFound
+             ? " (it predates per-replica input and read one global stream); resume with "
+               "--set data.auto_shard=OFF, or start over with --fresh --force"
+             : ""));
+  }
+  const std::string why =
+      input::InputMismatch(*saved, d.Positions(std::vector<int64_t>(pipelines, 0)));
+  if (!why.empty()) {
+    return FailedPreconditionError("cannot resume from " + p.resumed_from +
+                                   " with the same data: " + why +
+                                   "; restore the old settings or start over with --fresh --force");
+  }
+  return saved->positions;
+}
+
+// This process's input feed, at the positions the restored checkpoint recorded.
 Status OpenTrainingStream(Trainer::Parts& p) {
-  TROUPE_ASSIGN_OR_RETURN(p.iterator, p.train_input->batches.MakeIterator());
-  if (p.resumed_from.empty()) return Status::OK();
-  TROUPE_ASSIGN_OR_RETURN(input::IteratorState it_state, p.state->iterator_state());
-  return p.iterator->Restore(it_state).WithContext("restoring the input iterator");
+  TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> positions, RestoredPositions(p));
+  TROUPE_ASSIGN_OR_RETURN(p.feed, StartFeed(p.config, *p.train_data, positions, p.step));
+  return Status::OK();
 }
 }  // namespace
 
@@ -306,7 +339,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
   TROUPE_RETURN_IF_ERROR(JoinControlPlane(*p));
   TROUPE_RETURN_IF_ERROR(HonourAssignment(*p));
   TROUPE_RETURN_IF_ERROR(OpenTrainingStream(*p));
-  p->steps_per_epoch = p->train_input->steps_per_epoch;
+  p->steps_per_epoch = p->train_data->steps_per_epoch;
   p->total_steps = config.epochs * p->steps_per_epoch;
   if (config.max_steps > 0) p->total_steps = std::min(p->total_steps, config.max_steps);
   p->per_replica_batch = config.global_batch_size / p->total_replicas;
@@ -324,11 +357,12 @@ const std::vector<int64_t>& Trainer::replica_keys() const { return p_->replica_k
 
 Status Trainer::Save() {
   Parts& p = *p_;
+  // Every rank takes part in gathering the positions; the chief writes them.
+  TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> positions, p.GatherInputPositions());
   if (!p.chief) return Status::OK();
   TROUPE_RETURN_IF_ERROR(p.CheckFiniteState());
   p.state->SetProgress(p.step, p.step / p.steps_per_epoch);
-  TROUPE_ASSIGN_OR_RETURN(input::IteratorState it_state, p.iterator->Save());
-  p.state->SetIteratorState(it_state);
+  p.state->SetIteratorState(input::EncodeInputPositions(p.train_data->Positions(positions)));
   // save_counter tracks the step (ckpt-<step>), so a resumed run's checkpoint carries the
   // same counter as an uninterrupted one's, however often either saved.
   p.state->root().save_counter().set_value(Tensor::Scalar<int64_t>(p.step - 1));
@@ -338,7 +372,22 @@ Status Trainer::Save() {
 }
 
 input::InputContext Trainer::Parts::InputContext() const {
-  return input::InputContext{launch.world_size, launch.rank, total_replicas};
+  if (config.auto_shard == "OFF") return input::InputContext{1, 0, total_replicas};
+  return input::InputContext{total_replicas, first_replica, total_replicas};
+}
+
+Result<std::vector<int64_t>> Trainer::Parts::GatherInputPositions() {
+  const std::vector<int64_t> local = feed->positions();
+  if (train_data->global()) return local;  // every process walks the same global stream
+  // Replica r contributes its own entry; the sum assembles them all.
+  std::vector<Tensor> t;
+  for (size_t r = 0; r < local.size(); ++r) {
+    std::vector<int64_t> mine(static_cast<size_t>(total_replicas), 0);
+    mine[static_cast<size_t>(first_replica) + r] = local[r];
+    t.push_back(Tensor::FromVector(mine));
+  }
+  TROUPE_RETURN_IF_ERROR(comm->AllReduce(t, ReduceOp::kSum)->Wait());
+  return std::vector<int64_t>(t[0].data<int64_t>(), t[0].data<int64_t>() + total_replicas);
 }
 
 Status Trainer::Parts::CheckFiniteState() const {
@@ -370,7 +419,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
 }
 
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path) {
-  TROUPE_ASSIGN_OR_RETURN(JobInput input, EvaluationInput(config, input::InputContext{}));
+  TROUPE_ASSIGN_OR_RETURN(JobInput input, EvaluationInput(config));
   TROUPE_ASSIGN_OR_RETURN(
       auto replicas,
       ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape, input.num_classes));

@@ -71,6 +71,8 @@ struct StepMetrics {
   // This process's wait for the gradient allreduce after its backward passes ended (the
   // buckets that did not finish while backward ran).
   double allreduce_wait_s = 0;
+  // This process's wait for its replicas' input batches (0 when the feed kept ahead).
+  double input_wait_s = 0;
 };
 
 class Trainer {

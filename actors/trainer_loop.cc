@@ -13,7 +13,7 @@ namespace {
 
 // The metrics between two progress lines.
 struct Window {
-  double loss = 0, correct = 0, wait_s = 0;
+  double loss = 0, correct = 0, wait_s = 0, input_wait_s = 0;
   int64_t examples = 0, steps = 0;
 };
 
@@ -69,6 +69,7 @@ Result<TrainSummary> Trainer::Run() {
     window.correct += m.correct;
     window.examples += static_cast<int64_t>(m.examples);
     window.wait_s += m.allreduce_wait_s;
+    window.input_wait_s += m.input_wait_s;
     ++window.steps;
     run_examples += m.examples;
     run_wait_s += m.allreduce_wait_s;
@@ -83,13 +84,15 @@ Result<TrainSummary> Trainer::Run() {
     if (p.chief && (step % p.config.log_every == 0 || step == p.total_steps || m.stop)) {
       const double n = static_cast<double>(std::max<int64_t>(1, window.examples));
       const double loss = window.loss / n, acc = window.correct / n;
-      const double rate =
-          progress.Report(step, (step - 1) / p.steps_per_epoch, loss, acc, window.examples);
+      const double rate = progress.Report(step, (step - 1) / p.steps_per_epoch, loss, acc,
+                                          window.examples, window.input_wait_s);
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("loss", loss, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("accuracy", acc, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("examples_per_sec", rate, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar(
           "allreduce_wait_ms", 1000 * window.wait_s / std::max<int64_t>(1, window.steps), step));
+      TROUPE_RETURN_IF_ERROR(p.events->AddScalar(
+          "input_wait_ms", 1000 * window.input_wait_s / std::max<int64_t>(1, window.steps), step));
       window = Window{};
     }
     if (m.stop ||
@@ -105,7 +108,10 @@ Result<TrainSummary> Trainer::Run() {
     if (step % p.steps_per_epoch == 0 || step == p.total_steps) {
       TROUPE_ASSIGN_OR_RETURN(auto test, Evaluate());
       progress.Break();
-      if (p.chief) {
+      if (p.chief && p.no_eval_split) {
+        std::printf("epoch %lld done (no evaluation: data.eval_files is not set)\n",
+                    static_cast<long long>((step - 1) / p.steps_per_epoch + 1));
+      } else if (p.chief) {
         std::printf("epoch %lld: test loss %.4f, test accuracy %.4f",
                     static_cast<long long>((step - 1) / p.steps_per_epoch + 1), test.first,
                     test.second);

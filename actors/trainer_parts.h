@@ -48,9 +48,10 @@ struct Trainer::Parts {
   std::unique_ptr<ModelReplicas> replicas;
   std::unique_ptr<TrainState> state;
   std::unique_ptr<ckpt::CheckpointManager> manager;
-  std::unique_ptr<JobInput> train_input;  // global batches; iterator walks them
-  std::unique_ptr<JobInput> eval_input;   // opened by the first Evaluate, read every epoch
-  std::unique_ptr<input::Iterator> iterator;
+  std::unique_ptr<TrainingData> train_data;  // this process's training pipelines
+  std::unique_ptr<input::ReplicaFeed> feed;  // their model-ready batches, made ahead
+  std::unique_ptr<JobInput> eval_input;      // opened by the first Evaluate, read every epoch
+  bool no_eval_split = false;                // the source has no test split
   std::unique_ptr<EventWriter> events;
 
   // Gradient reduction: NCCL on the GPU, or buckets reduced on the host while backward runs.
@@ -67,9 +68,11 @@ struct Trainer::Parts {
   int64_t per_replica_batch = 1;
   std::string resumed_from;
 
-  // This process's input pipeline: one per process, reading the global stream (the
-  // coordinator's FILE/DATA per-replica pipelines are refused until sources offer them).
+  // The input pipelines this process reads, as the coordinator assigns them: one per replica
+  // (ids first_replica.. of total_replicas) unless data.auto_shard is OFF (pipeline 0 of 1).
   input::InputContext InputContext() const;
+  // Every pipeline's position, gathered from all processes (a sum over disjoint entries).
+  Result<std::vector<int64_t>> GatherInputPositions();
   // Sums (loss, correct, count, stop) over every replica of the job, in replica-id order.
   Result<std::array<double, 4>> SumMetrics(const std::vector<std::array<double, 4>>& local);
   // A collective that failed because a peer died races the coordinator, whose verdict names

@@ -52,8 +52,9 @@ Status Trainer::Parts::JobFailed(const Status& local) {
 
 Result<StepMetrics> Trainer::RunStep() {
   Parts& p = *p_;
-  TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, p.iterator->Next());
-  if (!raw) return InternalError("the repeated training stream ended");
+  double input_wait_s = 0;
+  Result<std::vector<input::Element>> batches = p.feed->Next(&input_wait_s);
+  if (!batches.ok()) return batches.status().WithContext("step " + std::to_string(p.step + 1));
   const int R = p.local_replicas;
   std::vector<std::array<double, 4>> local(static_cast<size_t>(R), {0, 0, 0, 0});
   std::vector<Status> errors(static_cast<size_t>(R));
@@ -68,15 +69,11 @@ Result<StepMetrics> Trainer::RunStep() {
             p.bucketer->MarkReady(static_cast<int>(r), p.params[static_cast<size_t>(i)].name, grad);
         if (!s.ok() && error.ok()) error = s;
       };
-      const int64_t g = p.first_replica + r;
-      Result<input::Element> batch =
-          ModelRows(*p.train_input, *raw, g * p.per_replica_batch, (g + 1) * p.per_replica_batch);
+      const input::Element& batch = (*batches)[static_cast<size_t>(r)];
       const Tensor seed = ModelReplicas::StepSeed(p.replica_keys[static_cast<size_t>(r)], p.step);
       Result<StepOutput> out =
-          batch.ok()
-              ? p.replicas->Step(static_cast<int>(r), *batch, seed, p.device_grads,
-                                 p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr)
-              : Result<StepOutput>(batch.status());
+          p.replicas->Step(static_cast<int>(r), batch, seed, p.device_grads,
+                           p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr);
       if (!out.ok()) {
         error = out.status();
         continue;
@@ -106,7 +103,8 @@ Result<StepMetrics> Trainer::RunStep() {
   local[0][3] = stop_here ? 1 : 0;
   Result<std::array<double, 4>> summed = p.SumMetrics(local);
   if (!summed.ok()) return p.JobFailed(summed.status());
-  StepMetrics m{(*summed)[0], (*summed)[1], (*summed)[2], (*summed)[3] > 0, false, wait_s};
+  StepMetrics m{(*summed)[0], (*summed)[1], (*summed)[2], (*summed)[3] > 0,
+                false,        wait_s,       input_wait_s};
   // The summed loss and the reduced gradients are the same on every rank, so every rank
   // takes the same decision.
   if (!std::isfinite(m.loss_sum) || !GradientsFinite(grads[0])) {
@@ -129,9 +127,16 @@ Result<StepMetrics> Trainer::RunStep() {
 
 Result<std::pair<double, double>> Trainer::Evaluate() {
   Parts& p = *p_;
+  if (p.no_eval_split) return std::make_pair(std::nan(""), std::nan(""));
   if (!p.eval_input) {
-    TROUPE_ASSIGN_OR_RETURN(JobInput eval, EvaluationInput(p.config, p.InputContext()));
-    p.eval_input = std::make_unique<JobInput>(std::move(eval));
+    Result<JobInput> eval = EvaluationInput(p.config);
+    if (eval.status().code() == StatusCode::kNotFound && p.config.data_eval_files.empty() &&
+        p.config.data_source == "tfrecord") {
+      p.no_eval_split = true;
+      return std::make_pair(std::nan(""), std::nan(""));
+    }
+    TROUPE_RETURN_IF_ERROR(eval.status());
+    p.eval_input = std::make_unique<JobInput>(std::move(*eval));
   }
   const JobInput& eval = *p.eval_input;
   TROUPE_ASSIGN_OR_RETURN(auto it, eval.batches.MakeIterator());

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/named_registry.h"
+#include "input/synthetic_source.h"
 #include "input/text_source.h"
+#include "input/tfrecord_source.h"
 
 namespace troupe::input {
 namespace {
@@ -44,6 +46,8 @@ NamedRegistry<DataSourceFn>& TheRegistry() {
     auto* r = new NamedRegistry<DataSourceFn>("source", "data.source");
     (void)r->Register("fashion_mnist", FashionMnist);
     (void)r->Register("text", OpenTextSource);
+    (void)r->Register("tfrecord", OpenTFRecordSource);
+    (void)r->Register("synthetic", OpenSyntheticSource);
     return r;
   }();
   return *registry;

@@ -1,10 +1,12 @@
 // Data sources: `[data] source` names a function of (spec, split, InputContext) that opens a
 // dataset of examples as they are stored (compact: the training loop shuffles, batches and
 // checkpoints them so) and says how a batch of them becomes the model's (features, labels).
-// The built-in "fashion_mnist" is registered on first use; a program registers its own with
-// RegisterDataSource. Replicas take rows of each global batch (ReplicaRows / BatchRows).
+// The built-ins (fashion_mnist, tfrecord, text, synthetic) are registered on first use; a program
+// registers its own with RegisterDataSource. Replicas take rows of each global batch (ReplicaRows /
+// BatchRows).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -17,11 +19,29 @@
 
 namespace troupe::input {
 
+// One tf.train.Example feature as the config describes it ([data.features.image] / .label).
+struct FeatureSpec {
+  std::string key;
+  std::string decode;          // image: raw | png | jpeg | int64 | float
+  std::string dtype;           // label: int64 | float
+  std::vector<int64_t> shape;  // one example's shape
+  double scale = 1.0;          // image: x * scale + offset, in float32
+  double offset = 0.0;
+};
+
 struct DataSourceSpec {
-  std::string source;           // the registered name
-  std::string dir;              // where its files are
-  std::string files;            // a glob of its files (sources that read files by name)
-  int64_t sequence_length = 0;  // characters or tokens per example (sequence sources)
+  std::string source;              // the registered name
+  std::string dir;                 // where its files are
+  std::string files;               // a glob of its files (sources that read files by name)
+  std::string eval_files;          // a glob of the evaluation split's files (tfrecord)
+  std::string compression;         // tfrecord: "", "GZIP", "ZLIB"
+  int64_t sequence_length = 0;     // characters or tokens per example (sequence sources)
+  int64_t num_classes = 0;         // tfrecord, synthetic: labels are in [0, num_classes)
+  int64_t synthetic_examples = 0;  // synthetic: examples per epoch
+  int64_t seed = 0;                // synthetic: the job seed its values derive from
+  int decode_threads = 1;          // threads turning one batch into the model's tensors
+  FeatureSpec image;               // tfrecord: the model's input; synthetic: its shape
+  FeatureSpec label;
 };
 
 enum class DataSplit { kTrain, kTest };
@@ -32,6 +52,10 @@ struct SourceData {
   std::function<Result<Element>(const Element&)> to_model;
   TensorShape feature_shape;  // one example's features as the model takes them
   int64_t num_classes = 0;    // labels are in [0, num_classes): classes, or a vocabulary
+  // Sources that read files: the files `examples` reads, in order (FILE auto-sharding hands
+  // them out), and how many examples one of them holds.
+  std::vector<std::string> files;
+  std::function<Result<int64_t>(const std::string& file)> count_examples;
 };
 
 using DataSourceFn =

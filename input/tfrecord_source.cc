@@ -1,0 +1,261 @@
+#include "input/tfrecord_source.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "core/thread_pool.h"
+#include "input/example.h"
+#include "input/image_decode.h"
+#include "input/tfrecord.h"
+
+namespace troupe::input {
+namespace {
+
+int64_t Product(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string ShapeText(const std::vector<int64_t>& dims) { return TensorShape(dims).ToString(); }
+
+// How one record becomes a row of the model's (features, labels).
+class ExampleDecoder {
+ public:
+  ExampleDecoder(DataSourceSpec spec, Compression compression, std::vector<std::string> files)
+      : spec_(std::move(spec)), compression_(compression), files_(std::move(files)) {
+    if (spec_.decode_threads > 1) {
+      pool_ = std::make_shared<ThreadPool>(spec_.decode_threads - 1, "decode");
+    }
+  }
+
+  DType feature_dtype() const {
+    return spec_.image.decode == "int64" ? DType::kInt32 : DType::kFloat32;
+  }
+
+  // A batch of serialized records (string [n]) -> (features [n, ...], labels [n, ...]).
+  Result<Element> Decode(const Element& batch) const {
+    if (batch.size() != 1 || batch[0].dtype() != DType::kString || batch[0].rank() != 1) {
+      return InvalidArgumentError("tfrecord: expected a batch of serialized records (string [n])");
+    }
+    const int64_t n = batch[0].dim(0);
+    std::vector<int64_t> fshape{n}, lshape{n};
+    fshape.insert(fshape.end(), spec_.image.shape.begin(), spec_.image.shape.end());
+    lshape.insert(lshape.end(), spec_.label.shape.begin(), spec_.label.shape.end());
+    TROUPE_ASSIGN_OR_RETURN(Tensor features,
+                            Tensor::Allocate(feature_dtype(), TensorShape(fshape)));
+    TROUPE_ASSIGN_OR_RETURN(Tensor labels, Tensor::Allocate(DType::kInt32, TensorShape(lshape)));
+    std::vector<Status> errors(static_cast<size_t>(n));
+    auto rows = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        errors[static_cast<size_t>(i)] =
+            DecodeRow(batch[0].data<std::string>()[i], i, &features, &labels);
+      }
+    };
+    if (pool_ && n > 1) {
+      pool_->ParallelFor(n, std::max<int64_t>(1, n / (2 * (pool_->num_threads() + 1))), rows);
+    } else {
+      rows(0, n);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const Status& s = errors[static_cast<size_t>(i)];
+      if (!s.ok()) return Locate(batch[0].data<std::string>()[i], s);
+    }
+    return Element{std::move(features), std::move(labels)};
+  }
+
+ private:
+  Status DecodeRow(const std::string& record, int64_t row, Tensor* features, Tensor* labels) const {
+    const FeatureSpec& im = spec_.image;
+    const FeatureSpec& lb = spec_.label;
+    const int64_t fsize = Product(im.shape);
+    const int64_t lsize = Product(lb.shape);
+    FixedLenFeature image{im.key, DType::kString, TensorShape{}, {}};
+    if (im.decode == "int64") image = {im.key, DType::kInt64, TensorShape(im.shape), {}};
+    if (im.decode == "float") image = {im.key, DType::kFloat32, TensorShape(im.shape), {}};
+    FixedLenFeature label{lb.key, DType::kInt64, TensorShape(lb.shape), {}};
+    TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> parsed, ParseSingleExample(record, {image, label}));
+    const int64_t* ids = parsed[1].data<int64_t>();
+    int32_t* out_labels = labels->data<int32_t>() + row * lsize;
+    for (int64_t i = 0; i < lsize; ++i) {
+      if (ids[i] < 0 || ids[i] >= spec_.num_classes) {
+        return InvalidArgumentError(
+            "feature '" + lb.key + "' holds " + std::to_string(ids[i]) +
+            ", outside [0, data.num_classes = " + std::to_string(spec_.num_classes) + ")");
+      }
+      out_labels[i] = static_cast<int32_t>(ids[i]);
+    }
+    if (im.decode == "int64") {
+      const int64_t* v = parsed[0].data<int64_t>();
+      int32_t* dst = features->data<int32_t>() + row * fsize;
+      for (int64_t i = 0; i < fsize; ++i) dst[i] = static_cast<int32_t>(v[i]);
+      return Status::OK();
+    }
+    float* dst = features->data<float>() + row * fsize;
+    const float scale = static_cast<float>(im.scale), offset = static_cast<float>(im.offset);
+    if (im.decode == "float") {
+      const float* v = parsed[0].data<float>();
+      for (int64_t i = 0; i < fsize; ++i) dst[i] = v[i] * scale + offset;
+      return Status::OK();
+    }
+    TROUPE_ASSIGN_OR_RETURN(Tensor pixels, Pixels(parsed[0].data<std::string>()[0]));
+    const uint8_t* src = pixels.data<uint8_t>();
+    for (int64_t i = 0; i < fsize; ++i) dst[i] = static_cast<float>(src[i]) * scale + offset;
+    return Status::OK();
+  }
+
+  // The image feature's uint8 pixels, exactly `shape`.
+  Result<Tensor> Pixels(const std::string& bytes) const {
+    const FeatureSpec& im = spec_.image;
+    const int64_t size = Product(im.shape);
+    if (im.decode == "raw") {
+      if (static_cast<int64_t>(bytes.size()) != size) {
+        return InvalidArgumentError("feature '" + im.key + "' holds " +
+                                    std::to_string(bytes.size()) + " raw bytes, data.features." +
+                                    "image.shape " + ShapeText(im.shape) + " needs " +
+                                    std::to_string(size));
+      }
+      TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(DType::kUInt8, TensorShape(im.shape)));
+      std::copy(bytes.begin(), bytes.end(), t.data<uint8_t>());
+      return t;
+    }
+    const int channels = static_cast<int>(im.shape[2]);
+    Result<Tensor> img =
+        im.decode == "png" ? DecodePng(bytes, channels) : DecodeJpeg(bytes, channels);
+    if (!img.ok()) return img.status().WithContext("feature '" + im.key + "'");
+    if (img->shape() != TensorShape(im.shape)) {
+      return InvalidArgumentError("feature '" + im.key + "' decodes to an image of shape " +
+                                  img->shape().ToString() + ", data.features.image.shape is " +
+                                  ShapeText(im.shape) +
+                                  " (set data.augment.resize to take other sizes)");
+    }
+    return img;
+  }
+
+  // The error, naming the file and record that hold `record` (found again by scanning the
+  // files: errors are rare, and records carry no origin through shuffles).
+  Status Locate(const std::string& record, const Status& error) const {
+    for (const std::string& file : files_) {
+      Result<std::unique_ptr<TFRecordReader>> reader =
+          TFRecordReader::Open(file, {compression_, kDefaultReadBufferBytes, false});
+      if (!reader.ok()) continue;
+      std::string r;
+      for (int64_t index = 0;; ++index) {
+        const uint64_t offset = (*reader)->offset();
+        if (!(*reader)->ReadRecord(&r).ok()) break;
+        if (r == record) {
+          return Status(error.code(), "tfrecord " + file + ", record " + std::to_string(index) +
+                                          " (offset " + std::to_string(offset) +
+                                          "): " + error.message() + "; check data.features");
+        }
+      }
+    }
+    return error.WithContext("tfrecord: a record of data.files");
+  }
+
+  DataSourceSpec spec_;
+  Compression compression_;
+  std::vector<std::string> files_;
+  std::shared_ptr<ThreadPool> pool_;
+};
+
+Status CheckFeatures(const DataSourceSpec& spec) {
+  const FeatureSpec& im = spec.image;
+  const std::string decodes[] = {"raw", "png", "jpeg", "int64", "float"};
+  if (std::find(std::begin(decodes), std::end(decodes), im.decode) == std::end(decodes)) {
+    return InvalidArgumentError("data.features.image.decode = \"" + im.decode +
+                                "\" is not one of raw, png, jpeg, int64, float");
+  }
+  if (im.key.empty() || spec.label.key.empty()) {
+    return InvalidArgumentError(
+        "data.features.image.key and data.features.label.key name the "
+        "Example features; neither may be empty");
+  }
+  if (im.shape.empty() || Product(im.shape) < 1) {
+    return InvalidArgumentError(
+        "data.features.image.shape must list the example's dimensions, "
+        "e.g. [28, 28, 1]");
+  }
+  if ((im.decode == "png" || im.decode == "jpeg") && im.shape.size() != 3) {
+    return InvalidArgumentError("data.features.image.decode = \"" + im.decode +
+                                "\" needs shape [height, width, channels], got " +
+                                ShapeText(im.shape));
+  }
+  if (im.decode == "int64" && (im.scale != 1.0 || im.offset != 0.0)) {
+    return InvalidArgumentError(
+        "data.features.image.scale/offset apply to pixel and float "
+        "features; int64 features are ids, taken as they are");
+  }
+  if (spec.label.dtype != "int64") {
+    return InvalidArgumentError("data.features.label.dtype = \"" + spec.label.dtype +
+                                "\": the models' losses take integer class ids; store labels "
+                                "as int64");
+  }
+  if (spec.num_classes < 1) {
+    return InvalidArgumentError(
+        "data.source = \"tfrecord\" needs data.num_classes >= 1 (labels "
+        "are class ids in [0, num_classes))");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key) {
+  if (pattern.empty()) return InvalidArgumentError(key + " is empty; give a glob of files");
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> files;
+  if (rc == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+  }
+  globfree(&g);
+  if (files.empty()) {
+    return NotFoundError(key + " = \"" + pattern + "\" matches no file; check the path");
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<int64_t> CountTFRecords(const std::string& path, Compression compression) {
+  TROUPE_ASSIGN_OR_RETURN(auto reader, TFRecordReader::Open(path, {compression}));
+  std::string record;
+  for (int64_t n = 0;; ++n) {
+    Status s = reader->ReadRecord(&record);
+    if (s.code() == StatusCode::kOutOfRange) return n;
+    TROUPE_RETURN_IF_ERROR(s);
+  }
+}
+
+Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit split,
+                                      const InputContext&) {
+  TROUPE_RETURN_IF_ERROR(CheckFeatures(spec));
+  TROUPE_ASSIGN_OR_RETURN(Compression compression, CompressionFromName(spec.compression));
+  const bool train = split == DataSplit::kTrain;
+  if (!train && spec.eval_files.empty()) {
+    return NotFoundError(
+        "data.source = \"tfrecord\" has no evaluation split: set "
+        "data.eval_files to a glob of its files");
+  }
+  const std::string key = train ? "data.files" : "data.eval_files";
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                          MatchFiles(train ? spec.files : spec.eval_files, key));
+  TFRecordOptions options;
+  options.compression_type = spec.compression;
+  Dataset records = Dataset::TFRecord(Dataset::FromFiles(files), options);
+  TROUPE_RETURN_IF_ERROR(records.status());
+  auto decoder = std::make_shared<ExampleDecoder>(spec, compression, files);
+  SourceData out;
+  out.examples = std::move(records);
+  out.to_model = [decoder](const Element& batch) { return decoder->Decode(batch); };
+  out.feature_shape = TensorShape(spec.image.shape);
+  out.num_classes = spec.num_classes;
+  out.files = std::move(files);
+  out.count_examples = [compression](const std::string& f) {
+    return CountTFRecords(f, compression);
+  };
+  return out;
+}
+
+}  // namespace troupe::input
