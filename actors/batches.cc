@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/logging.h"
+
 namespace troupe::actors {
 namespace {
 
@@ -81,6 +83,17 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
     }
   }
   TROUPE_ASSIGN_OR_RETURN(d.steps_per_epoch, job_min(fewest));
+  int64_t most = 0;
+  for (const input::ReplicaPlan& plan : d.plans) most = std::max(most, plan.batches_per_epoch);
+  TROUPE_ASSIGN_OR_RETURN(int64_t neg_most, job_min(-most));  // the job's largest share
+  if (-neg_most > d.steps_per_epoch && d.replica_ids.front() == 0) {
+    TROUPE_LOG(WARNING) << "data.auto_shard = " << input::AutoShardPolicyName(d.policy)
+                        << ": the replicas' shares hold " << d.steps_per_epoch << " to "
+                        << -neg_most << " batches an epoch; every replica takes "
+                        << d.steps_per_epoch
+                        << " per epoch (lockstep), so the larger shares are not read to the end. "
+                           "Use a file count that the replica count divides, of equal sizes";
+  }
   return d;
 }
 
