@@ -1,7 +1,11 @@
 """Bit-equal resume under faults: the reference job trained uninterrupted, and again while a
 random rank is SIGKILLed at 20 random points of its progress (checkpoint writes included) under
 `troupe supervise`, ends in a bit-identical checkpoint. Both single-process and mpirun -np 2.
-Prints the restart overhead (kill -> first new step) it observed."""
+Prints the restart overhead (kill -> first new step) it observed.
+
+TROUPE_FAULT_DATA=tfrecord trains from 8 TFRecord shards instead (`troupe data convert`), once
+with FILE and once with DATA auto-sharding, shuffle on: every replica's input position must come
+back from each checkpoint exactly."""
 import os
 import random
 import re
@@ -21,11 +25,13 @@ KILLS = int(os.environ.get("TROUPE_FAULT_KILLS", "20"))
 rng = random.Random(int(os.environ.get("TROUPE_FAULT_SEED", "1")))
 
 
-def train_cmd(run, procs, reps):
+def train_cmd(run, procs, reps, extra=()):
     cmd = [BIN, "train", CONFIG, "--set", "job.run_dir=" + run, "--set",
            "train.max_steps=%d" % STEPS, "--set", "train.replicas_per_process=%d" % reps,
            "--set", "checkpoint.every_steps=10", "--set", "data.shuffle_buffer=1000",
            "--set", "train.log_every=10", "--set", "control.peer_timeout_s=5"]
+    for e in extra:
+        cmd += ["--set", e]
     if procs > 1:
         cmd = ["mpirun", "-np", str(procs), "--oversubscribe"] + cmd
     return cmd
@@ -65,9 +71,10 @@ def latest_step(run):
     return int(m.group(1)) if m else -1
 
 
-def run_with_kills(run, procs, reps):
+def run_with_kills(run, procs, reps, extra):
     sup = subprocess.Popen([BIN, "supervise", "--max-restarts", str(KILLS + 5), "--backoff",
-                            "0.2", "--max-backoff", "0.5", "--"] + train_cmd(run, procs, reps), env=ENV,
+                            "0.2", "--max-backoff", "0.5", "--"] + train_cmd(run, procs, reps, extra),
+                           env=ENV,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     kills = 0
     restarts = []
@@ -108,21 +115,33 @@ def run_with_kills(run, procs, reps):
     return kills, restarts
 
 
+def cases(work):
+    """(label, processes, replicas per process, --set overrides) for each faulty run."""
+    if os.environ.get("TROUPE_FAULT_DATA", "idx") != "tfrecord":
+        return [("idx", 1, 2, []), ("idx", 2, 1, [])]
+    subprocess.run([BIN, "data", "convert", "--split", "train", "--out", work + "/train",
+                    "--shards", "8"], check=True, capture_output=True)
+    data = ["data.source=tfrecord", "data.files=%s/train-*" % work, "data.num_classes=10",
+            "data.features.image.scale=0.00392156862745098"]
+    return [("tfrecord FILE", 1, 2, data + ["data.auto_shard=FILE"]),
+            ("tfrecord DATA", 2, 1, data + ["data.auto_shard=DATA"])]
+
+
 work = tempfile.mkdtemp(prefix="troupe_faults_")
 try:
-    for procs, reps in ((1, 2), (2, 1)):
+    for label, procs, reps, extra in cases(work):
         clean = os.path.join(work, "clean_%d" % procs)
-        subprocess.run(train_cmd(clean, procs, reps), env=ENV, check=True, capture_output=True,
-                       timeout=900)
+        subprocess.run(train_cmd(clean, procs, reps, extra), env=ENV, check=True,
+                       capture_output=True, timeout=900)
         faulty = os.path.join(work, "faulty_%d" % procs)
-        kills, restarts = run_with_kills(faulty, procs, reps)
+        kills, restarts = run_with_kills(faulty, procs, reps, extra)
         r = subprocess.run([BIN, "ckpt", "diff", os.path.join(clean, "checkpoints"),
                             os.path.join(faulty, "checkpoints")], capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
         mean = sum(restarts) / len(restarts) if restarts else float("nan")
-        print("%d process(es): %d kills, bit-equal; kill -> first checkpoint after the resume "
-              "point, supervisor backoff (0.2-0.5 s) included: mean %.2f s over %d "
-              "restarts" % (procs, kills, mean, len(restarts)))
+        print("%s, %d process(es): %d kills, bit-equal; kill -> first checkpoint after the "
+              "resume point, supervisor backoff (0.2-0.5 s) included: mean %.2f s over %d "
+              "restarts" % (label, procs, kills, mean, len(restarts)))
 finally:
     shutil.rmtree(work, ignore_errors=True)
 print("ok")
