@@ -1,6 +1,7 @@
 #include "actors/batches.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/logging.h"
 
@@ -35,7 +36,13 @@ input::DataSourceSpec SourceSpec(const TrainConfig& config) {
   spec.num_classes = config.num_classes;
   spec.synthetic_examples = config.synthetic_examples;
   spec.seed = config.seed;
-  spec.decode_threads = static_cast<int>(std::max<int64_t>(1, config.decode_threads));
+  spec.decode_threads = static_cast<int>(config.decode_threads);
+  if (spec.decode_threads == 0) {
+    // Automatic: half the cores this process's replicas leave free of their own compute.
+    const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    spec.decode_threads = static_cast<int>(
+        std::clamp<int64_t>(cores / (2 * std::max<int64_t>(1, config.replicas_per_process)), 1, 8));
+  }
   spec.image = Feature(config.image_feature);
   spec.label = Feature(config.label_feature);
   return spec;

@@ -1,7 +1,8 @@
-// The job's input (internal to actors/). Training: the configured source (input/data_source.h)
-// read by one pipeline per replica this process hosts (FILE / DATA auto-sharding), or by one
-// global stream whose batches the replicas split by rows (OFF) — see input/replica_input.h.
-// Evaluation: the test split in global batches, split by rows, on every process.
+// The job's input (the trainer's, and `troupe data peek`'s). Training: the configured source
+// (input/data_source.h) read by one pipeline per replica this process hosts (FILE / DATA
+// auto-sharding), or by one global stream whose batches the replicas split by rows (OFF) — see
+// input/replica_input.h. Evaluation: the test split in global batches, split by rows, on every
+// process.
 #pragma once
 
 #include <cstdint>

@@ -81,19 +81,30 @@ int RunConvert(int argc, char** argv) {
   return kExitOk;
 }
 
+}  // namespace
+
+int RunDataPeek(int argc, char** argv);  // cmd_data_peek.cc
+
+namespace {
+
 int RunData(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::printf(
         "Usage: troupe data <subcommand>\n"
-        "  convert   IDX (Fashion-MNIST) -> N TFRecord shards of tf.train.Example\n");
+        "  convert   IDX (Fashion-MNIST) -> N TFRecord shards of tf.train.Example\n"
+        "  peek      what a replica trains on, built as `troupe train` builds it; --bench\n"
+        "            times the input pipeline alone\n");
     return argc < 2 ? kExitUsage : kExitOk;
   }
   if (std::strcmp(argv[1], "convert") == 0) return RunConvert(argc - 1, argv + 1);
-  std::fprintf(stderr, "troupe data: unknown subcommand '%s' (try: convert)\n", argv[1]);
+  if (std::strcmp(argv[1], "peek") == 0) return RunDataPeek(argc - 1, argv + 1);
+  std::fprintf(stderr, "troupe data: unknown subcommand '%s' (try: convert, peek)\n", argv[1]);
   return kExitUsage;
 }
 
 }  // namespace
-TROUPE_REGISTER_COMMAND("data", "dataset tools: convert IDX (Fashion-MNIST) to TFRecord shards",
+TROUPE_REGISTER_COMMAND("data",
+                        "dataset tools: convert IDX (Fashion-MNIST) to TFRecord shards, peek at "
+                        "a replica's input",
                         RunData);
 }  // namespace troupe::launch
