@@ -345,6 +345,18 @@ TEST(TrainConfigTest, OverridesOfNestedKeysRoundTrip) {
   EXPECT_EQ(Snapshot(*fresh_again), Snapshot(*fresh)) << fresh->source_text;
   EXPECT_EQ(fresh_again->resize, (std::vector<int64_t>{6, 6}));
   EXPECT_NE(Snapshot(*fresh_again), Snapshot(TrainConfig{}));
+  // Into tables the file makes inline or with dotted keys.
+  auto dotted = ParseTrainConfig(
+      "[data]\nsource = \"tfrecord\"\nfiles = \"x\"\nnum_classes = 2\n"
+      "features = { label = { shape = [2] } }\naugment.random_crop_padding = 1\n",
+      "t.toml", {"data.features.label.key=y", "data.augment.resize=[4,4]"});
+  ASSERT_TRUE(dotted.ok()) << dotted.status();
+  auto dotted_again = ParseTrainConfig(dotted->source_text, "config.toml");
+  ASSERT_TRUE(dotted_again.ok()) << dotted_again.status() << "\n" << dotted->source_text;
+  EXPECT_EQ(Snapshot(*dotted_again), Snapshot(*dotted)) << dotted->source_text;
+  EXPECT_EQ(dotted_again->label_feature.key, "y");
+  EXPECT_EQ(dotted_again->label_feature.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(dotted_again->resize, (std::vector<int64_t>{4, 4}));
 }
 
 TEST(TrainConfigTest, AutoShardPolicies) {
