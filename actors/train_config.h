@@ -23,12 +23,12 @@ struct TrainConfig {
   // [data]
   std::string data_source = "fashion_mnist";  // fashion_mnist | tfrecord | text | synthetic
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string data_files;          // text, tfrecord: a glob of the training files (sorted)
-  std::string data_eval_files;     // tfrecord: a glob of the evaluation files
-  std::string compression;         // tfrecord: "" | "GZIP" | "ZLIB"
-  int64_t sequence_length = 0;     // text: characters per example
-  int64_t num_classes = 0;         // tfrecord, synthetic: labels are in [0, num_classes)
-  int64_t synthetic_examples = 0;  // synthetic: examples per epoch
+  std::string data_files;              // text, tfrecord: a glob of the training files (sorted)
+  std::string data_eval_files;         // tfrecord: a glob of the evaluation files
+  std::string compression;             // tfrecord: "" | "GZIP" | "ZLIB"
+  int64_t sequence_length = 0;         // text: characters per example
+  int64_t num_classes = 0;             // tfrecord, synthetic: labels are in [0, num_classes)
+  int64_t synthetic_examples = 60000;  // synthetic: examples per epoch
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF
   int64_t prefetch = 2;             // batches each replica's input thread keeps ready

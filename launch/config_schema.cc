@@ -14,60 +14,81 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-ConfigKey Key(std::string name, ConfigType type, std::string meaning) {
+// Where a key's value lives: a TrainConfig member, or a member of one of its Features
+// (data.features.image.key is image_feature.key).
+template <class T>
+struct Field {
+  Field(T TrainConfig::*f) : top(f) {}  // NOLINT: implicit, so that &C::seed is a Field
+  Field(TrainConfig::Feature TrainConfig::*f, T TrainConfig::Feature::*m) : feature(f), member(m) {}
+  T& operator()(TrainConfig& c) const { return top != nullptr ? c.*top : (c.*feature).*member; }
+  const T& operator()(const TrainConfig& c) const {
+    return top != nullptr ? c.*top : (c.*feature).*member;
+  }
+  T TrainConfig::*top = nullptr;
+  TrainConfig::Feature TrainConfig::*feature = nullptr;
+  T TrainConfig::Feature::*member = nullptr;
+};
+
+template <class T>
+ConfigKey Key(std::string name, ConfigType type, Field<T> field, std::string meaning) {
   ConfigKey k;
   k.name = std::move(name);
   k.type = type;
   k.meaning = std::move(meaning);
+  k.store = [field](const ConfigValue& v, TrainConfig& c) { field(c) = std::get<T>(v); };
+  k.get = [field](const TrainConfig& c) -> ConfigValue { return field(c); };
   return k;
 }
 
-ConfigKey Int(std::string name, int64_t TrainConfig::*field, double min, std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kInt, std::move(meaning));
+ConfigKey Int(std::string name, Field<int64_t> field, double min, std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kInt, field, std::move(meaning));
   k.min = min;
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<int64_t>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue { return c.*field; };
+  return k;
+}
+
+// A list of integers, each >= min.
+ConfigKey IntList(std::string name, Field<std::vector<int64_t>> field, double min,
+                  std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kIntList, field, std::move(meaning));
+  k.min = min;
   return k;
 }
 
 // A number in [min, max), or in (min, max) with min_exclusive.
-ConfigKey Float(std::string name, double TrainConfig::*field, double min, bool min_exclusive,
-                double max, std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kFloat, std::move(meaning));
+ConfigKey Float(std::string name, Field<double> field, double min, bool min_exclusive, double max,
+                std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kFloat, field, std::move(meaning));
   k.min = min;
   k.min_exclusive = min_exclusive;
   k.max = max;
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<double>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue { return c.*field; };
   return k;
 }
 
-ConfigKey Positive(std::string name, double TrainConfig::*field, std::string meaning) {
+ConfigKey Positive(std::string name, Field<double> field, std::string meaning) {
   return Float(std::move(name), field, 0, true, kInf, std::move(meaning));
 }
 
-ConfigKey NonNegative(std::string name, double TrainConfig::*field, std::string meaning) {
+ConfigKey NonNegative(std::string name, Field<double> field, std::string meaning) {
   return Float(std::move(name), field, 0, false, kInf, std::move(meaning));
 }
 
-ConfigKey Bool(std::string name, bool TrainConfig::*field, std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kBool, std::move(meaning));
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<bool>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue { return c.*field; };
-  return k;
+ConfigKey AnyNumber(std::string name, Field<double> field, std::string meaning) {
+  return Float(std::move(name), field, -kInf, false, kInf, std::move(meaning));
 }
 
-ConfigKey String(std::string name, std::string TrainConfig::*field,
-                 std::vector<std::string> choices, std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kString, std::move(meaning));
+ConfigKey Bool(std::string name, Field<bool> field, std::string meaning) {
+  return Key(std::move(name), ConfigType::kBool, field, std::move(meaning));
+}
+
+ConfigKey String(std::string name, Field<std::string> field, std::vector<std::string> choices,
+                 std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kString, field, std::move(meaning));
   k.choices = std::move(choices);
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<std::string>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue { return c.*field; };
   return k;
 }
 
-ConfigKey OnlyWith(ConfigKey k, std::string key, std::string value, std::string why) {
-  k.only_with = ConfigKey::Condition{std::move(key), std::move(value), std::move(why)};
+ConfigKey OnlyWith(ConfigKey k, std::string key, std::vector<std::string> values, std::string why) {
+  k.only_with = ConfigKey::Condition{std::move(key), std::move(values), std::move(why)};
   return k;
 }
 
@@ -81,9 +102,33 @@ ConfigKey WithRefusalHint(ConfigKey k, std::string hint) {
   return k;
 }
 
+ConfigKey WithCheck(ConfigKey k, std::function<std::string(const ConfigValue&)> check) {
+  k.extra_check = std::move(check);
+  return k;
+}
+
+// A kIntList check: the list has one of `sizes` entries; `want` says so ("empty or [height,
+// width]").
+std::function<std::string(const ConfigValue&)> ListSizeIn(std::vector<size_t> sizes,
+                                                          std::string want) {
+  return [sizes = std::move(sizes), want = std::move(want)](const ConfigValue& v) {
+    const size_t n = std::get<std::vector<int64_t>>(v).size();
+    if (std::find(sizes.begin(), sizes.end(), n) != sizes.end()) return std::string();
+    return "must be " + want + ", got " + ValueText(v);
+  };
+}
+
+std::string NonEmptyList(const ConfigValue& v) {
+  return std::get<std::vector<int64_t>>(v).empty() ? "must not be empty, got []" : "";
+}
+
 std::vector<ConfigKey> BuildSchema() {
   using C = TrainConfig;
+  using F = TrainConfig::Feature;
   const std::string adam_only = "SGD does not use it";
+  const std::string tfrecord_only = "only the tfrecord source reads tf.train.Example features";
+  const std::vector<std::string> image_sources = {"fashion_mnist", "tfrecord", "synthetic"};
+  const std::string no_images = "the text source has no images";
   return {
       String("job.name", &C::name, {},
              "Name of the run: the start-up line, TensorBoard file names, checkpoints and "
@@ -104,26 +149,83 @@ std::vector<ConfigKey> BuildSchema() {
              "A checkpoint (prefix or directory) whose model weights a new run starts from: "
              "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
              "ignores it."),
-      WithRefusalHint(
-          FromRegistry(String("data.source", &C::data_source, {},
-                              "Where examples come from: fashion_mnist reads the IDX files in "
-                              "data.dir; text makes character-level language-model windows of "
-                              "the files data.files matches."),
-                       input::RegisteredDataSourceNames),
-          "TFRecord sources are not supported yet: they come with sharded data (issue 19)"),
-      OnlyWith(String("data.files", &C::data_files, {},
-                      "text: a glob of plain text files, read in sorted order."),
-               "data.source", "text", "only the text source reads files by glob"),
-      OnlyWith(Int("data.sequence_length", &C::sequence_length, 1,
-                   "text: characters per example (the model's context length)."),
-               "data.source", "text", "only the text source makes sequences"),
+      FromRegistry(String("data.source", &C::data_source, {},
+                          "Where examples come from: fashion_mnist reads the IDX files in "
+                          "data.dir; text makes character-level language-model windows of the "
+                          "files data.files matches; tfrecord reads tf.train.Example records "
+                          "(data.features.*); synthetic makes random examples."),
+                   input::RegisteredDataSourceNames),
       String("data.dir", &C::data_dir, {},
              "Directory of the dataset's files (Fashion-MNIST: the four IDX .gz files)."),
+      OnlyWith(String("data.files", &C::data_files, {},
+                      "A glob of the training files, read in sorted order (text: plain text; "
+                      "tfrecord: TFRecord files)."),
+               "data.source", {"text", "tfrecord"}, "only these sources read files by glob"),
+      OnlyWith(String("data.eval_files", &C::data_eval_files, {},
+                      "A glob of the evaluation TFRecord files, read in sorted order."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.compression", &C::compression, {"", "GZIP", "ZLIB"},
+                      "The TFRecord files' compression (tf.data's compression_type; \"\": "
+                      "none)."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(Int("data.sequence_length", &C::sequence_length, 1,
+                   "text: characters per example (the model's context length)."),
+               "data.source", {"text"}, "only the text source makes sequences"),
+      OnlyWith(Int("data.num_classes", &C::num_classes, 1,
+                   "Labels are in [0, num_classes); tfrecord and synthetic need it."),
+               "data.source", {"tfrecord", "synthetic"}, "the other sources know their classes"),
+      OnlyWith(Int("data.synthetic_examples", &C::synthetic_examples, 1,
+                   "Random examples per epoch of the synthetic source."),
+               "data.source", {"synthetic"}, "only the synthetic source makes examples up"),
       Int("data.shuffle_buffer", &C::shuffle_buffer, 0,
           "Training examples in the shuffle buffer (0: no shuffling)."),
       String("data.auto_shard", &C::auto_shard, {"AUTO", "FILE", "DATA", "OFF"},
              "How input is split across processes (tf.data's AutoShardPolicy), as the "
              "coordinator assigns it."),
+      Int("data.prefetch", &C::prefetch, 1, "Batches each replica's input thread keeps ready."),
+      Int("data.decode_threads", &C::decode_threads, 0,
+          "Threads decoding one replica's batch (0: automatic)."),
+      OnlyWith(String("data.features.image.key", {&C::image_feature, &F::key}, {},
+                      "The tf.train.Example feature holding the model's input."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.features.image.decode", {&C::image_feature, &F::decode},
+                      {"raw", "png", "jpeg", "int64", "float"},
+                      "How the input is stored: raw uint8 bytes, an encoded png or jpeg, or an "
+                      "int64_list or float_list of values."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(WithCheck(IntList("data.features.image.shape", {&C::image_feature, &F::shape}, 1,
+                                 "One example's input shape, [height, width, channels] for an "
+                                 "image (synthetic examples have it too)."),
+                         NonEmptyList),
+               "data.source", {"tfrecord", "synthetic"},
+               "only these sources take the shape from the config"),
+      OnlyWith(AnyNumber("data.features.image.scale", {&C::image_feature, &F::scale},
+                         "The input is x * scale + offset, in float32."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(AnyNumber("data.features.image.offset", {&C::image_feature, &F::offset},
+                         "Added to the input after scale."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.features.label.key", {&C::label_feature, &F::key}, {},
+                      "The tf.train.Example feature holding the label."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.features.label.dtype", {&C::label_feature, &F::dtype},
+                      {"int64", "float"}, "The label feature's list: int64_list or float_list."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(IntList("data.features.label.shape", {&C::label_feature, &F::shape}, 1,
+                       "One example's label shape ([]: a scalar, the class id)."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(WithCheck(IntList("data.augment.resize", &C::resize, 1,
+                                 "Resize training images to [height, width] (bilinear) before "
+                                 "the other augmentations ([]: off)."),
+                         ListSizeIn({0, 2}, "empty or [height, width]")),
+               "data.source", image_sources, no_images),
+      OnlyWith(Int("data.augment.random_crop_padding", &C::random_crop_padding, 0,
+                   "Pad training images by this many pixels, then crop back at a random "
+                   "offset (0: off)."),
+               "data.source", image_sources, no_images),
+      OnlyWith(Bool("data.augment.random_flip", &C::random_flip,
+                    "Flip training images left-right with probability 1/2."),
+               "data.source", image_sources, no_images),
       Int("train.epochs", &C::epochs, 1, "Passes over the training set."),
       Int("train.max_steps", &C::max_steps, 0,
           "Stop after this many global steps, even mid-epoch (0: run all epochs)."),
@@ -145,16 +247,16 @@ std::vector<ConfigKey> BuildSchema() {
       Positive("optimizer.learning_rate", &C::learning_rate, "Step size of every update."),
       OnlyWith(
           Float("optimizer.momentum", &C::momentum, 0, false, 1, "SGD's momentum (0: plain SGD)."),
-          "optimizer.name", "sgd", "Adam has no momentum term; beta_1 plays that role"),
+          "optimizer.name", {"sgd"}, "Adam has no momentum term; beta_1 plays that role"),
       OnlyWith(Float("optimizer.beta_1", &C::beta_1, 0, false, 1,
                      "Adam's decay rate of the running mean of gradients."),
-               "optimizer.name", "adam", adam_only),
+               "optimizer.name", {"adam"}, adam_only),
       OnlyWith(Float("optimizer.beta_2", &C::beta_2, 0, false, 1,
                      "Adam's decay rate of the running mean of squared gradients."),
-               "optimizer.name", "adam", adam_only),
+               "optimizer.name", {"adam"}, adam_only),
       OnlyWith(Positive("optimizer.epsilon", &C::epsilon,
                         "Adam's term added to the denominator for numerical stability."),
-               "optimizer.name", "adam", adam_only),
+               "optimizer.name", {"adam"}, adam_only),
       Int("checkpoint.every_steps", &C::checkpoint_every_steps, 0,
           "Write a checkpoint every N steps (0: only at the end and on SIGTERM/SIGINT)."),
       Int("checkpoint.max_to_keep", &C::max_to_keep, 1,
@@ -179,7 +281,7 @@ std::vector<ConfigKey> BuildSchema() {
 }
 
 const char* TypeName(const ConfigValue& v) {
-  static const char* names[] = {"boolean", "integer", "floating-point", "string"};
+  static const char* names[] = {"boolean", "integer", "floating-point", "string", "array"};
   return names[v.index()];
 }
 
@@ -251,31 +353,50 @@ const ConfigKey* FindConfigKey(std::string_view name) {
 
 Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, TrainConfig& config) {
   ConfigValue v = value;
+  bool right_type = false;
   switch (key.type) {
     case ConfigType::kInt:
       if (!std::holds_alternative<int64_t>(v)) break;
+      right_type = true;
       TROUPE_RETURN_IF_ERROR(CheckRange(key, static_cast<double>(std::get<int64_t>(v))));
-      key.store(v, config);
-      return Status::OK();
+      break;
     case ConfigType::kFloat:
       if (const int64_t* i = std::get_if<int64_t>(&v)) v = static_cast<double>(*i);
       if (!std::holds_alternative<double>(v)) break;
+      right_type = true;
       TROUPE_RETURN_IF_ERROR(CheckRange(key, std::get<double>(v)));
-      key.store(v, config);
-      return Status::OK();
+      break;
     case ConfigType::kBool:
-      if (!std::holds_alternative<bool>(v)) break;
-      key.store(v, config);
-      return Status::OK();
+      right_type = std::holds_alternative<bool>(v);
+      break;
     case ConfigType::kString:
       if (!std::holds_alternative<std::string>(v)) break;
+      right_type = true;
       TROUPE_RETURN_IF_ERROR(CheckChoice(key, std::get<std::string>(v)));
-      key.store(v, config);
-      return Status::OK();
+      break;
+    case ConfigType::kIntList:
+      if (!std::holds_alternative<std::vector<int64_t>>(v)) break;
+      right_type = true;
+      for (int64_t e : std::get<std::vector<int64_t>>(v)) {
+        if (static_cast<double>(e) < key.min || static_cast<double>(e) >= key.max) {
+          return InvalidArgumentError(key.name + ": every entry must be >= " + Number(key.min) +
+                                      ", got " + ValueText(v));
+        }
+      }
+      break;
   }
-  static const char* want[] = {"an integer", "a number", "true or false", "a string"};
-  return InvalidArgumentError(key.name + ": expected " + want[static_cast<int>(key.type)] +
-                              ", got " + TypeName(value));
+  if (!right_type) {
+    static const char* want[] = {"an integer", "a number", "true or false", "a string",
+                                 "a list of integers ([a, b, ...])"};
+    return InvalidArgumentError(key.name + ": expected " + want[static_cast<int>(key.type)] +
+                                ", got " + TypeName(value));
+  }
+  if (key.extra_check) {
+    const std::string problem = key.extra_check(v);
+    if (!problem.empty()) return InvalidArgumentError(key.name + ": " + problem);
+  }
+  key.store(v, config);
+  return Status::OK();
 }
 
 std::string TypeText(const ConfigKey& key) {
@@ -293,6 +414,8 @@ std::string TypeText(const ConfigKey& key) {
       return "true | false";
     case ConfigType::kString:
       return ConfigChoices(key).empty() ? "string" : Join(ConfigChoices(key), " | ", true);
+    case ConfigType::kIntList:
+      return std::isinf(key.min) ? "list of integers" : "list of integers >= " + Number(key.min);
   }
   return "?";
 }
@@ -306,24 +429,55 @@ std::string ValueText(const ConfigValue& value) {
     if (s.find_first_of(".eni") == std::string::npos) s += ".0";
     return s;
   }
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
+    std::string s = "[";
+    for (size_t i = 0; i < list->size(); ++i) s += (i ? ", " : "") + std::to_string((*list)[i]);
+    return s + "]";
+  }
   return Quoted(std::get<std::string>(value));
+}
+
+std::string ConditionValuesText(const ConfigKey::Condition& condition) {
+  std::string out;
+  const size_t n = condition.values.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) out += i + 1 == n ? " or " : ", ";
+    out += Quoted(condition.values[i]);
+  }
+  return out;
+}
+
+std::string_view ConfigTable(std::string_view key_name) {
+  const size_t dot = key_name.rfind('.');
+  return dot == std::string_view::npos ? std::string_view() : key_name.substr(0, dot);
+}
+
+bool IsConfigTable(std::string_view table) {
+  for (const ConfigKey& k : ConfigSchema()) {
+    const std::string_view name = k.name;
+    if (name.size() > table.size() && name.substr(0, table.size()) == table &&
+        name[table.size()] == '.') {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string FormatConfigKeys() {
   const TrainConfig defaults;
   std::ostringstream os;
-  os << "Keys of a `troupe train` config: `key = value` in a [section] table of the TOML file,\n"
-        "or `--set section.key=value`. Each line shows the default, then the type.\n";
-  std::string section;
+  os << "Keys of a `troupe train` config: data.features.image.key is `key = value` in the\n"
+        "TOML file's [data.features.image] table, or `--set data.features.image.key=value`.\n"
+        "Each line shows the default, then the type.\n";
+  std::string_view table;
   for (const ConfigKey& k : ConfigSchema()) {
-    std::string this_section = k.name.substr(0, k.name.find('.'));
-    if (this_section != section) os << "\n";
-    section = this_section;
+    if (ConfigTable(k.name) != table) os << "\n";
+    table = ConfigTable(k.name);
     std::string head = k.name + " = " + ValueText(k.get(defaults));
     os << head << std::string(head.size() < 44 ? 44 - head.size() : 2, ' ') << TypeText(k);
     os << "\n    " << k.meaning;
     if (k.only_with) {
-      os << " Only with " << k.only_with->key << " = " << Quoted(k.only_with->value) << ".";
+      os << " Only with " << k.only_with->key << " = " << ConditionValuesText(*k.only_with) << ".";
     }
     os << "\n";
   }

@@ -20,16 +20,20 @@ namespace troupe::launch {
 
 using actors::TrainConfig;
 
-enum class ConfigType { kInt, kFloat, kBool, kString };
+// kIntList: a TOML array of integers (a shape, a size); [] is a valid value.
+enum class ConfigType { kInt, kFloat, kBool, kString, kIntList };
 
-// One scalar as TOML gives it (integers stay integers; kFloat keys accept both).
-using ConfigValue = std::variant<bool, int64_t, double, std::string>;
+// One value as TOML gives it (integers stay integers; kFloat keys accept both).
+using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
 
 struct ConfigKey {
-  std::string name;  // "section.key"
+  // "table.key": the TOML table is the name up to its last dot ("data.features.image.key" is
+  // `key` in [data.features.image]).
+  std::string name;
   ConfigType type = ConfigType::kString;
   std::string meaning;  // one line, for `troupe config keys`
-  // Numbers must lie in [min, max), or (min, max) when min_exclusive.
+  // Numbers, and each entry of a kIntList, must lie in [min, max), or (min, max) when
+  // min_exclusive.
   double min = -std::numeric_limits<double>::infinity();
   bool min_exclusive = false;
   double max = std::numeric_limits<double>::infinity();
@@ -39,11 +43,16 @@ struct ConfigKey {
   // program may extend, like model.name's); replaces `choices`.
   std::function<std::vector<std::string>()> choices_from;
   std::string refusal_hint;
-  // A key that only means something while another key has a given value (optimizer.momentum
-  // with optimizer.name = "sgd"); setting it otherwise is an error ending in `why`.
+  // When set, a check beyond type, range and choices, run on a value of the right type: ""
+  // when the value is fine, else what is wrong with it ("must be empty or [height, width], got
+  // [1, 2, 3]"); SetConfigValue prefixes the key's name.
+  std::function<std::string(const ConfigValue&)> extra_check;
+  // A key that only means something while another (string) key has one of some values
+  // (optimizer.momentum with optimizer.name = "sgd"; data.files with data.source = "text" or
+  // "tfrecord"); setting it otherwise is an error ending in `why`.
   struct Condition {
     std::string key;
-    std::string value;
+    std::vector<std::string> values;
     std::string why;
   };
   std::optional<Condition> only_with;
@@ -63,10 +72,17 @@ Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, TrainConfi
 
 // A string key's accepted values now (empty: any).
 std::vector<std::string> ConfigChoices(const ConfigKey& key);
-// "integer >= 1", "number in [0, 1)", "\"adam\" | \"sgd\"", "true | false", "string".
+// "integer >= 1", "number in [0, 1)", "\"adam\" | \"sgd\"", "true | false", "string",
+// "list of integers >= 1".
 std::string TypeText(const ConfigKey& key);
-// The value as TOML writes it: 3, 0.001, 1e-07, true, "adam".
+// The value as TOML writes it: 3, 0.001, 1e-07, true, "adam", [28, 28, 1].
 std::string ValueText(const ConfigValue& value);
+// `condition`'s values as TOML, for messages: "\"sgd\"", "\"text\" or \"tfrecord\"".
+std::string ConditionValuesText(const ConfigKey::Condition& condition);
+// The TOML table a key lives in: "data.features.image" for "data.features.image.key".
+std::string_view ConfigTable(std::string_view key_name);
+// Whether some key lives in `table` or in a table below it ("data", "data.features").
+bool IsConfigTable(std::string_view table);
 // The listing `troupe config keys` prints: one line per key with type, default and meaning.
 std::string FormatConfigKeys();
 

@@ -2,15 +2,18 @@
 
 #define TOML_EXCEPTIONS 0
 #include <fcntl.h>
+#include <glob.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "launch/config_schema.h"
 
@@ -34,12 +37,19 @@ size_t Distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// `key` is a key or a table name; the hint is the nearest of either.
 Status UnknownKey(const std::string& key, const std::string& origin) {
+  if (IsConfigTable(key)) {
+    return InvalidArgumentError(origin + ": " + key + " is a table of keys ([" + key +
+                                "]), not a value");
+  }
   std::string best;
   size_t best_d = 4;
   for (const ConfigKey& known : ConfigSchema()) {
-    size_t d = Distance(key, known.name);
-    if (d < best_d) best_d = d, best = known.name;
+    for (std::string_view name = known.name; !name.empty(); name = ConfigTable(name)) {
+      size_t d = Distance(key, std::string(name));
+      if (d < best_d) best_d = d, best = std::string(name);
+    }
   }
   std::string msg = origin + ": unknown key '" + key + "'";
   if (!best.empty()) msg += "; did you mean '" + best + "'?";
@@ -47,6 +57,23 @@ Status UnknownKey(const std::string& key, const std::string& origin) {
 }
 
 Result<ConfigValue> ToConfigValue(const toml::node& node, const ConfigKey& key) {
+  if (const toml::array* array = node.as_array()) {
+    std::vector<int64_t> list;
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& entry = *array->get(i);
+      if (auto v = entry.value_exact<int64_t>()) {
+        list.push_back(*v);
+        continue;
+      }
+      if (key.type != ConfigType::kIntList) break;  // the type error below
+      std::ostringstream os;
+      os << key.name << ": expected " << TypeText(key) << ", but entry " << i << " is "
+         << entry.type();
+      entry.visit([&os](const auto& n) { os << " " << n; });
+      return InvalidArgumentError(os.str());
+    }
+    if (list.size() == array->size()) return ConfigValue(std::move(list));
+  }
   if (auto v = node.value_exact<int64_t>()) return ConfigValue(*v);
   if (auto v = node.value_exact<double>()) return ConfigValue(*v);
   if (auto v = node.value_exact<bool>()) return ConfigValue(*v);
@@ -73,7 +100,12 @@ Status Apply(const toml::table& table, const std::string& prefix, const std::str
   for (const auto& [k, node] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (const toml::table* sub = node.as_table()) {
-      if (!prefix.empty()) return UnknownKey(key, origin);
+      // A table is accepted only when some key lives in it (or in a table below it).
+      if (const ConfigKey* scalar = FindConfigKey(key)) {
+        return InvalidArgumentError(origin + ": " + key + ": expected " + TypeText(*scalar) +
+                                    ", got a table");
+      }
+      if (!IsConfigTable(key)) return UnknownKey(key, origin);
       TROUPE_RETURN_IF_ERROR(Apply(*sub, key, origin, config, present));
       continue;
     }
@@ -96,9 +128,14 @@ Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
     const ConfigKey* key = FindConfigKey(name);
     if (!key->only_with) continue;
     const ConfigKey::Condition& want = *key->only_with;
-    const std::string have = ValueText(FindConfigKey(want.key)->get(config));
-    const std::string need = ValueText(want.value);
-    if (have == need) continue;
+    const ConfigValue have_value = FindConfigKey(want.key)->get(config);
+    const std::string* have_string = std::get_if<std::string>(&have_value);
+    if (have_string != nullptr &&
+        std::find(want.values.begin(), want.values.end(), *have_string) != want.values.end()) {
+      continue;
+    }
+    const std::string have = ValueText(have_value);
+    const std::string need = ConditionValuesText(want);
     return InvalidArgumentError(origin + ": " + name + " applies only with " + want.key + " = " +
                                 need + ", and " + want.key + " is " + have + " (" + want.why +
                                 "); remove " + name + " or set " + want.key + " = " + need);
@@ -118,6 +155,18 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
         "two ranks on one GPU); set train.replicas_per_process = 1 and start one "
         "process per GPU");
   }
+  const std::string source = "data.source = \"" + config.data_source + "\"";
+  if ((config.data_source == "tfrecord" || config.data_source == "synthetic") &&
+      config.num_classes == 0) {
+    return InvalidArgumentError(origin + ": " + source +
+                                " needs data.num_classes: set it to the number of classes "
+                                "(labels are in [0, num_classes))");
+  }
+  if (config.data_source == "tfrecord" && config.data_files.empty()) {
+    return InvalidArgumentError(origin + ": " + source +
+                                " needs data.files: set it to a glob of the training TFRecord "
+                                "files");
+  }
   if (config.global_batch_size % config.replicas_per_process != 0) {
     return InvalidArgumentError(origin + ": train.global_batch_size (" +
                                 std::to_string(config.global_batch_size) +
@@ -128,13 +177,41 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   return Status::OK();
 }
 
-// Puts an override into the parsed document, so that the recorded text is what ran.
+// Puts an override into the parsed document, so that the recorded text is what ran:
+// data.features.image.shape goes to `shape` in table data, its table features, its table image.
 void Merge(toml::table& doc, const std::string& key, const ConfigValue& value) {
-  const size_t dot = key.find('.');
-  const std::string section = key.substr(0, dot);
-  if (!doc[section].is_table()) doc.insert_or_assign(section, toml::table{});
-  toml::table& t = *doc[section].as_table();
-  std::visit([&](const auto& v) { t.insert_or_assign(key.substr(dot + 1), v); }, value);
+  toml::table* t = &doc;
+  size_t begin = 0;
+  for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', begin)) {
+    const std::string part = key.substr(begin, dot - begin);
+    if (!(*t)[part].is_table()) t->insert_or_assign(part, toml::table{});
+    t = (*t)[part].as_table();
+    begin = dot + 1;
+  }
+  const std::string leaf = key.substr(begin);
+  std::visit(
+      [&](const auto& v) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::vector<int64_t>>) {
+          toml::array array;
+          for (int64_t e : v) array.push_back(e);
+          t->insert_or_assign(leaf, std::move(array));
+        } else {
+          t->insert_or_assign(leaf, v);
+        }
+      },
+      value);
+}
+
+// NotFound naming `key` when `pattern` matches no file.
+Status CheckGlobMatches(const std::string& key, const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  const size_t matches = rc == 0 ? g.gl_pathc : 0;
+  ::globfree(&g);
+  if (matches > 0) return Status::OK();
+  return NotFoundError(key + ": no file matches '" + pattern +
+                       "' (relative patterns start at the working directory); check the path "
+                       "or the pattern");
 }
 
 // The override's value, typed as TOML reads it; a bare word is a string.
@@ -226,14 +303,21 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
         ") is not divisible by the job's " + std::to_string(total_replicas) +
         " replicas; choose a multiple of the replica count");
   }
-  // fashion_mnist is the only data.source the parser accepts.
-  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-    fs::path p = fs::path(config.data_dir) / f;
-    if (!fs::exists(p)) {
-      return NotFoundError("data.dir: dataset file '" + p.string() +
-                           "' is missing; install it with `apt-get install "
-                           "dataset-fashion-mnist` or point data.dir at the IDX files");
+  if (config.data_source == "tfrecord") {
+    TROUPE_RETURN_IF_ERROR(CheckGlobMatches("data.files", config.data_files));
+    if (!config.data_eval_files.empty()) {
+      TROUPE_RETURN_IF_ERROR(CheckGlobMatches("data.eval_files", config.data_eval_files));
+    }
+  }
+  if (config.data_source == "fashion_mnist") {
+    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+      fs::path p = fs::path(config.data_dir) / f;
+      if (!fs::exists(p)) {
+        return NotFoundError("data.dir: dataset file '" + p.string() +
+                             "' is missing; install it with `apt-get install "
+                             "dataset-fashion-mnist` or point data.dir at the IDX files");
+      }
     }
   }
   // The run dir, or its nearest existing ancestor, must be writable; nothing is created here.

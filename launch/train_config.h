@@ -3,9 +3,12 @@
 // of the wrong type or range, a missing dataset or an unwritable run directory is an
 // InvalidArgument/NotFound that names the key or path and the fix. `--set section.key=value`
 // overrides are applied before validation. The keys, their types, defaults and meanings are
-// config_schema.h's (`troupe config keys` prints them); a key that does not apply to the
-// chosen optimizer (optimizer.momentum with adam; beta_1, beta_2, epsilon with sgd) is an
-// error whenever it is present, even at its default value.
+// config_schema.h's (`troupe config keys` prints them); a key with more than one dot lives in a
+// nested table (data.features.image.shape is `shape` in [data.features.image]), and a table no
+// key lives in is an unknown key. A key that does not apply to the chosen optimizer or data
+// source (optimizer.momentum with adam; beta_1, beta_2, epsilon with sgd; data.files with
+// fashion_mnist) is an error whenever it is present, even at its default value. The tfrecord
+// and synthetic sources need data.num_classes, tfrecord also data.files.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +34,9 @@ Result<TrainConfig> LoadTrainConfig(const std::string& path,
 Status WriteConfigRecord(const TrainConfig& config);
 
 // Checks the environment the config needs without writing anything: the dataset files exist
-// and the run directory (or its nearest existing parent) is writable. `total_replicas` is the
+// (fashion_mnist: the IDX files in data.dir; tfrecord: data.files and data.eval_files each
+// match a file, else NotFound naming the key and the pattern) and the run directory (or its
+// nearest existing parent) is writable. `total_replicas` is the
 // job's replica count (processes x replicas_per_process), which the batch must divide.
 Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replicas);
 

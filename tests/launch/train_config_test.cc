@@ -6,8 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+
+#include "input/data_source.h"
+#include "launch/config_schema.h"
 
 namespace troupe::launch {
 namespace {
@@ -111,19 +115,248 @@ TEST(TrainConfigTest, BetasAreInZeroOne) {
                        "optimizer.momentum: must be a number in [0, 1)"));
 }
 
-// data.source is one of the registered sources; anything else (TFRecord, not yet wired) is
-// refused naming them.
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Every key's value as TOML text.
+std::map<std::string, std::string> Snapshot(const TrainConfig& c) {
+  std::map<std::string, std::string> values;
+  for (const ConfigKey& k : ConfigSchema()) values[k.name] = ValueText(k.get(c));
+  return values;
+}
+
+// data.source is one of the registered sources; anything else is refused naming them.
 TEST(TrainConfigTest, OnlyRegisteredSourcesAreAccepted) {
-  auto c = ParseTrainConfig("[data]\nsource = \"tfrecord\"\n", "t.toml");
-  EXPECT_TRUE(Mentions(c,
-                       "t.toml: data.source: 'tfrecord' is not one of fashion_mnist, text; "
-                       "TFRecord sources are not supported yet"))
+  auto c = ParseTrainConfig("[data]\nsource = \"parquet\"\n", "t.toml");
+  EXPECT_TRUE(Mentions(c, "t.toml: data.source: 'parquet' is not one of " +
+                              Joined(input::RegisteredDataSourceNames())))
       << c.status();
-  EXPECT_TRUE(Mentions(c, "issue 19"));
+  EXPECT_EQ(c.status().message().find("not supported"), std::string::npos) << c.status();
   EXPECT_TRUE(ParseTrainConfig("[data]\nsource = \"fashion_mnist\"\n", "t.toml").ok());
   EXPECT_TRUE(ParseTrainConfig("[data]\nsource = \"text\"\nfiles = \"*.txt\"\n", "t.toml").ok());
-  // The text source's keys only go with it.
-  EXPECT_FALSE(ParseTrainConfig("[data]\nfiles = \"*.txt\"\n", "t.toml").ok());
+  auto tf = ParseTrainConfig(
+      "[data]\nsource = \"tfrecord\"\nfiles = \"a-*.tfrecord\"\nnum_classes = 10\n", "t.toml");
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  EXPECT_EQ(tf->data_source, "tfrecord");
+  EXPECT_EQ(tf->data_files, "a-*.tfrecord");
+  EXPECT_EQ(tf->num_classes, 10);
+  // data.files goes with text and tfrecord only; the error names both.
+  auto files = ParseTrainConfig("[data]\nfiles = \"*.txt\"\n", "t.toml");
+  EXPECT_TRUE(Mentions(files,
+                       "t.toml: data.files applies only with data.source = \"text\" or "
+                       "\"tfrecord\", and data.source is \"fashion_mnist\" (only these sources "
+                       "read files by glob); remove data.files or set data.source = \"text\" or "
+                       "\"tfrecord\""))
+      << files.status();
+}
+
+// tfrecord and synthetic need data.num_classes; tfrecord needs data.files.
+TEST(TrainConfigTest, SourcesNeedTheirKeys) {
+  auto tf = ParseTrainConfig("[data]\nsource = \"tfrecord\"\nfiles = \"*.tfrecord\"\n", "t.toml");
+  EXPECT_TRUE(Mentions(tf, "t.toml: data.source = \"tfrecord\" needs data.num_classes: set it"))
+      << tf.status();
+  auto no_files = ParseTrainConfig("[data]\nsource = \"tfrecord\"\nnum_classes = 10\n", "t.toml");
+  EXPECT_TRUE(Mentions(no_files,
+                       "t.toml: data.source = \"tfrecord\" needs data.files: set it to "
+                       "a glob of the training TFRecord files"))
+      << no_files.status();
+  auto synthetic = ParseTrainConfig("[data]\nsource = \"synthetic\"\n", "t.toml");
+  EXPECT_TRUE(Mentions(synthetic, "data.source = \"synthetic\" needs data.num_classes"))
+      << synthetic.status();
+  auto ok = ParseTrainConfig("[data]\nsource = \"synthetic\"\nnum_classes = 3\n", "t.toml",
+                             {"data.synthetic_examples=100", "data.features.image.shape=[8,8,3]"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->synthetic_examples, 100);
+  EXPECT_EQ(ok->image_feature.shape, (std::vector<int64_t>{8, 8, 3}));
+  EXPECT_EQ(TrainConfig{}.synthetic_examples, 60000);
+}
+
+// only_with lists: a key names every source it goes with.
+TEST(TrainConfigTest, KeysThatGoWithSomeSources) {
+  auto flip =
+      ParseTrainConfig("[data]\nsource = \"text\"\n[data.augment]\nrandom_flip = true\n", "t.toml");
+  EXPECT_TRUE(Mentions(flip,
+                       "t.toml: data.augment.random_flip applies only with data.source = "
+                       "\"fashion_mnist\", \"tfrecord\" or \"synthetic\", and data.source is "
+                       "\"text\" (the text source has no images)"))
+      << flip.status();
+  auto fashion =
+      ParseTrainConfig("[data.augment]\nrandom_flip = true\nrandom_crop_padding = 4\n", "t.toml");
+  ASSERT_TRUE(fashion.ok()) << fashion.status();
+  EXPECT_TRUE(fashion->random_flip);
+  EXPECT_EQ(fashion->random_crop_padding, 4);
+  auto key = ParseTrainConfig("[data]\nsource = \"synthetic\"\nnum_classes = 3\n", "t.toml",
+                              {"data.features.image.key=img"});
+  EXPECT_TRUE(Mentions(key,
+                       "--set: data.features.image.key applies only with data.source = "
+                       "\"tfrecord\", and data.source is \"synthetic\""))
+      << key.status();
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t.toml", {"data.features.image.shape=[8,8,1]"}),
+                       "applies only with data.source = \"tfrecord\" or \"synthetic\""));
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t.toml", {"data.sequence_length=8"}),
+                       "applies only with data.source = \"text\", and"));
+}
+
+const char* kTfRecordConfig = R"(
+[data]
+source = "tfrecord"
+files = "/data/train-*.tfrecord"
+eval_files = "/data/test-*.tfrecord"
+compression = "GZIP"
+num_classes = 10
+prefetch = 4
+decode_threads = 3
+
+[data.features.image]
+key = "image/encoded"
+decode = "png"
+shape = [32, 32, 3]
+scale = 0.00392156862745098
+offset = -0.5
+
+[data.features.label]
+key = "image/class/label"
+dtype = "int64"
+shape = []
+
+[data.augment]
+resize = [36, 36]
+random_crop_padding = 2
+random_flip = true
+)";
+
+// Keys with more than one dot live in nested tables: [data.features.image], [data.augment], or
+// dotted keys within [data].
+TEST(TrainConfigTest, NestedTables) {
+  auto c = ParseTrainConfig(kTfRecordConfig, "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->data_eval_files, "/data/test-*.tfrecord");
+  EXPECT_EQ(c->compression, "GZIP");
+  EXPECT_EQ(c->prefetch, 4);
+  EXPECT_EQ(c->decode_threads, 3);
+  EXPECT_EQ(c->image_feature.key, "image/encoded");
+  EXPECT_EQ(c->image_feature.decode, "png");
+  EXPECT_EQ(c->image_feature.shape, (std::vector<int64_t>{32, 32, 3}));
+  EXPECT_DOUBLE_EQ(c->image_feature.scale, 1.0 / 255);
+  EXPECT_DOUBLE_EQ(c->image_feature.offset, -0.5);
+  EXPECT_EQ(c->label_feature.key, "image/class/label");
+  EXPECT_EQ(c->label_feature.dtype, "int64");
+  EXPECT_TRUE(c->label_feature.shape.empty());
+  EXPECT_EQ(c->resize, (std::vector<int64_t>{36, 36}));
+  EXPECT_EQ(c->random_crop_padding, 2);
+  EXPECT_TRUE(c->random_flip);
+  // Inline tables and dotted keys make tables too.
+  auto inline_table = ParseTrainConfig(
+      "[data]\nfeatures = { label = { shape = [2] } }\nsource = \"tfrecord\"\nfiles = \"x\"\n"
+      "num_classes = 2\naugment.random_crop_padding = 1\n",
+      "t.toml");
+  ASSERT_TRUE(inline_table.ok()) << inline_table.status();
+  EXPECT_EQ(inline_table->label_feature.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(inline_table->random_crop_padding, 1);
+}
+
+// A table is accepted only when some key lives in it; otherwise the unknown-key error, with
+// the nearest key or table.
+TEST(TrainConfigTest, UnknownNestedTablesAndKeys) {
+  auto table = ParseTrainConfig("[data.augmnt]\nrandom_flip = true\n", "t.toml");
+  EXPECT_TRUE(Mentions(table, "t.toml: unknown key 'data.augmnt'; did you mean 'data.augment'?"))
+      << table.status();
+  auto key = ParseTrainConfig("[data.features.image]\nkeys = \"x\"\n", "t.toml");
+  EXPECT_TRUE(Mentions(key,
+                       "unknown key 'data.features.image.keys'; did you mean "
+                       "'data.features.image.key'?"))
+      << key.status();
+  EXPECT_TRUE(
+      Mentions(ParseTrainConfig("[job.extra]\nx = 1\n", "t.toml"), "unknown key 'job.extra'"));
+  EXPECT_TRUE(Mentions(ParseTrainConfig("[bogus]\n", "t.toml"), "unknown key 'bogus'"));
+  EXPECT_TRUE(Mentions(ParseTrainConfig("[train.epochs]\nx = 1\n", "t.toml"),
+                       "t.toml: train.epochs: expected integer >= 1, got a table"));
+  EXPECT_TRUE(Mentions(ParseTrainConfig("[data]\nfeatures = 3\n", "t.toml"),
+                       "t.toml: data.features is a table of keys ([data.features]), not a value"));
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t.toml", {"data.augment=1"}),
+                       "--set: data.augment is a table of keys"));
+  EXPECT_TRUE(Mentions(ParseTrainConfig("", "t.toml", {"data.augment.flip=true"}),
+                       "unknown key 'data.augment.flip'"));
+}
+
+TEST(TrainConfigTest, IntListErrors) {
+  const std::string tf = "[data]\nsource = \"tfrecord\"\nfiles = \"x\"\nnum_classes = 2\n";
+  auto parse = [&](const std::string& table) { return ParseTrainConfig(tf + table, "t.toml"); };
+  auto fraction = parse("[data.features.image]\nshape = [28, 2.5, 1]\n");
+  EXPECT_TRUE(Mentions(fraction,
+                       "t.toml: data.features.image.shape: expected list of integers >= 1, but "
+                       "entry 1 is floating-point 2.5"))
+      << fraction.status();
+  EXPECT_TRUE(Mentions(parse("[data.features.image]\nshape = [\"a\"]\n"), "entry 0 is string"));
+  EXPECT_TRUE(Mentions(parse("[data.features.image]\nshape = [[1]]\n"), "entry 0 is array"));
+  auto scalar = parse("[data.features.image]\nshape = 28\n");
+  EXPECT_TRUE(Mentions(scalar,
+                       "t.toml: data.features.image.shape: expected a list of integers ([a, b, "
+                       "...]), got integer"))
+      << scalar.status();
+  EXPECT_TRUE(Mentions(parse("[data.features.image]\nshape = [28, 0, 1]\n"),
+                       "data.features.image.shape: every entry must be >= 1, got [28, 0, 1]"));
+  EXPECT_TRUE(Mentions(parse("[data.augment]\nresize = [1, 2, 3]\n"),
+                       "data.augment.resize: must be empty or [height, width], got [1, 2, 3]"));
+  EXPECT_TRUE(Mentions(parse("[data.augment]\nrandom_flip = [true]\n"),
+                       "data.augment.random_flip: expected true | false, got array"));
+  // On the command line.
+  auto set = ParseTrainConfig(tf, "t.toml", {"data.features.image.shape=28,28"});
+  EXPECT_TRUE(Mentions(set, "--set: data.features.image.shape: expected a list of integers"))
+      << set.status();
+  auto empty = ParseTrainConfig(tf, "t.toml", {"data.augment.resize=[]"});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->resize.empty());
+}
+
+// --set reaches nested keys, and the record (source_text) puts them into the right tables: it
+// parses back to the same config.
+TEST(TrainConfigTest, OverridesOfNestedKeysRoundTrip) {
+  const std::vector<std::string> overrides = {
+      "data.features.image.shape=[28,28,1]",  // a table the file has
+      "data.features.label.shape=[3]",
+      "data.augment.random_flip=false",
+      "data.features.image.scale=0.5",
+      "data.num_classes=7",
+      "job.name=nested run",
+  };
+  auto c = ParseTrainConfig(kTfRecordConfig, "t.toml", overrides);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->image_feature.shape, (std::vector<int64_t>{28, 28, 1}));
+  EXPECT_EQ(c->label_feature.shape, (std::vector<int64_t>{3}));
+  EXPECT_FALSE(c->random_flip);
+  EXPECT_EQ(c->image_feature.scale, 0.5);
+  EXPECT_EQ(c->num_classes, 7);
+  EXPECT_EQ(c->image_feature.key, "image/encoded");  // the file's, kept
+  auto again = ParseTrainConfig(c->source_text, "config.toml");
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << c->source_text;
+  EXPECT_EQ(Snapshot(*again), Snapshot(*c)) << c->source_text;
+  EXPECT_EQ(c->source_text.find("\"features.image"), std::string::npos) << c->source_text;
+  // Into tables the file does not have.
+  auto fresh = ParseTrainConfig("[data]\nsource = \"synthetic\"\n", "t.toml",
+                                {"data.num_classes=4", "data.features.image.shape=[5,5,1]",
+                                 "data.augment.resize=[6,6]", "data.augment.random_flip=true"});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  auto fresh_again = ParseTrainConfig(fresh->source_text, "config.toml");
+  ASSERT_TRUE(fresh_again.ok()) << fresh_again.status() << "\n" << fresh->source_text;
+  EXPECT_EQ(Snapshot(*fresh_again), Snapshot(*fresh)) << fresh->source_text;
+  EXPECT_EQ(fresh_again->resize, (std::vector<int64_t>{6, 6}));
+  EXPECT_NE(Snapshot(*fresh_again), Snapshot(TrainConfig{}));
+  // Into tables the file makes inline or with dotted keys.
+  auto dotted = ParseTrainConfig(
+      "[data]\nsource = \"tfrecord\"\nfiles = \"x\"\nnum_classes = 2\n"
+      "features = { label = { shape = [2] } }\naugment.random_crop_padding = 1\n",
+      "t.toml", {"data.features.label.key=y", "data.augment.resize=[4,4]"});
+  ASSERT_TRUE(dotted.ok()) << dotted.status();
+  auto dotted_again = ParseTrainConfig(dotted->source_text, "config.toml");
+  ASSERT_TRUE(dotted_again.ok()) << dotted_again.status() << "\n" << dotted->source_text;
+  EXPECT_EQ(Snapshot(*dotted_again), Snapshot(*dotted)) << dotted->source_text;
+  EXPECT_EQ(dotted_again->label_feature.key, "y");
+  EXPECT_EQ(dotted_again->label_feature.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(dotted_again->resize, (std::vector<int64_t>{4, 4}));
 }
 
 TEST(TrainConfigTest, AutoShardPolicies) {
@@ -214,6 +447,43 @@ TEST(TrainConfigTest, EnvironmentChecksWriteNothing) {
   EXPECT_TRUE(ValidateTrainEnvironment(c, 1).ok());
   EXPECT_FALSE(fs::exists(base / "new"));             // nothing written
   EXPECT_FALSE(ValidateTrainEnvironment(c, 3).ok());  // 64 % 3 != 0
+  fs::remove_all(base);
+}
+
+// Only fashion_mnist reads data.dir's IDX files; the other sources need none.
+TEST(TrainConfigTest, FashionFilesOnlyForFashionMnist) {
+  namespace fs = std::filesystem;
+  fs::path base = fs::temp_directory_path() / ("troupe_env_src_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "data");
+  TrainConfig c;
+  c.data_dir = "/nonexistent-dataset";
+  c.run_dir = (base / "run").string();
+  EXPECT_EQ(ValidateTrainEnvironment(c, 1).code(), StatusCode::kNotFound);
+  for (std::string source : {"text", "synthetic"}) {
+    c.data_source = source;
+    Status s = ValidateTrainEnvironment(c, 1);
+    EXPECT_TRUE(s.ok()) << source << ": " << s;
+  }
+  // tfrecord: each glob must match a file.
+  c.data_source = "tfrecord";
+  c.data_files = (base / "data" / "train-*.tfrecord").string();
+  Status none = ValidateTrainEnvironment(c, 1);
+  EXPECT_EQ(none.code(), StatusCode::kNotFound);
+  EXPECT_NE(none.message().find("data.files: no file matches '" + c.data_files + "'"),
+            std::string::npos)
+      << none;
+  std::ofstream(base / "data" / "train-0.tfrecord") << "x";
+  EXPECT_TRUE(ValidateTrainEnvironment(c, 1).ok());  // no eval_files: nothing more to check
+  c.data_eval_files = (base / "data" / "test-*.tfrecord").string();
+  Status eval = ValidateTrainEnvironment(c, 1);
+  EXPECT_EQ(eval.code(), StatusCode::kNotFound);
+  EXPECT_NE(eval.message().find("data.eval_files: no file matches '" + c.data_eval_files + "'"),
+            std::string::npos)
+      << eval;
+  std::ofstream(base / "data" / "test-0.tfrecord") << "x";
+  EXPECT_TRUE(ValidateTrainEnvironment(c, 1).ok());
+  EXPECT_FALSE(fs::exists(base / "run"));  // nothing written
   fs::remove_all(base);
 }
 
