@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/logging.h"
+#include "input/augment.h"
 
 namespace troupe::actors {
 namespace {
@@ -21,6 +22,38 @@ std::vector<std::string> PipelineFiles(const TrainingData& d, int64_t i) {
     files.push_back(d.source.files[f]);
   }
   return files;
+}
+
+bool Enabled(const input::AugmentOptions& a) {
+  return a.resize_height > 0 || a.crop_padding > 0 || a.flip_left_right;
+}
+
+// [data.augment]: training gets all of it; evaluation only the resize, which the model's input
+// shape depends on.
+input::AugmentOptions Augmentation(const TrainConfig& config, bool training) {
+  input::AugmentOptions a;
+  if (config.resize.size() == 2) {
+    a.resize_height = config.resize[0];
+    a.resize_width = config.resize[1];
+  }
+  if (training) {
+    a.crop_padding = config.random_crop_padding;
+    a.flip_left_right = config.random_flip;
+  }
+  return a;
+}
+
+Result<input::Element> Augmented(input::Element batch, const input::AugmentOptions& augment,
+                                 const input::AugmentKey& key) {
+  if (!Enabled(augment)) return batch;
+  if (batch[0].dtype() != DType::kFloat32 || batch[0].rank() != 4) {
+    return InvalidArgumentError("data.augment applies to images (float32 [height, width, "
+                                "channels] examples); this source gives " +
+                                batch[0].shape().ToString() + " " +
+                                std::string(DTypeName(batch[0].dtype())));
+  }
+  TROUPE_ASSIGN_OR_RETURN(batch[0], input::Augment(batch[0], augment, key));
+  return batch;
 }
 
 }  // namespace
@@ -74,6 +107,16 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
   const input::InputContext whole{1, 0, 1};
   TROUPE_ASSIGN_OR_RETURN(
       d.source, input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole));
+  if (config.resize.size() == 2) {
+    if (d.source.feature_shape.rank() != 3) {
+      return InvalidArgumentError("data.augment.resize applies to images [height, width, "
+                                  "channels]; data.source = \"" + config.data_source +
+                                  "\" gives examples of shape " +
+                                  d.source.feature_shape.ToString());
+    }
+    d.source.feature_shape =
+        TensorShape{config.resize[0], config.resize[1], d.source.feature_shape.dim(2)};
+  }
   TROUPE_ASSIGN_OR_RETURN(d.policy, input::ResolveShardPolicy(d.source, d.options));
   int64_t fewest = INT64_MAX;
   if (d.global()) {
@@ -125,8 +168,13 @@ Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
   o.prefetch = config.prefetch;
   o.first_step = first_step;
   auto to_model = data.source.to_model;
-  input::ReplicaFeed::Prepare prepare = [to_model](const input::Element& rows, int64_t, int64_t) {
-    return to_model(rows);
+  const input::AugmentOptions augment = Augmentation(config, /*training=*/true);
+  const int64_t seed = config.seed;
+  input::ReplicaFeed::Prepare prepare =
+      [to_model, augment, seed](const input::Element& rows, int64_t replica,
+                                int64_t step) -> Result<input::Element> {
+    TROUPE_ASSIGN_OR_RETURN(input::Element batch, to_model(rows));
+    return Augmented(std::move(batch), augment, {seed, replica, step});
   };
   return std::make_unique<input::ReplicaFeed>(std::move(streams), data.replica_ids,
                                               std::move(prepare), o);
@@ -138,8 +186,17 @@ Result<JobInput> EvaluationInput(const TrainConfig& config) {
                                                 input::InputContext{1, 0, 1}));
   input::Dataset ds = source.examples.Batch(config.global_batch_size);
   TROUPE_RETURN_IF_ERROR(ds.status());
-  return JobInput{std::move(ds), std::move(source.to_model), source.feature_shape,
-                  source.num_classes};
+  const input::AugmentOptions resize = Augmentation(config, /*training=*/false);
+  auto to_model = [decode = std::move(source.to_model),
+                   resize](const input::Element& rows) -> Result<input::Element> {
+    TROUPE_ASSIGN_OR_RETURN(input::Element batch, decode(rows));
+    return Augmented(std::move(batch), resize, {});
+  };
+  TensorShape shape = source.feature_shape;
+  if (resize.resize_height > 0 && shape.rank() == 3) {
+    shape = TensorShape{resize.resize_height, resize.resize_width, shape.dim(2)};
+  }
+  return JobInput{std::move(ds), std::move(to_model), shape, source.num_classes};
 }
 
 Result<input::Element> ModelRows(const JobInput& input, const input::Element& batch, int64_t begin,

@@ -29,29 +29,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Fields not read outside launch/ yet, and why that is honest for now.
-const std::string kIssue19 =
-    "parsed for the tfrecord and synthetic sources and the augmentations of issue 19, which "
-    "input/ and actors/ wire in next";
-const std::map<std::string, std::string> kNotReadYet = {
-    {"data_eval_files", kIssue19},
-    {"compression", kIssue19},
-    {"num_classes", kIssue19},
-    {"synthetic_examples", kIssue19},
-    {"prefetch", kIssue19},
-    {"decode_threads", kIssue19},
-    {"image_feature.key", kIssue19},
-    {"image_feature.decode", kIssue19},
-    {"image_feature.shape", kIssue19},
-    {"image_feature.scale", kIssue19},
-    {"image_feature.offset", kIssue19},
-    {"label_feature.key", kIssue19},
-    {"label_feature.dtype", kIssue19},
-    {"label_feature.shape", kIssue19},
-    {"resize", kIssue19},
-    {"random_crop_padding", kIssue19},
-    {"random_flip", kIssue19},
-};
+// Fields not read outside launch/ yet, and why that is honest for now (none today).
+const std::map<std::string, std::string> kNotReadYet = {};
 // Nested fields no key sets: a Feature's members that only the other Feature uses.
 const std::map<std::string, std::string> kNoKey = {
     {"image_feature.dtype", "labels only: the image's type comes from its decode"},
