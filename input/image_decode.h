@@ -1,0 +1,31 @@
+// PNG and JPEG decoding to uint8 tensors [height, width, channels], matching TensorFlow's
+// tf.io.decode_png / tf.io.decode_jpeg (default dtype uint8) pixel for pixel: the same libpng
+// transforms as tensorflow/core/lib/png/png_io.cc and the same libjpeg(-turbo) settings as
+// tensorflow/core/lib/jpeg/jpeg_mem.cc with DecodeJpeg's defaults (ratio 1, fancy upscaling,
+// dct_method "" = JDCT_ISLOW, no recovery of truncated files).
+//
+// channels: 0 keeps the stored layout (PNG: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA, a palette is
+// expanded to 3 or 4 when it has transparency; JPEG: 1 or 3, CMYK converted to RGB);
+// 1 = grayscale (RGB -> gray with libpng's 0.299/0.587/0.114 weights, or libjpeg's colour
+// conversion), 3 = RGB, 4 = RGBA (PNG only; missing alpha is opaque).
+// 16-bit PNGs keep their high byte (png_set_strip_16), as TF does for dtype=uint8.
+//
+// Errors: bad `channels` -> InvalidArgument; corrupt, truncated or empty data ->
+// InvalidArgument whose message starts "PNG:" / "JPEG:" and says what libpng / libjpeg found.
+// Images over 2^29 values or 2^27 pixels on a side are refused (as TF). Thread-safe: no global
+// state; decoder errors never longjmp across C++ objects and never exit the process.
+#pragma once
+
+#include <string_view>
+
+#include "core/result.h"
+#include "core/tensor.h"
+
+namespace troupe::input {
+
+// channels in {0, 1, 3, 4}.
+Result<Tensor> DecodePng(std::string_view bytes, int channels = 0);
+// channels in {0, 1, 3}.
+Result<Tensor> DecodeJpeg(std::string_view bytes, int channels = 0);
+
+}  // namespace troupe::input
