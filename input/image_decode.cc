@@ -160,6 +160,7 @@ struct JpegJob {
   const unsigned char* data = nullptr;
   size_t size = 0;
   int channels = 0;
+  J_DCT_METHOD dct = JDCT_IFAST;
   jpeg_decompress_struct cinfo;
   jpeg_error_mgr jerr;
   jpeg_source_mgr src;
@@ -197,7 +198,7 @@ void JpegSkipInput(j_decompress_ptr cinfo, long n) {
 }
 
 // The setjmp frame (see PngDecodeLow). Mirrors jpeg_mem.cc's UncompressLow with ratio 1,
-// fancy upscaling, JDCT_ISLOW, no crop, no truncation recovery.
+// fancy upscaling, no crop, no truncation recovery.
 bool JpegDecodeLow(JpegJob* job) {
   j_decompress_ptr cinfo = &job->cinfo;
   cinfo->err = jpeg_std_error(&job->jerr);
@@ -239,7 +240,7 @@ bool JpegDecodeLow(JpegJob* job) {
   cinfo->do_fancy_upsampling = TRUE;
   cinfo->scale_num = 1;
   cinfo->scale_denom = 1;
-  cinfo->dct_method = JDCT_ISLOW;
+  cinfo->dct_method = job->dct;
   jpeg_calc_output_dimensions(cinfo);
   const int64_t width = cinfo->output_width, height = cinfo->output_height;
   if (height * width * cinfo->out_color_components >= kMaxValues) {
@@ -319,7 +320,7 @@ Result<Tensor> DecodePng(std::string_view bytes, int channels) {
   return std::move(job.out);
 }
 
-Result<Tensor> DecodeJpeg(std::string_view bytes, int channels) {
+Result<Tensor> DecodeJpeg(std::string_view bytes, int channels, JpegDct dct) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return InvalidArgumentError("DecodeJpeg: channels must be 0, 1 or 3, got " +
                                 std::to_string(channels));
@@ -329,6 +330,7 @@ Result<Tensor> DecodeJpeg(std::string_view bytes, int channels) {
   job.data = reinterpret_cast<const unsigned char*>(bytes.data());
   job.size = bytes.size();
   job.channels = channels;
+  job.dct = dct == JpegDct::kAccurate ? JDCT_ISLOW : JDCT_IFAST;
   if (!JpegDecodeLow(&job)) {
     if (!job.status.ok()) return job.status;
     return InvalidArgumentError(std::string("JPEG: invalid or corrupt data (") + job.error + ")");

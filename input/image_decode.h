@@ -2,7 +2,8 @@
 // tf.io.decode_png / tf.io.decode_jpeg (default dtype uint8) pixel for pixel: the same libpng
 // transforms as tensorflow/core/lib/png/png_io.cc and the same libjpeg(-turbo) settings as
 // tensorflow/core/lib/jpeg/jpeg_mem.cc with DecodeJpeg's defaults (ratio 1, fancy upscaling,
-// dct_method "" = JDCT_ISLOW, no recovery of truncated files).
+// no recovery of truncated files, and dct_method "" which TF maps to JDCT_IFAST, not ISLOW:
+// see decode_image_op.cc; JpegDct::kAccurate is TF's dct_method="INTEGER_ACCURATE").
 //
 // channels: 0 keeps the stored layout (PNG: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA, a palette is
 // expanded to 3 or 4 when it has transparency; JPEG: 1 or 3, CMYK converted to RGB);
@@ -25,7 +26,10 @@ namespace troupe::input {
 
 // channels in {0, 1, 3, 4}.
 Result<Tensor> DecodePng(std::string_view bytes, int channels = 0);
+// The inverse DCT: kFast = JDCT_IFAST (TF's default), kAccurate = JDCT_ISLOW.
+enum class JpegDct { kFast, kAccurate };
+
 // channels in {0, 1, 3}.
-Result<Tensor> DecodeJpeg(std::string_view bytes, int channels = 0);
+Result<Tensor> DecodeJpeg(std::string_view bytes, int channels = 0, JpegDct dct = JpegDct::kFast);
 
 }  // namespace troupe::input
