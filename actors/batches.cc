@@ -47,10 +47,10 @@ Result<input::Element> Augmented(input::Element batch, const input::AugmentOptio
                                  const input::AugmentKey& key) {
   if (!Enabled(augment)) return batch;
   if (batch[0].dtype() != DType::kFloat32 || batch[0].rank() != 4) {
-    return InvalidArgumentError("data.augment applies to images (float32 [height, width, "
-                                "channels] examples); this source gives " +
-                                batch[0].shape().ToString() + " " +
-                                std::string(DTypeName(batch[0].dtype())));
+    return InvalidArgumentError(
+        "data.augment applies to images (float32 [height, width, "
+        "channels] examples); this source gives " +
+        batch[0].shape().ToString() + " " + std::string(DTypeName(batch[0].dtype())));
   }
   TROUPE_ASSIGN_OR_RETURN(batch[0], input::Augment(batch[0], augment, key));
   return batch;
@@ -109,10 +109,10 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
       d.source, input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole));
   if (config.resize.size() == 2) {
     if (d.source.feature_shape.rank() != 3) {
-      return InvalidArgumentError("data.augment.resize applies to images [height, width, "
-                                  "channels]; data.source = \"" + config.data_source +
-                                  "\" gives examples of shape " +
-                                  d.source.feature_shape.ToString());
+      return InvalidArgumentError(
+          "data.augment.resize applies to images [height, width, "
+          "channels]; data.source = \"" +
+          config.data_source + "\" gives examples of shape " + d.source.feature_shape.ToString());
     }
     d.source.feature_shape =
         TensorShape{config.resize[0], config.resize[1], d.source.feature_shape.dim(2)};
@@ -170,9 +170,9 @@ Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
   auto to_model = data.source.to_model;
   const input::AugmentOptions augment = Augmentation(config, /*training=*/true);
   const int64_t seed = config.seed;
-  input::ReplicaFeed::Prepare prepare =
-      [to_model, augment, seed](const input::Element& rows, int64_t replica,
-                                int64_t step) -> Result<input::Element> {
+  input::ReplicaFeed::Prepare prepare = [to_model, augment, seed](
+                                            const input::Element& rows, int64_t replica,
+                                            int64_t step) -> Result<input::Element> {
     TROUPE_ASSIGN_OR_RETURN(input::Element batch, to_model(rows));
     return Augmented(std::move(batch), augment, {seed, replica, step});
   };
