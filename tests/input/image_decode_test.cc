@@ -146,6 +146,11 @@ TEST(DecodePngTest, PaletteAndLowBitDepth) {
   auto bits = DecodePng(EncodePng({8, 1, PNG_COLOR_TYPE_GRAY, 1, false, {}, {}}, {0xA5}), 0);
   ASSERT_TRUE(bits.ok()) << bits.status();
   EXPECT_EQ(Pixels(*bits), (std::vector<uint8_t>{255, 0, 255, 0, 0, 255, 0, 255}));
+  // TF's quirk, kept: the added alpha is (1 << bit_depth) - 1 = 1, not 255.
+  auto bits4 = DecodePng(EncodePng({8, 1, PNG_COLOR_TYPE_GRAY, 1, false, {}, {}}, {0xA5}), 4);
+  ASSERT_TRUE(bits4.ok()) << bits4.status();
+  EXPECT_EQ(Pixels(*bits4)[0], 255);
+  EXPECT_EQ(Pixels(*bits4)[3], 1);
 }
 
 TEST(DecodePngTest, CorruptAndTruncatedAreInvalidArgument) {
