@@ -15,7 +15,7 @@
 //
 // ResizeBilinear equals tf.image.resize(images, [h, w], "bilinear", antialias=False) (TF2's
 // half-pixel centres): float32 arithmetic in TF's order without FMA contraction, bit-identical
-// to TF on the shapes tests/interop/image_decode_tf.py checks).
+// to TF on the shapes tests/interop/image_decode_tf.py checks.
 // Work is split over rows; each output value is computed by one thread the same way, so
 // results never depend on the thread count.
 #pragma once
