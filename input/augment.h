@@ -10,10 +10,12 @@
 //      Philox4x32(key = w0 | w1 << 32, counter = [2r + op (64-bit), w2, w3]) gives one block
 //      u0..u3.
 //   3. crop: top = floor(u0 * (2p + 1) / 2^32), left = floor(u1 * (2p + 1) / 2^32), each
-//      uniform over [0, 2p] up to a bias below 2^-22; flip: the row is mirrored iff u0 >> 31.
+//      uniform over [0, 2p] up to a relative bias below (2p + 1) / 2^32; flip: the row is mirrored
+//      iff u0 >> 31.
 //
 // ResizeBilinear equals tf.image.resize(images, [h, w], "bilinear", antialias=False) (TF2's
-// half-pixel centres; float32 arithmetic in TF's order, to within 1e-6 on [0, 1] images).
+// half-pixel centres): float32 arithmetic in TF's order without FMA contraction, bit-identical
+// to TF on the shapes tests/interop/image_decode_tf.py checks.
 // Work is split over rows; each output value is computed by one thread the same way, so
 // results never depend on the thread count.
 #pragma once

@@ -9,7 +9,9 @@
 // expanded to 3 or 4 when it has transparency; JPEG: 1 or 3, CMYK converted to RGB);
 // 1 = grayscale (RGB -> gray with libpng's 0.299/0.587/0.114 weights, or libjpeg's colour
 // conversion), 3 = RGB, 4 = RGBA (PNG only; missing alpha is opaque).
-// 16-bit PNGs keep their high byte (png_set_strip_16), as TF does for dtype=uint8.
+// 16-bit PNGs keep their high byte (png_set_strip_16), as TF does for dtype=uint8. Kept TF
+// quirk: a 1/2/4-bit gray PNG without tRNS asked for alpha gets alpha (1 << bit_depth) - 1
+// (1 for 1-bit), not 255, because TF passes the filler at the stored depth.
 //
 // Errors: bad `channels` -> InvalidArgument; corrupt, truncated or empty data ->
 // InvalidArgument whose message starts "PNG:" / "JPEG:" and says what libpng / libjpeg found.

@@ -146,6 +146,11 @@ TEST(DecodePngTest, PaletteAndLowBitDepth) {
   auto bits = DecodePng(EncodePng({8, 1, PNG_COLOR_TYPE_GRAY, 1, false, {}, {}}, {0xA5}), 0);
   ASSERT_TRUE(bits.ok()) << bits.status();
   EXPECT_EQ(Pixels(*bits), (std::vector<uint8_t>{255, 0, 255, 0, 0, 255, 0, 255}));
+  // TF's quirk, kept: the added alpha is (1 << bit_depth) - 1 = 1, not 255.
+  auto bits4 = DecodePng(EncodePng({8, 1, PNG_COLOR_TYPE_GRAY, 1, false, {}, {}}, {0xA5}), 4);
+  ASSERT_TRUE(bits4.ok()) << bits4.status();
+  EXPECT_EQ(Pixels(*bits4)[0], 255);
+  EXPECT_EQ(Pixels(*bits4)[3], 1);
 }
 
 TEST(DecodePngTest, CorruptAndTruncatedAreInvalidArgument) {
@@ -244,6 +249,29 @@ TEST(DecodeJpegTest, CorruptAndTruncatedAreInvalidArgument) {
   EXPECT_FALSE(DecodeJpeg(bad_header.substr(0, 8), 0).ok());
   EXPECT_FALSE(DecodeJpeg("", 0).ok());
   EXPECT_TRUE(DecodeJpeg(jpg, 3).ok());
+}
+
+// Random byte damage never crashes or leaks (run under ASan): each decode either succeeds
+// with the right shape or fails with InvalidArgument naming the format.
+TEST(DecodeImageTest, SurvivesRandomDamage) {
+  const int h = 24, w = 24;
+  const std::string png =
+      EncodePng({w, h, PNG_COLOR_TYPE_RGB, 8, true, {}, {}}, RandomBytes(h * w * 3, 8));
+  const std::string jpg = EncodeJpeg(Smooth(h, w, 3), h, w, 3, 80);
+  std::mt19937 rng(9);
+  for (int i = 0; i < 400; ++i) {
+    for (bool is_png : {true, false}) {
+      std::string bad = is_png ? png : jpg;
+      for (int k = 0; k < 1 + i % 4; ++k) bad[rng() % bad.size()] = static_cast<char>(rng());
+      auto t = is_png ? DecodePng(bad, 3) : DecodeJpeg(bad, 3);
+      if (t.ok()) {
+        EXPECT_EQ(t->dim(2), 3);
+      } else {
+        EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status();
+        EXPECT_NE(t.status().message().find(is_png ? "PNG" : "JPEG"), std::string::npos);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -8,12 +8,16 @@
   (JDCT_ISLOW): both sides run libjpeg-turbo with fancy upsampling, and its integer IDCTs are
   bit-exact across builds (measured: max abs difference 0 on every case; the fast and accurate
   IDCTs differ from each other by up to ~60 at quality 100);
+- PNG layouts tf.io.encode_png cannot write (1/2/4-bit gray, palettes with and without tRNS,
+  tRNS colour keys), built here by a minimal PNG writer, decode exactly like tf.io.decode_png;
 - truncated files fail in both;
 - ResizeBilinear equals tf.image.resize(method="bilinear", antialias=False) within 1e-5;
 - prints rough decode timings (28x28 gray PNG, 224x224 RGB JPEG) in microseconds per image.
 """
 import os
+import struct
 import tempfile
+import zlib
 
 import numpy as np
 
@@ -62,6 +66,42 @@ def png_cases(c, tmp, rng):
                     want = tf.io.decode_png(data, channels=want_ch).numpy()
                     got = decode(tmp, data, "png", want_ch)
                     compare(c, "png %d-bit %s c%d %dx%d -> %d" % (bits, kind, ch, h, w, want_ch), got, want)
+
+
+def raw_png(w, h, bit_depth, color_type, rows, plte=None, trns=None):
+    """A non-interlaced PNG from packed rows (bytes each), filter type 0."""
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, bit_depth, color_type, 0, 0, 0))
+    if plte is not None:
+        out += chunk(b"PLTE", bytes(plte))
+    if trns is not None:
+        out += chunk(b"tRNS", bytes(trns))
+    return out + chunk(b"IDAT", zlib.compress(b"".join(b"\x00" + r for r in rows))) + chunk(b"IEND", b"")
+
+
+def png_layout_cases(c, tmp, rng):
+    h, w = 7, 13
+    cases = []
+    for bits in (1, 2, 4):
+        row_bytes = (w * bits + 7) // 8
+        rows = [rng.integers(0, 256, row_bytes, dtype=np.uint8).tobytes() for _ in range(h)]
+        cases.append(("gray %d-bit" % bits, raw_png(w, h, bits, 0, rows)))
+        n = 1 << bits
+        plte = rng.integers(0, 256, 3 * n, dtype=np.uint8).tolist()
+        cases.append(("palette %d-bit" % bits, raw_png(w, h, bits, 3, rows, plte)))
+        trns = rng.integers(0, 256, max(1, n // 2), dtype=np.uint8).tolist()
+        cases.append(("palette %d-bit tRNS" % bits, raw_png(w, h, bits, 3, rows, plte, trns)))
+    rows = [rng.integers(0, 4, w, dtype=np.uint8).tobytes() for _ in range(h)]
+    cases.append(("gray 8-bit tRNS key", raw_png(w, h, 8, 0, rows, trns=[0, 2])))
+    rows = [rng.integers(0, 2, 3 * w, dtype=np.uint8).tobytes() for _ in range(h)]
+    cases.append(("rgb 8-bit tRNS key", raw_png(w, h, 8, 2, rows, trns=[0, 1, 0, 0, 0, 1])))
+    rows = [rng.integers(0, 256, 4 * w, dtype=np.uint8).tobytes() for _ in range(h)]
+    cases.append(("gray+alpha 16-bit", raw_png(w, h, 16, 4, rows)))
+    for name, data in cases:
+        for want_ch in (0, 1, 3, 4):
+            want = tf.io.decode_png(data, channels=want_ch).numpy()
+            compare(c, "png %s -> %d" % (name, want_ch), decode(tmp, data, "png", want_ch), want)
 
 
 def jpeg_cases(c, tmp, rng):
@@ -135,6 +175,7 @@ def main():
     rng = np.random.default_rng(2024)
     tmp = tempfile.mkdtemp(prefix="troupe_image_decode_")
     png_cases(c, tmp, rng)
+    png_layout_cases(c, tmp, rng)
     jpeg_cases(c, tmp, rng)
     error_cases(c, tmp, rng)
     resize_cases(c, tmp, rng)
