@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "input/example.h"
 #include "input/idx.h"
@@ -52,6 +53,14 @@ Result<ConvertResult> ConvertIdxToTFRecord(const ConvertOptions& o) {
     }
   };
   ConvertResult result;
+  // The output prefix's directory is made when missing, as `mkdir -p` would.
+  const std::filesystem::path parent = std::filesystem::path(o.out_prefix).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    return PermissionDeniedError("cannot create the directory " + parent.string() +
+                                 " for --out: " + ec.message());
+  }
   for (int k = 0; k < o.num_shards; ++k) {
     const int64_t begin = n * k / o.num_shards, end = n * (k + 1) / o.num_shards;
     std::string path = ShardFileName(o.out_prefix, k, o.num_shards, o.compression);
