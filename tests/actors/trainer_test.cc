@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "checkpoint/bundle_reader.h"
 #include "graph/random/generator.h"
 
 namespace troupe::actors {
@@ -116,6 +117,60 @@ TEST(Trainer, ReplicaKeysAreTheJobKeyHashedByGlobalReplicaId) {
     ASSERT_TRUE(kc.ok()) << kc.status();
     EXPECT_EQ(t->replica_keys()[static_cast<size_t>(g)], static_cast<int64_t>(kc->key));
   }
+}
+
+// The checkpoint's input state: positions (a few hundred bytes per replica), never buffers.
+TEST(Trainer, CheckpointsKeepInputPositionsNotBufferedExamples) {
+  TrainConfig c = SmallJob("positions");
+  c.shuffle_buffer = 10000;
+  auto t = Start(c);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->RunStep().ok());
+  ASSERT_TRUE(t->Save().ok());
+  auto reader = ckpt::BundleReader::Open(c.run_dir + "/checkpoints/ckpt-1");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Result<Tensor> state = (*reader)->Read("input/.ATTRIBUTES/ITERATOR_STATE");
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_LT(state->scalar<std::string>().size(), 2u * 400u);  // 2 replicas' positions
+}
+
+TEST(Trainer, ResumingWithChangedInputIsRefusedNamingTheChange) {
+  TrainConfig c = SmallJob("changed");
+  {
+    auto t = Start(c);
+    ASSERT_NE(t, nullptr);
+    ASSERT_TRUE(t->RunStep().ok());
+    ASSERT_TRUE(t->Save().ok());
+  }
+  TrainConfig shuffled = c;
+  shuffled.shuffle_buffer = 77;
+  auto refused = Trainer::Setup(shuffled, ProcessLaunch{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("data.shuffle_buffer was 1000"), std::string::npos)
+      << refused.status();
+  TrainConfig fewer = c;  // DATA (fashion_mnist under AUTO): R decides every replica's stream
+  fewer.replicas_per_process = 1;
+  refused = Trainer::Setup(fewer, ProcessLaunch{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("replica count was 2"), std::string::npos)
+      << refused.status();
+}
+
+// OFF is one global stream: another replica count continues the same data.
+TEST(Trainer, OffResumesWithAnotherReplicaCountOnTheSameStream) {
+  TrainConfig c = SmallJob("off");
+  c.auto_shard = "OFF";
+  {
+    auto t = Start(c);
+    ASSERT_NE(t, nullptr);
+    ASSERT_TRUE(t->RunStep().ok());
+    ASSERT_TRUE(t->Save().ok());
+  }
+  c.replicas_per_process = 1;
+  auto t = Start(c);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->step(), 1);
+  EXPECT_TRUE(t->RunStep().ok());
 }
 
 }  // namespace
