@@ -1,6 +1,7 @@
 #include "input/file_io.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -427,6 +428,24 @@ Status WriteStringToFile(const std::string& path, std::string_view data) {
   TROUPE_ASSIGN_OR_RETURN(auto out, OpenOutputStream(path, Compression::kNone));
   TROUPE_RETURN_IF_ERROR(out->Append(data));
   return out->Close();
+}
+
+Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key) {
+  if (pattern.empty()) return InvalidArgumentError(key + " is empty; give a glob of files");
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> files;
+  if (rc == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+  }
+  globfree(&g);
+  if (files.empty()) {
+    return NotFoundError(key + " = \"" + pattern +
+                         "\" matches no file (relative patterns start at the working "
+                         "directory); check the path or the pattern");
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 }  // namespace troupe::input

@@ -62,6 +62,11 @@ Result<std::unique_ptr<OutputStream>> OpenOutputStream(const std::string& path,
                                                        Compression compression,
                                                        const ZlibOptions& zlib = {});
 
+// Files matching the glob `pattern`, sorted (tf.data.Dataset.list_files(shuffle=False)).
+// InvalidArgument for an empty pattern and NotFound for one that matches nothing, both naming
+// the config `key` it came from.
+Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key);
+
 // Whole-file helpers for small files (tests, fixtures).
 Result<std::string> ReadFileToString(const std::string& path);
 Status WriteStringToFile(const std::string& path, std::string_view data);

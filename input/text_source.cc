@@ -1,34 +1,16 @@
 #include "input/text_source.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
 
+#include "input/file_io.h"
+
 namespace troupe::input {
 namespace {
 
 constexpr double kTrainFraction = 0.9;
-
-Result<std::vector<std::string>> MatchFiles(const std::string& pattern) {
-  if (pattern.empty()) {
-    return InvalidArgumentError(
-        "data.source = \"text\" needs data.files, a glob of text files (e.g. "
-        "\"/usr/share/games/fortunes/*.u8\")");
-  }
-  glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  std::vector<std::string> files;
-  if (rc == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-  }
-  globfree(&g);
-  if (files.empty()) return NotFoundError("data.files = \"" + pattern + "\" matches no file");
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 Result<std::string> ReadAll(const std::vector<std::string>& files) {
   std::string text;
@@ -76,7 +58,12 @@ Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
   if (spec.sequence_length < 1) {
     return InvalidArgumentError("data.source = \"text\" needs data.sequence_length >= 1");
   }
-  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files));
+  if (spec.files.empty()) {
+    return InvalidArgumentError(
+        "data.source = \"text\" needs data.files, a glob of text files (e.g. "
+        "\"/usr/share/games/fortunes/*.u8\")");
+  }
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files, "data.files"));
   TROUPE_ASSIGN_OR_RETURN(std::string text, ReadAll(files));
   std::array<int, 256> ids{};
   std::array<bool, 256> present{};

@@ -1,7 +1,5 @@
 #include "input/tfrecord_source.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -201,22 +199,6 @@ Status CheckFeatures(const DataSourceSpec& spec) {
 }
 
 }  // namespace
-
-Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key) {
-  if (pattern.empty()) return InvalidArgumentError(key + " is empty; give a glob of files");
-  glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  std::vector<std::string> files;
-  if (rc == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-  }
-  globfree(&g);
-  if (files.empty()) {
-    return NotFoundError(key + " = \"" + pattern + "\" matches no file; check the path");
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 Result<int64_t> CountTFRecords(const std::string& path, Compression compression) {
   TROUPE_ASSIGN_OR_RETURN(auto reader, TFRecordReader::Open(path, {compression}));

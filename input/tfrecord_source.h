@@ -20,9 +20,6 @@ namespace troupe::input {
 Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit split,
                                       const InputContext& context);
 
-// Files matching `pattern`, sorted; NotFound naming `key` and the pattern when none does.
-Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key);
-
 // Records in one TFRecord file (every checksum verified).
 Result<int64_t> CountTFRecords(const std::string& path, Compression compression);
 

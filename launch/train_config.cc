@@ -2,7 +2,6 @@
 
 #define TOML_EXCEPTIONS 0
 #include <fcntl.h>
-#include <glob.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "input/file_io.h"
 #include "launch/config_schema.h"
 
 namespace troupe::launch {
@@ -202,18 +202,6 @@ void Merge(toml::table& doc, const std::string& key, const ConfigValue& value) {
       value);
 }
 
-// NotFound naming `key` when `pattern` matches no file.
-Status CheckGlobMatches(const std::string& key, const std::string& pattern) {
-  glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  const size_t matches = rc == 0 ? g.gl_pathc : 0;
-  ::globfree(&g);
-  if (matches > 0) return Status::OK();
-  return NotFoundError(key + ": no file matches '" + pattern +
-                       "' (relative patterns start at the working directory); check the path "
-                       "or the pattern");
-}
-
 // The override's value, typed as TOML reads it; a bare word is a string.
 Result<ConfigValue> OverrideValue(const std::string& o, const std::string& key,
                                   const std::string& value) {
@@ -304,9 +292,9 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
         " replicas; choose a multiple of the replica count");
   }
   if (config.data_source == "tfrecord") {
-    TROUPE_RETURN_IF_ERROR(CheckGlobMatches("data.files", config.data_files));
+    TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data_files, "data.files").status());
     if (!config.data_eval_files.empty()) {
-      TROUPE_RETURN_IF_ERROR(CheckGlobMatches("data.eval_files", config.data_eval_files));
+      TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data_eval_files, "data.eval_files").status());
     }
   }
   if (config.data_source == "fashion_mnist") {
