@@ -122,8 +122,10 @@ Result<TrainSummary> Trainer::Run() {
         TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_accuracy", test.second, step));
         TROUPE_RETURN_IF_ERROR(p.events->Flush());
       }
-      summary.test_loss = test.first;
-      summary.test_accuracy = test.second;
+      if (!p.no_eval_split) {
+        summary.test_loss = test.first;
+        summary.test_accuracy = test.second;
+      }
     }
   }
   if (last_saved != p.step) TROUPE_RETURN_IF_ERROR(Save());

@@ -65,8 +65,6 @@ def troupe_feed(build, data, threads, batches):
 
 
 def tf_feed(data, threads, batches):
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
     spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
 
     def decode(record):
@@ -76,6 +74,9 @@ def tf_feed(data, threads, batches):
 
     ds = tf.data.TFRecordDataset(sorted(glob.glob(data + "/train-*"))).shuffle(SHUFFLE, seed=1)
     ds = ds.map(decode, num_parallel_calls=threads).batch(BATCH, drop_remainder=True).prefetch(2)
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads
+    ds = ds.with_options(options)
     it = iter(ds)
     next(it)
     start = time.perf_counter()
@@ -103,6 +104,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--batches", type=int, default=600)
     a = ap.parse_args()
+    tf.config.threading.set_inter_op_parallelism_threads(a.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(a.threads)
     data = tempfile.mkdtemp(prefix="feed_png_")
     write_png_shards(data)
     mb = sum(os.path.getsize(f) for f in glob.glob(data + "/train-*")) / 1e6

@@ -65,15 +65,20 @@ void PrintEndOfRun(const actors::TrainSummary& s) {
         "stopped at step %lld (SIGTERM/SIGINT, or the coordinator stopped the job); checkpoint "
         "written (%s); run the same command to resume (exit code %d)%s\n",
         static_cast<long long>(s.steps), s.last_checkpoint.c_str(), kExitStopped, skipped.c_str());
-  } else if (!s.test_accuracy) {
+  } else if (trained == 0 && !s.test_accuracy) {
     std::printf("done: %lld steps, nothing left to train, last checkpoint %s\n",
                 static_cast<long long>(s.steps), s.last_checkpoint.c_str());
   } else {
+    char test[96] = "no evaluation (data.eval_files is not set)";
+    if (s.test_accuracy) {
+      std::snprintf(test, sizeof(test), "test loss %.4f, test accuracy %.4f", *s.test_loss,
+                    *s.test_accuracy);
+    }
     std::printf(
         "done: %lld steps (%lld in this run, %.1f s, %.0f examples/s, allreduce wait %.3f "
-        "ms/step), test loss %.4f, test accuracy %.4f%s, last checkpoint %s\n",
+        "ms/step), %s%s, last checkpoint %s\n",
         static_cast<long long>(s.steps), trained, s.wall_s, s.examples_per_sec, s.allreduce_wait_ms,
-        *s.test_loss, *s.test_accuracy, skipped.c_str(), s.last_checkpoint.c_str());
+        test, skipped.c_str(), s.last_checkpoint.c_str());
   }
   std::fflush(stdout);
 }
