@@ -68,6 +68,30 @@ TEST(TFRecordSource, DecodesRawPixelsWithScaleAndOffsetAndCountsRecords) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(TFRecordSource, ReadsAndCountsCompressedFiles) {
+  const std::string dir = TempDir();
+  for (const char* kind : {"GZIP", "ZLIB"}) {
+    const std::string path = dir + "/z-" + kind;
+    auto w = TFRecordWriter::Open(path, {*CompressionFromName(kind)});
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE((*w)->WriteRecord(SerializeExample(Image(i, "abcd"))).ok());
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+    DataSourceSpec s = Spec(path);
+    s.compression = kind;
+    Result<SourceData> src = OpenDataSource(s, DataSplit::kTrain, InputContext{});
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_EQ(*src->count_examples(path), 3) << kind;
+    Result<Element> b = FirstBatch(s, 3);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ((*b)[1].data<int32_t>()[2], 2) << kind;
+    s.compression = "";  // read as uncompressed: the framing does not check out
+    EXPECT_FALSE(FirstBatch(s, 3).ok()) << kind;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TFRecordSource, TokenSequencesDecodeAsInt32Ids) {
   const std::string dir = TempDir();
   WriteRecords(dir + "/t",
