@@ -132,15 +132,25 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
       d.plans.push_back(std::move(plan));
     }
   }
-  TROUPE_ASSIGN_OR_RETURN(d.steps_per_epoch, job_min(fewest));
+  TROUPE_ASSIGN_OR_RETURN(int64_t batches, job_min(fewest));
+  const int64_t k = std::max<int64_t>(1, config.accumulate_steps);
+  d.steps_per_epoch = batches / k;
+  d.batches_per_epoch = d.steps_per_epoch * k;
+  if (d.steps_per_epoch == 0) {
+    return FailedPreconditionError("an epoch holds " + std::to_string(batches) +
+                                   " batches per replica, fewer than "
+                                   "train.accumulate_steps (" +
+                                   std::to_string(k) +
+                                   ") for one update; lower it or the "
+                                   "global batch size");
+  }
   int64_t most = 0;
   for (const input::ReplicaPlan& plan : d.plans) most = std::max(most, plan.batches_per_epoch);
   TROUPE_ASSIGN_OR_RETURN(int64_t neg_most, job_min(-most));  // the job's largest share
-  if (-neg_most > d.steps_per_epoch && d.replica_ids.front() == 0) {
+  if (-neg_most > batches && d.replica_ids.front() == 0) {
     TROUPE_LOG(WARNING) << "data.auto_shard = " << input::AutoShardPolicyName(d.policy)
-                        << ": the replicas' shares hold " << d.steps_per_epoch << " to "
-                        << -neg_most << " batches an epoch; every replica takes "
-                        << d.steps_per_epoch
+                        << ": the replicas' shares hold " << batches << " to " << -neg_most
+                        << " batches an epoch; every replica takes " << batches
                         << " per epoch (lockstep), so the larger shares are not read to the end. "
                            "Use a file count that the replica count divides, of equal sizes";
   }
@@ -153,7 +163,7 @@ Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
                                                       int64_t first_step) {
   std::vector<input::ReplicaStream> streams;
   for (const input::ReplicaPlan& plan : data.plans) {
-    input::ReplicaStream stream(plan.epoch, data.steps_per_epoch);
+    input::ReplicaStream stream(plan.epoch, data.batches_per_epoch);
     if (!positions.empty()) {
       const size_t pipeline = data.global() ? 0 : static_cast<size_t>(plan.replica);
       TROUPE_RETURN_IF_ERROR(stream.FastForward(positions.at(pipeline))

@@ -26,7 +26,8 @@ struct TrainingData {
   input::AutoShardPolicy policy = input::AutoShardPolicy::kOff;  // as applied
   std::vector<int64_t> replica_ids;       // this process's global replica ids
   std::vector<input::ReplicaPlan> plans;  // one per local replica, or the global stream (OFF)
-  int64_t steps_per_epoch = 0;            // the same on every process
+  int64_t steps_per_epoch = 0;            // updates an epoch, the same on every process
+  int64_t batches_per_epoch = 0;          // each stream's: steps_per_epoch x accumulate_steps
 
   bool global() const { return policy == input::AutoShardPolicy::kOff; }
   // What a checkpoint records, given every pipeline's position (global replica order).
@@ -36,13 +37,14 @@ struct TrainingData {
 // Smallest value over the job's processes (an allreduce in multi-process jobs).
 using JobMin = std::function<Result<int64_t>(int64_t local)>;
 
-// Opens the training split and plans this process's pipelines; an epoch is as many steps as
-// the replica with the fewest batches has, agreed through `job_min`.
+// Opens the training split and plans this process's pipelines; an epoch is as many updates of
+// train.accumulate_steps micro-batches as the replica with the fewest batches has, agreed
+// through `job_min`.
 Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_replicas,
                                       std::vector<int64_t> replica_ids, const JobMin& job_min);
 
 // The feed of this process's replicas, fast-forwarded to `positions` (one per pipeline of the
-// job, from a checkpoint; empty for a new run), serving step `first_step` first.
+// job, from a checkpoint; empty for a new run), serving micro-batch `first_step` first.
 Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
                                                       const TrainingData& data,
                                                       const std::vector<int64_t>& positions,

@@ -171,11 +171,14 @@ void ControlPlane::SetStopHandler(std::function<void(const StopOrder&)> handler)
 
 JobOutcome ControlPlane::Finish(const Status& result) {
   JobOutcome outcome{result, -1, ""};
+  // Once the coordinator acknowledged this worker's end, it may finish the job and go away at
+  // any moment; losing it then is the normal end, not a failure.
+  bool acknowledged = false;
   if (impl_->worker && !stop_requested()) {
     caf::scoped_actor self{*impl_->system};
     self->request(impl_->worker, Seconds(impl_->options.peer_timeout_s), done_atom::value,
                   static_cast<int32_t>(result.ok() ? 0 : 1), result.message())
-        .receive([](done_atom) {},
+        .receive([&](done_atom) { acknowledged = true; },
                  [&](caf::error& err) {
                    TROUPE_LOG(WARNING) << "coordinator did not acknowledge this worker's end: "
                                        << impl_->system->render(err);
@@ -190,7 +193,7 @@ JobOutcome ControlPlane::Finish(const Status& result) {
       outcome.status = DeadlineExceededError("the job did not end: some workers never finished");
     }
     if (outcome.status.ok() && !result.ok()) outcome.status = result;
-  } else if (stop_requested()) {
+  } else if (stop_requested() && !acknowledged) {
     outcome.status = AbortedError(stop_reason());
   }
   return outcome;

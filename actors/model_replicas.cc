@@ -256,6 +256,17 @@ Status ModelReplicas::Apply(const std::vector<Tensor>& grads) {
   return apply_->Run({Arg(std::move(g)), Arg(std::move(s))}).status();
 }
 
+Status ModelReplicas::AssignState(const std::vector<Tensor>& values) {
+  if (values.size() != state_.size()) {
+    return InternalError("AssignState got " + std::to_string(values.size()) + " values for " +
+                         std::to_string(state_.size()) + " state variables");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    TROUPE_RETURN_IF_ERROR(state_[i].Assign(Value(values[i])));
+  }
+  return Status::OK();
+}
+
 Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const input::Element& batch) {
   if (batch.size() != 2) {
     return InvalidArgumentError("an evaluation batch is (features, labels), got " +

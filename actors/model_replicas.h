@@ -55,6 +55,8 @@ class ModelReplicas {
   // call of the model at creation. Each replica's step returns their new values after its
   // gradients; Apply assigns the replicas' mean.
   const std::vector<Variable>& state() const { return state_; }
+  // Assigns new values to state(), in its order (between the micro-batches of one update).
+  Status AssignState(const std::vector<Tensor>& values);
   // The model predicts per position ([batch, time, classes] outputs: a language model); its
   // loss and accuracy are means over positions, and its test loss gives a perplexity.
   bool per_position() const { return per_position_; }

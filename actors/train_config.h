@@ -54,6 +54,9 @@ struct TrainConfig {
   int64_t max_steps = 0;  // 0: run all epochs
   int64_t global_batch_size = 64;
   int64_t replicas_per_process = 1;
+  // Micro-batches of global_batch_size whose gradients one update applies (summed locally,
+  // allreduced once): the batch per update is accumulate_steps x global_batch_size.
+  int64_t accumulate_steps = 1;
   std::string device = "cpu";  // cpu | gpu
   // With device = "gpu": how many replicas share one GPU. Replica r of local rank L runs on
   // gpu:((L * replicas_per_process + r) / replicas_per_gpu).

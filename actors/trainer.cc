@@ -297,8 +297,14 @@ Result<std::vector<int64_t>> RestoredPositions(Trainer::Parts& p) {
                "--set data.auto_shard=OFF, or start over with --fresh --force"
              : ""));
   }
-  const std::string why =
-      input::InputMismatch(*saved, d.Positions(std::vector<int64_t>(pipelines, 0)));
+  std::string why = input::InputMismatch(*saved, d.Positions(std::vector<int64_t>(pipelines, 0)));
+  for (int64_t pos : saved->positions) {
+    if (why.empty() && pos != p.step * p.accumulate_steps) {
+      why = "its input streams stand at batch " + std::to_string(pos) + ", not step " +
+            std::to_string(p.step) + " x train.accumulate_steps " +
+            std::to_string(p.accumulate_steps) + " (was train.accumulate_steps changed?)";
+    }
+  }
   if (!why.empty()) {
     return FailedPreconditionError("cannot resume from " + p.resumed_from +
                                    " with the same data: " + why +
@@ -310,7 +316,8 @@ Result<std::vector<int64_t>> RestoredPositions(Trainer::Parts& p) {
 // This process's input feed, at the positions the restored checkpoint recorded.
 Status OpenTrainingStream(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> positions, RestoredPositions(p));
-  TROUPE_ASSIGN_OR_RETURN(p.feed, StartFeed(p.config, *p.train_data, positions, p.step));
+  TROUPE_ASSIGN_OR_RETURN(
+      p.feed, StartFeed(p.config, *p.train_data, positions, p.step * p.accumulate_steps));
   return Status::OK();
 }
 }  // namespace
@@ -329,6 +336,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
   p->local_replicas = static_cast<int>(config.replicas_per_process);
   p->total_replicas = launch.world_size * p->local_replicas;
   p->chief = launch.rank == 0;
+  p->accumulate_steps = std::max<int64_t>(1, config.accumulate_steps);
   // GPUs are checked first: a job that cannot place its replicas touches nothing.
   TROUPE_ASSIGN_OR_RETURN(p->devices, ReplicaDevices(config, launch.local_rank));
   TROUPE_ASSIGN_OR_RETURN(p->processes, JobProcesses::Start(launch.world_size, launch.under_mpi));
@@ -348,12 +356,19 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
                             EventWriter::Create(config.run_dir + "/events", config.name));
   }
   TROUPE_RETURN_IF_ERROR(CreateGradientReduction(*p));
+  if (p->accumulate_steps > 1 && !p->reduce) {
+    return UnimplementedError(
+        "train.accumulate_steps > 1 sums gradients on the host; a single GPU replica keeps them "
+        "on the device. Run with collectives.backend = \"nccl\" or two replicas, or "
+        "accumulate_steps = 1");
+  }
   p->replica_pool = std::make_unique<ThreadPool>(std::max(1, p->local_replicas - 1), "replicas");
   return std::unique_ptr<Trainer>(new Trainer(std::move(p)));
 }
 
 const std::string& Trainer::resumed_from() const { return p_->resumed_from; }
 const std::vector<int64_t>& Trainer::replica_keys() const { return p_->replica_keys; }
+int64_t Trainer::gradient_allreduces() const { return p_->bucketer->allreduces_launched(); }
 
 Status Trainer::Save() {
   Parts& p = *p_;

@@ -97,6 +97,9 @@ class Trainer {
   int64_t step() const;
   int64_t total_steps() const;
   // The coordinator's key for each local replica (its random draws' seeds derive from it).
+  // Gradient allreduces this process launched so far (buckets per update; one update of
+  // train.accumulate_steps micro-batches reduces once).
+  int64_t gradient_allreduces() const;
   const std::vector<int64_t>& replica_keys() const;
 
   struct Parts;  // everything a job holds; defined in trainer_parts.h

@@ -30,14 +30,18 @@ void PrintStartup(const Trainer::Parts& p) {
   }
   std::string devices;
   for (const Device& d : p.devices) devices += (devices.empty() ? "" : ", ") + d.ToString();
+  std::string batch = std::to_string(p.config.global_batch_size * p.accumulate_steps);
+  if (p.accumulate_steps > 1) {
+    batch += " (" + std::to_string(p.accumulate_steps) + " accumulated micro-batches of " +
+             std::to_string(p.config.global_batch_size) + ")";
+  }
   std::printf(
       "job '%s': model %s (%zu layers, %lld trainable parameters); data %s, %lld steps per epoch "
-      "of global batch %lld; %d replica(s) in %d process(es) (rank 0: %s); collectives %s; %s\n",
+      "of global batch %s; %d replica(s) in %d process(es) (rank 0: %s); collectives %s; %s\n",
       p.config.name.c_str(), p.replicas->model_label().c_str(), LayerCount(p.replicas->model()),
       static_cast<long long>(parameters), p.config.data_source.c_str(),
-      static_cast<long long>(p.steps_per_epoch), static_cast<long long>(p.config.global_batch_size),
-      p.total_replicas, p.launch.world_size, devices.c_str(),
-      p.nccl ? "nccl" : p.comm->backend().c_str(),
+      static_cast<long long>(p.steps_per_epoch), batch.c_str(), p.total_replicas,
+      p.launch.world_size, devices.c_str(), p.nccl ? "nccl" : p.comm->backend().c_str(),
       p.resumed_from.empty()
           ? "starting at step 0"
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +

@@ -66,6 +66,7 @@ struct Trainer::Parts {
   int64_t steps_per_epoch = 1;
   int64_t total_steps = 0;
   int64_t per_replica_batch = 1;
+  int64_t accumulate_steps = 1;  // micro-batches per update (train.accumulate_steps)
   std::string resumed_from;
 
   // The input pipelines this process reads, as the coordinator assigns them: one per replica
@@ -73,6 +74,14 @@ struct Trainer::Parts {
   input::InputContext InputContext() const;
   // Every pipeline's position, gathered from all processes (a sum over disjoint entries).
   Result<std::vector<int64_t>> GatherInputPositions();
+  // One micro-batch of an update on every local replica (trainer_step.cc).
+  Status MicroStep(const std::vector<input::Element>& batches, int64_t micro, bool last,
+                   std::vector<std::vector<Tensor>>& acc, std::vector<std::array<double, 4>>& local,
+                   std::vector<std::vector<Tensor>>& grads);
+  // The index of micro-batch `micro` of the current update among all micro-batches.
+  int64_t micro_step(int64_t micro) const;
+  // Averages the replicas' new state values across the job and assigns them.
+  Status SyncState(std::vector<std::vector<Tensor>>& outputs);
   // Sums (loss, correct, count, stop) over every replica of the job, in replica-id order.
   Result<std::array<double, 4>> SumMetrics(const std::vector<std::array<double, 4>>& local);
   // A collective that failed because a peer died races the coordinator, whose verdict names

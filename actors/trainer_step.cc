@@ -23,7 +23,50 @@ bool GradientsFinite(const std::vector<Tensor>& grads) {
   return true;
 }
 
+// target += addend, element by element (float32 host tensors; target is written in place).
+void AddInto(const Tensor& target, const Tensor& addend) {
+  float* t = target.data<float>();
+  const float* a = addend.data<float>();
+  for (int64_t i = 0; i < target.num_elements(); ++i) t[i] = t[i] + a[i];
+}
+
+// The first `trainable` gradients of a micro-batch, added to the replica's running sums.
+void Accumulate(const std::vector<Tensor>& grads, size_t trainable, std::vector<Tensor>& sum) {
+  if (sum.empty()) {
+    for (size_t i = 0; i < trainable; ++i) sum.push_back(grads[i].DeepCopy());
+    return;
+  }
+  for (size_t i = 0; i < trainable; ++i) AddInto(sum[i], grads[i]);
+}
+
+void DivideTrainable(std::vector<Tensor>& grads, size_t trainable, int64_t k) {
+  const float divisor = static_cast<float>(k);
+  for (size_t i = 0; i < trainable; ++i) {
+    float* g = grads[i].data<float>();
+    for (int64_t j = 0; j < grads[i].num_elements(); ++j) g[j] = g[j] / divisor;
+  }
+}
+
 }  // namespace
+
+int64_t Trainer::Parts::micro_step(int64_t micro) const { return step * accumulate_steps + micro; }
+
+// Between the micro-batches of one update the model's state (BatchNormalization's moving
+// statistics) moves on as in Keras, which updates it every micro-batch: the replicas' new
+// values are averaged (one small allreduce) and assigned. Models without state skip this.
+Status Trainer::Parts::SyncState(std::vector<std::vector<Tensor>>& outputs) {
+  const size_t trainable = replicas->trainable().size();
+  const size_t n = replicas->state().size();
+  if (n == 0) return Status::OK();
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<Tensor> per_replica;
+    for (auto& out : outputs) per_replica.push_back(out[trainable + i]);
+    TROUPE_RETURN_IF_ERROR(comm->AllReduce(per_replica, ReduceOp::kMean)->Wait());
+    values.push_back(per_replica[0]);
+  }
+  return replicas->AssignState(values);
+}
 
 Result<std::array<double, 4>> Trainer::Parts::SumMetrics(
     const std::vector<std::array<double, 4>>& local) {
@@ -50,41 +93,72 @@ Status Trainer::Parts::JobFailed(const Status& local) {
   return UnavailableError(plane->stop_reason() + " (this rank saw: " + local.ToString() + ")");
 }
 
-Result<StepMetrics> Trainer::RunStep() {
-  Parts& p = *p_;
-  double input_wait_s = 0;
-  Result<std::vector<input::Element>> batches = p.feed->Next(&input_wait_s);
-  if (!batches.ok()) return batches.status().WithContext("step " + std::to_string(p.step + 1));
-  const int R = p.local_replicas;
-  std::vector<std::array<double, 4>> local(static_cast<size_t>(R), {0, 0, 0, 0});
+// One micro-batch on every local replica. Gradients of all but the last micro-batch of an
+// update are summed per replica into `acc` (in micro-batch order, as Keras accumulates); the
+// last one's gradients get that sum added as backward makes them, then join their buckets, so
+// an update reduces its gradients once, overlapping the last backward pass (DDP's no_sync).
+Status Trainer::Parts::MicroStep(const std::vector<input::Element>& batches, int64_t micro,
+                                 bool last, std::vector<std::vector<Tensor>>& acc,
+                                 std::vector<std::array<double, 4>>& local,
+                                 std::vector<std::vector<Tensor>>& grads) {
+  const int R = local_replicas;
+  const size_t trainable = replicas->trainable().size();
   std::vector<Status> errors(static_cast<size_t>(R));
-  std::vector<std::vector<Tensor>> grads(static_cast<size_t>(R));
-  p.replica_pool->ParallelFor(R, 1, [&](int64_t b, int64_t e) {
+  replica_pool->ParallelFor(R, 1, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       Status& error = errors[static_cast<size_t>(r)];
+      std::vector<Tensor>& sum = acc[static_cast<size_t>(r)];
       // Each gradient joins its bucket as soon as backward makes it: a full bucket's
       // allreduce runs while earlier layers' gradients are still being computed.
       auto on_grad = [&](int i, const Tensor& grad) {
+        if (!sum.empty() && static_cast<size_t>(i) < trainable) {
+          AddInto(grad, sum[static_cast<size_t>(i)]);
+        }
         Status s =
-            p.bucketer->MarkReady(static_cast<int>(r), p.params[static_cast<size_t>(i)].name, grad);
+            bucketer->MarkReady(static_cast<int>(r), params[static_cast<size_t>(i)].name, grad);
         if (!s.ok() && error.ok()) error = s;
       };
-      const input::Element& batch = (*batches)[static_cast<size_t>(r)];
-      const Tensor seed = ModelReplicas::StepSeed(p.replica_keys[static_cast<size_t>(r)], p.step);
+      const Tensor seed =
+          ModelReplicas::StepSeed(replica_keys[static_cast<size_t>(r)], micro_step(micro));
       Result<StepOutput> out =
-          p.replicas->Step(static_cast<int>(r), batch, seed, p.device_grads,
-                           p.reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr);
+          replicas->Step(static_cast<int>(r), batches[static_cast<size_t>(r)], seed, device_grads,
+                         last && reduce ? ModelReplicas::GradientReadyFn(on_grad) : nullptr);
       if (!out.ok()) {
         error = out.status();
         continue;
       }
-      local[static_cast<size_t>(r)] = {out->loss_sum, out->correct,
-                                       static_cast<double>(p.per_replica_batch), 0};
-      grads[static_cast<size_t>(r)] = std::move(out->grads);
+      std::array<double, 4>& m = local[static_cast<size_t>(r)];
+      m[0] += out->loss_sum;
+      m[1] += out->correct;
+      m[2] += static_cast<double>(per_replica_batch);
+      if (last) {
+        grads[static_cast<size_t>(r)] = std::move(out->grads);
+      } else {
+        Accumulate(out->grads, trainable, sum);
+        grads[static_cast<size_t>(r)] = std::move(out->grads);  // for the state values
+      }
     }
   });
   for (const Status& s : errors) {
-    if (!s.ok()) return p.JobFailed(s.WithContext("step " + std::to_string(p.step)));
+    if (!s.ok()) return JobFailed(s.WithContext("step " + std::to_string(step + 1)));
+  }
+  if (!last) return SyncState(grads);
+  return Status::OK();
+}
+
+Result<StepMetrics> Trainer::RunStep() {
+  Parts& p = *p_;
+  const int R = p.local_replicas;
+  const int64_t K = p.accumulate_steps;
+  std::vector<std::array<double, 4>> local(static_cast<size_t>(R), {0, 0, 0, 0});
+  std::vector<std::vector<Tensor>> acc(static_cast<size_t>(R)), grads(static_cast<size_t>(R));
+  double input_wait_s = 0;
+  for (int64_t micro = 0; micro < K; ++micro) {
+    double waited = 0;
+    Result<std::vector<input::Element>> batches = p.feed->Next(&waited);
+    if (!batches.ok()) return batches.status().WithContext("step " + std::to_string(p.step + 1));
+    input_wait_s += waited;
+    TROUPE_RETURN_IF_ERROR(p.MicroStep(*batches, micro, micro == K - 1, acc, local, grads));
   }
   double wait_s = 0;
   if (p.reduce) {
@@ -97,6 +171,8 @@ Result<StepMetrics> Trainer::RunStep() {
     wait_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - backward_done).count();
   }
+  // Keras' accumulated gradient: (sum of the micro-batch gradients) / K, in float32.
+  if (K > 1) DivideTrainable(grads[0], p.replicas->trainable().size(), K);
   // One flag in the metrics sum makes every rank stop at the same step on SIGTERM.
   const bool stop_here =
       (p.launch.stop_signal && p.launch.stop_signal->load()) || p.plane->stop_requested();

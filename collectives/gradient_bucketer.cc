@@ -153,6 +153,7 @@ void GradientBucketer::LaunchReadyLocked() {
   while (next_launch_ < num_buckets() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
     b.work = comm_->AllReduce(b.buffers, options_.op);
+    ++launched_;
   }
 }
 

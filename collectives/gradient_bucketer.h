@@ -57,6 +57,11 @@ class GradientBucketer {
   Status Finish(Deadline deadline = NoDeadline());
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
+  // Allreduces launched since Create (num_buckets() per completed step).
+  int64_t allreduces_launched() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return launched_;
+  }
   // Parameter names per bucket, in launch order.
   std::vector<std::vector<std::string>> BucketLayout() const;
 
@@ -81,9 +86,10 @@ class GradientBucketer {
   std::vector<int> bucket_of_;       // per param
   std::vector<int> slot_in_bucket_;  // per param: index within its bucket
   std::vector<Bucket> buckets_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::vector<Tensor>> ready_;  // [param][replica]: grads marked this step
   int next_launch_ = 0;
+  int64_t launched_ = 0;
 };
 
 }  // namespace troupe

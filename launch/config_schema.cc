@@ -233,6 +233,9 @@ std::vector<ConfigKey> BuildSchema() {
           "Examples per step over all replicas; the replica count must divide it."),
       Int("train.replicas_per_process", &C::replicas_per_process, 1,
           "Model replicas each process runs (the job's replicas: processes x this)."),
+      Int("train.accumulate_steps", &C::accumulate_steps, 1,
+          "Micro-batches of train.global_batch_size per update: their gradients are summed "
+          "locally and allreduced once, as Keras' gradient_accumulation_steps averages them."),
       String("train.device", &C::device, {"cpu", "gpu"}, "Where the replicas run."),
       Int("train.replicas_per_gpu", &C::replicas_per_gpu, 1,
           "With device = \"gpu\": replicas sharing one GPU (replica r of local rank L runs on "

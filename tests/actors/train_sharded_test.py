@@ -7,6 +7,8 @@
 3. Under `mpirun -np 2` x 1 replica, strace shows each process opening only its own 4 of the
    8 training files (replica g: files g, g+2, ...).
 4. A changed replica count on resume is refused, naming both counts.
+5. With train.accumulate_steps = 3, 1x4 and 2x2 stay bit-equal; another value on resume is
+   refused.
 """
 import glob
 import os
@@ -58,6 +60,20 @@ for policy in ("FILE", "DATA"):
     # 4. Resuming with another replica count is refused (the streams depend on it).
     p = train(runs["1x4"], 180, 2, extra=tfrecord(policy), check=False)
     assert p.returncode != 0 and "replica count was 4" in p.stderr + p.stdout, p.stderr
+
+# Gradient accumulation keeps layouts bit-equal (each replica sums its micro-batches, then
+# one allreduce), and a resume with another accumulate_steps is refused.
+acc = {}
+for procs, reps in ((1, 4), (2, 2)):
+    d = tmpdir()
+    train(d, 40, reps, procs, extra=tfrecord("DATA") + ["train.accumulate_steps=3",
+                                                         "checkpoint.every_steps=20"])
+    acc["%dx%d" % (procs, reps)] = d
+r = ckpt_diff(acc["1x4"] + "/checkpoints/ckpt-40", acc["2x2"] + "/checkpoints/ckpt-40")
+assert r.returncode == 0, "accumulate_steps=3: 2x2 differs from 1x4:\n" + r.stdout
+p = train(acc["1x4"], 60, 4, extra=tfrecord("DATA"), check=False)
+assert p.returncode != 0 and "train.accumulate_steps" in p.stderr + p.stdout, p.stderr
+print("accumulate_steps=3: 1x4 and 2x2 bit-equal; resuming with 1 refused")
 
 # 3. Which files each process opens: strace follows every thread of one rank into its own file.
 trace = tempfile.mkdtemp(prefix="troupe_strace_")

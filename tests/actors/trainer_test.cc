@@ -173,5 +173,32 @@ TEST(Trainer, OffResumesWithAnotherReplicaCountOnTheSameStream) {
   EXPECT_TRUE(t->RunStep().ok());
 }
 
+// train.accumulate_steps = 4 at global batch 16 trains on the same 64 examples per update as
+// one batch of 64 (DATA sharding keeps the rows), reducing gradients once per update.
+TEST(Trainer, AccumulatedMicroBatchesEqualOneLargeBatchAndReduceOncePerUpdate) {
+  TrainConfig big = SmallJob("accumulate_1");
+  big.max_steps = 3;
+  auto a = Start(big);
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a->RunStep().ok());
+  TrainConfig micro = SmallJob("accumulate_4");
+  micro.max_steps = 3;
+  micro.global_batch_size = 16;
+  micro.accumulate_steps = 4;
+  auto b = Start(micro);
+  ASSERT_NE(b, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    Result<StepMetrics> m = b->RunStep();
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->examples, 64);
+    EXPECT_EQ(b->gradient_allreduces(), (i + 1) * a->gradient_allreduces() / 3);
+  }
+  auto want = a->Evaluate();
+  auto got = b->Evaluate();
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_NEAR(got->first, want->first, 1e-5 * want->first);  // float rounding only
+  EXPECT_NE(got->first, 0.0);
+}
+
 }  // namespace
 }  // namespace troupe::actors
