@@ -65,8 +65,9 @@ Status ValidateOptimizerConfig(const OptimizerConfig& c) {
     clips += v > 0;
   }
   if (clips > 1) {
-    return Bad("clipnorm", "only one of optimizer.clipnorm, optimizer.global_clipnorm and "
-                           "optimizer.clipvalue can be set (Keras refuses two)");
+    return Bad("clipnorm",
+               "only one of optimizer.clipnorm, optimizer.global_clipnorm and "
+               "optimizer.clipvalue can be set (Keras refuses two)");
   }
   if (c.use_ema) {
     if (!In01(c.ema_momentum)) return Bad("ema_momentum", "must be in [0, 1]");
@@ -83,8 +84,8 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& c) {
   TROUPE_RETURN_IF_ERROR(ValidateOptimizerConfig(c));
   std::unique_ptr<Optimizer> opt;
   if (c.name == "adam" || c.name == "adamw") {
-    opt = std::make_unique<Adam>(AdamOptions{c.learning_rate, c.beta_1, c.beta_2, c.epsilon},
-                                 c.name);
+    opt =
+        std::make_unique<Adam>(AdamOptions{c.learning_rate, c.beta_1, c.beta_2, c.epsilon}, c.name);
   } else if (c.name == "sgd") {
     opt = std::make_unique<SGD>(SgdOptions{c.learning_rate, c.momentum, c.nesterov}, "sgd");
   } else if (c.name == "rmsprop") {

@@ -19,13 +19,13 @@ namespace troupe::nn {
 struct OptimizerConfig {
   std::string name = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
   double learning_rate = 0.001;
-  double beta_1 = 0.9;    // adam, adamw, lion
-  double beta_2 = 0.999;  // adam, adamw (Lion's Keras default is 0.99: set it)
-  double epsilon = 1e-7;  // adam, adamw, rmsprop, adagrad
-  double momentum = 0.0;  // sgd, rmsprop
-  bool nesterov = false;  // sgd
-  double rho = 0.9;       // rmsprop
-  bool centered = false;  // rmsprop
+  double beta_1 = 0.9;                     // adam, adamw, lion
+  double beta_2 = 0.999;                   // adam, adamw (Lion's Keras default is 0.99: set it)
+  double epsilon = 1e-7;                   // adam, adamw, rmsprop, adagrad
+  double momentum = 0.0;                   // sgd, rmsprop
+  bool nesterov = false;                   // sgd
+  double rho = 0.9;                        // rmsprop
+  bool centered = false;                   // rmsprop
   double initial_accumulator_value = 0.1;  // adagrad
   // Decoupled weight decay; unset: none, except adamw, which defaults to Keras' 0.004.
   std::optional<double> weight_decay;

@@ -51,8 +51,8 @@ class HostPipelineOp final : public GraphOp {
  private:
   Status CheckHost(const VariableState& s) const {
     if (s.dtype != DType::kFloat32) {
-      return UnimplementedError(opt_.name() + ": only float32 variables are supported, '" +
-                                s.name + "' is " + std::string(DTypeName(s.dtype)));
+      return UnimplementedError(opt_.name() + ": only float32 variables are supported, '" + s.name +
+                                "' is " + std::string(DTypeName(s.dtype)));
     }
     if (!s.value.device().is_cpu()) {
       return FailedPreconditionError(
@@ -165,9 +165,9 @@ Status ApplyHostPipeline(const Optimizer& optimizer, const std::vector<Value>& g
     all.push_back(var.state());
     if (optimizer.pipeline().use_ema) averages.push_back(optimizer.Average(var).state());
   }
-  auto op = std::make_shared<HostPipelineOp>(optimizer, std::move(v), std::move(all),
-                                             std::move(slots), std::move(averages),
-                                             optimizer.iterations().state());
+  auto op =
+      std::make_shared<HostPipelineOp>(optimizer, std::move(v), std::move(all), std::move(slots),
+                                       std::move(averages), optimizer.iterations().state());
   return FirstError(ApplyGraphOp(op, grads, "KerasOptimizerApply"));
 }
 

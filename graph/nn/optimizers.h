@@ -50,7 +50,7 @@ struct OptimizerPipeline {
   double clipvalue = 0.0;
   bool use_ema = false;
   double ema_momentum = 0.99;
-  int64_t ema_overwrite_frequency = 0;  // 0: never
+  int64_t ema_overwrite_frequency = 0;     // 0: never
   std::optional<ScheduleConfig> schedule;  // none: a learning_rate variable
   int64_t gradient_accumulation_steps = 1;
 };
@@ -58,7 +58,7 @@ struct OptimizerPipeline {
 // The optimizer's variables as Keras' tf.train.Checkpoint sees them.
 struct KerasOptimizerVariables {
   Variable iterations;
-  Variable learning_rate;          // invalid with a schedule (Keras has none)
+  Variable learning_rate;           // invalid with a schedule (Keras has none)
   std::vector<Variable> variables;  // Keras' `_variables`, in order
   // The object-graph lists (`_model_variables_moving_average`, `_accumulated_gradients`, then
   // the slot lists), each one variable per trainable variable.

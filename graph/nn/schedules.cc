@@ -48,8 +48,8 @@ Status ValidateSchedule(const ScheduleConfig& s) {
     return Status::OK();
   }
   if (s.decay_steps <= 0) {
-    return Bad("decay_steps", "must be > 0 for the " + s.kind + " schedule, got " +
-                                  std::to_string(s.decay_steps));
+    return Bad("decay_steps",
+               "must be > 0 for the " + s.kind + " schedule, got " + std::to_string(s.decay_steps));
   }
   if (s.kind == "cosine" && s.warmup_steps < 0) {
     return Bad("warmup_steps", "must be >= 0, got " + std::to_string(s.warmup_steps));
@@ -91,7 +91,8 @@ float ScheduleLearningRate(const ScheduleConfig& s, double initial, int64_t step
   }
   if (s.kind == "cosine") {
     const float decay_steps = static_cast<float>(s.decay_steps);
-    if (!s.warmup_target) return CosineDecayed(std::min(t, decay_steps), decay_steps, init, s.alpha);
+    if (!s.warmup_target)
+      return CosineDecayed(std::min(t, decay_steps), decay_steps, init, s.alpha);
     const float target = static_cast<float>(*s.warmup_target);
     const float warmup = static_cast<float>(s.warmup_steps);
     const float x = std::min(t, decay_steps + warmup);

@@ -128,9 +128,9 @@ Status Run(const std::string& spec_path) {
       for (const Variable& v : vs) per_var.push_back(track(v));
       lists.emplace_back(name, per_var);
     }
-    ckpt::KerasOptimizerLayout layout(
-        track(k.iterations), k.learning_rate.valid() ? track(k.learning_rate) : nullptr,
-        trainable, variables, lists);
+    ckpt::KerasOptimizerLayout layout(track(k.iterations),
+                                      k.learning_rate.valid() ? track(k.learning_rate) : nullptr,
+                                      trainable, variables, lists);
     ckpt::Checkpoint root;
     root.Track("optimizer", &layout);
     TROUPE_RETURN_IF_ERROR(root.Save(out + "/ckpt/ckpt").status());
