@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/optimizer_recipe.h"
 #include "core/gpu.h"
 #include "graph/models/registry.h"
 #include "graph/nn/replica_random.h"
@@ -120,13 +121,7 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
   m->trainable_ = m->impl_->model->TrainableVariables();
   TROUPE_ASSIGN_OR_RETURN(m->state_,
                           ProbeState(*m->impl_->model, feature_shape, &m->per_position_));
-  if (config.optimizer == "adam") {
-    m->optimizer_ = std::make_unique<nn::Adam>(
-        nn::AdamOptions{config.learning_rate, config.beta_1, config.beta_2, config.epsilon});
-  } else {
-    m->optimizer_ =
-        std::make_unique<nn::SGD>(nn::SgdOptions{config.learning_rate, config.momentum, false});
-  }
+  TROUPE_ASSIGN_OR_RETURN(m->optimizer_, nn::MakeOptimizer(OptimizerConfigFrom(config)));
   TROUPE_RETURN_IF_ERROR(m->optimizer_->Build(m->trainable_));
   if (!devices.empty() && !devices[0].is_cpu() &&
       std::all_of(devices.begin(), devices.end(),

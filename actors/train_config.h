@@ -64,13 +64,41 @@ struct TrainConfig {
   int64_t log_every = 100;
   // A step whose loss or gradient is not finite stops the job (false) or skips its update.
   bool skip_nonfinite = false;
-  // [optimizer]
-  std::string optimizer = "adam";  // adam | sgd
+  // Micro-batches summed per optimizer update (the optimizer's gradient_accumulation_steps).
+  int64_t accumulate_steps = 1;
+  // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/model_replicas.cc maps
+  // these fields to an nn::OptimizerConfig).
+  std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
   double learning_rate = 0.001;
-  double momentum = 0.0;
-  double beta_1 = 0.9;
-  double beta_2 = 0.999;
-  double epsilon = 1e-7;
+  double momentum = 0.0;                   // sgd, rmsprop
+  double beta_1 = 0.9;                     // adam, adamw, lion
+  double beta_2 = 0.999;                   // adam, adamw, lion (Keras' Lion default is 0.99)
+  double epsilon = 1e-7;                   // adam, adamw, rmsprop, adagrad
+  bool nesterov = false;                   // sgd
+  double rho = 0.9;                        // rmsprop
+  bool centered = false;                   // rmsprop
+  double initial_accumulator_value = 0.1;  // adagrad
+  double weight_decay = -1.0;              // < 0: unset (none; adamw: Keras' 0.004)
+  std::vector<std::string> no_decay;
+  double clipnorm = 0.0;  // 0: off; at most one of the three
+  double global_clipnorm = 0.0;
+  double clipvalue = 0.0;
+  bool ema = false;
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;  // 0: never
+  // [optimizer.schedule]
+  std::string schedule_kind = "constant";
+  int64_t schedule_warmup_steps = 0;
+  double schedule_warmup_target = -1.0;  // < 0: no warmup target
+  int64_t schedule_decay_steps = 1000;
+  double schedule_alpha = 0.0;
+  std::vector<int64_t> schedule_boundaries;
+  std::vector<double> schedule_values;
+  double schedule_decay_rate = 0.0;
+  bool schedule_staircase = false;
+  double schedule_end_learning_rate = 0.0001;
+  double schedule_power = 1.0;
+  bool schedule_cycle = false;
   // [checkpoint]
   int64_t checkpoint_every_steps = 500;
   int64_t max_to_keep = 3;

@@ -156,23 +156,21 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
   }
   s->model_ = std::make_unique<ckpt::KerasModelLayout>(layers, model.keras_functional());
 
-  // Keras: one list per slot kind, named by the optimizer.
-  const std::vector<std::string> lists = optimizer.KerasSlotLists();
-  std::vector<std::pair<std::string, std::vector<ckpt::Trackable*>>> slots;
-  for (const Variable& v : model.TrainableVariables()) {
-    std::vector<Variable> var_slots = optimizer.Slots(v);
-    if (var_slots.size() > lists.size()) {
-      return InternalError("optimizer " + optimizer.name() + " has " +
-                           std::to_string(var_slots.size()) + " slots per weight but names " +
-                           std::to_string(lists.size()) + " Keras slot lists");
-    }
-    for (size_t k = 0; k < var_slots.size(); ++k) {
-      if (slots.size() <= k) slots.emplace_back(lists[k], std::vector<ckpt::Trackable*>{});
-      slots[k].second.push_back(track(var_slots[k]));
-    }
+  // Keras' optimizer: _variables in Keras' order (no learning_rate with a schedule), and the
+  // attribute lists (EMA averages, gradient accumulators, one list per slot kind).
+  const nn::KerasOptimizerVariables keras_opt = optimizer.KerasVariables();
+  std::vector<ckpt::Trackable*> opt_variables;
+  for (const Variable& v : keras_opt.variables) opt_variables.push_back(track(v));
+  std::vector<std::pair<std::string, std::vector<ckpt::Trackable*>>> lists;
+  for (const auto& [attribute, vars] : keras_opt.lists) {
+    std::vector<ckpt::Trackable*> per_var;
+    for (const Variable& v : vars) per_var.push_back(track(v));
+    lists.emplace_back(attribute, std::move(per_var));
   }
   s->optimizer_ = std::make_unique<ckpt::KerasOptimizerLayout>(
-      track(optimizer.iterations()), track(optimizer.learning_rate()), trainable, slots);
+      track(keras_opt.iterations),
+      keras_opt.learning_rate.valid() ? track(keras_opt.learning_rate) : nullptr, trainable,
+      opt_variables, lists);
 
   s->generator_ = std::make_unique<ckpt::VariableTrackable>("random_generator/StateVar",
                                                             generator_state.DeepCopy());

@@ -81,4 +81,23 @@ KerasOptimizerLayout::KerasOptimizerLayout(
   }
 }
 
+KerasOptimizerLayout::KerasOptimizerLayout(
+    Trackable* iterations, Trackable* learning_rate,
+    const std::vector<Trackable*>& trainable_variables, const std::vector<Trackable*>& variables,
+    const std::vector<std::pair<std::string, std::vector<Trackable*>>>& lists) {
+  auto all = std::make_shared<TrackableList>();
+  for (Trackable* v : variables) all->Append(v);
+  auto trainable = std::make_shared<TrackableList>();
+  for (Trackable* v : trainable_variables) trainable->Append(v);
+  Own("_variables", all);
+  Own("_trainable_variables", trainable);
+  Track("_iterations", iterations);
+  if (learning_rate != nullptr) Track("_learning_rate", learning_rate);
+  for (const auto& [name, per_var] : lists) {
+    auto list = std::make_shared<TrackableList>();
+    for (Trackable* v : per_var) list->Append(v);
+    Own(name, list);
+  }
+}
+
 }  // namespace troupe::ckpt

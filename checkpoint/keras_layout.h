@@ -3,7 +3,7 @@
 // variables with tf.train.Checkpoint(...).restore(...).assert_existing_objects_matched(), and
 // Troupe restores theirs. Names were read off Keras 3.x's _trackable_children():
 //   model      -> _functional/_operations/<layer index>/<weight name>   (Dense: _kernel, bias)
-//   optimizer  -> _iterations, _learning_rate, _trainable_variables/<i>,
+//   optimizer  -> _iterations, _learning_rate (absent with a schedule), _trainable_variables/<i>,
 //                 _variables/<j> (iterations, learning_rate, then each variable's slots),
 //                 one list per slot kind (Adam: _momentums, _velocities; SGD: momentums)
 //   generator  -> _state_var (int64 state; Philox: [counter lo, counter hi, key])
@@ -39,6 +39,14 @@ class KerasOptimizerLayout : public TrackableObject {
   KerasOptimizerLayout(Trackable* iterations, Trackable* learning_rate,
                        const std::vector<Trackable*>& trainable_variables,
                        const std::vector<std::pair<std::string, std::vector<Trackable*>>>& slots);
+  // The general form, for any Keras optimizer: `variables` is Keras' `_variables` list in
+  // order (iterations, learning_rate unless a schedule replaced it (nullptr then), EMA
+  // averages, gradient accumulators, slots); `lists` are the optimizer's other attribute lists
+  // (`_model_variables_moving_average`, `_accumulated_gradients`, `_momentums`, ...).
+  KerasOptimizerLayout(Trackable* iterations, Trackable* learning_rate,
+                       const std::vector<Trackable*>& trainable_variables,
+                       const std::vector<Trackable*>& variables,
+                       const std::vector<std::pair<std::string, std::vector<Trackable*>>>& lists);
 };
 
 // A tf.random.Generator: its state variable under `_state_var`.

@@ -54,6 +54,18 @@ ConfigKey IntList(std::string name, Field<std::vector<int64_t>> field, double mi
   return k;
 }
 
+ConfigKey StringList(std::string name, Field<std::vector<std::string>> field, std::string meaning) {
+  return Key(std::move(name), ConfigType::kStringList, field, std::move(meaning));
+}
+
+// A list of numbers, each in [min, max).
+ConfigKey FloatList(std::string name, Field<std::vector<double>> field, double min,
+                    std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kFloatList, field, std::move(meaning));
+  k.min = min;
+  return k;
+}
+
 // A number in [min, max), or in (min, max) with min_exclusive.
 ConfigKey Float(std::string name, Field<double> field, double min, bool min_exclusive, double max,
                 std::string meaning) {
@@ -125,7 +137,16 @@ std::string NonEmptyList(const ConfigValue& v) {
 std::vector<ConfigKey> BuildSchema() {
   using C = TrainConfig;
   using F = TrainConfig::Feature;
-  const std::string adam_only = "SGD does not use it";
+  const std::vector<std::string> betas = {"adam", "adamw", "lion"};
+  const std::string no_betas = "only Adam, AdamW and Lion have betas";
+  const std::string no_momentum = "Adam has no momentum term; beta_1 plays that role";
+  const std::vector<std::string> schedules = {"constant",    "cosine",       "piecewise",
+                                              "exponential", "inverse_time", "polynomial"};
+  const std::vector<std::string> decaying = {"cosine", "exponential", "inverse_time", "polynomial"};
+  const std::string no_decay_steps = "the schedule has no decay_steps";
+  const std::string cosine_only = "only the cosine schedule has it";
+  const std::string piecewise_only = "only the piecewise schedule has it";
+  const std::string polynomial_only = "only the polynomial schedule has it";
   const std::string tfrecord_only = "only the tfrecord source reads tf.train.Example features";
   const std::vector<std::string> image_sources = {"fashion_mnist", "tfrecord", "synthetic"};
   const std::string no_images = "the text source has no images";
@@ -245,21 +266,101 @@ std::vector<ConfigKey> BuildSchema() {
       Bool("train.skip_nonfinite", &C::skip_nonfinite,
            "A step whose loss or gradient is NaN/Inf skips its update (counted) instead of "
            "stopping the job."),
-      String("optimizer.name", &C::optimizer, {"adam", "sgd"},
-             "The optimizer (Keras' Adam or SGD)."),
-      Positive("optimizer.learning_rate", &C::learning_rate, "Step size of every update."),
-      OnlyWith(
-          Float("optimizer.momentum", &C::momentum, 0, false, 1, "SGD's momentum (0: plain SGD)."),
-          "optimizer.name", {"sgd"}, "Adam has no momentum term; beta_1 plays that role"),
+      Int("train.accumulate_steps", &C::accumulate_steps, 1,
+          "Micro-batches whose gradients are summed per optimizer update (Keras' "
+          "gradient_accumulation_steps; schedules count micro-batches)."),
+      String("optimizer.name", &C::optimizer,
+             {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
+             "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
+             "update."),
+      Positive("optimizer.learning_rate", &C::learning_rate,
+               "Step size of every update (a schedule's initial learning rate)."),
+      OnlyWith(Float("optimizer.momentum", &C::momentum, 0, false, 1,
+                     "SGD's / RMSprop's momentum (0: none)."),
+               "optimizer.name", {"sgd", "rmsprop"}, no_momentum),
+      OnlyWith(Bool("optimizer.nesterov", &C::nesterov, "SGD: Nesterov momentum."),
+               "optimizer.name", {"sgd"}, "only SGD has Nesterov momentum"),
       OnlyWith(Float("optimizer.beta_1", &C::beta_1, 0, false, 1,
-                     "Adam's decay rate of the running mean of gradients."),
-               "optimizer.name", {"adam"}, adam_only),
+                     "Adam's / Lion's decay rate of the running mean of gradients."),
+               "optimizer.name", betas, no_betas),
       OnlyWith(Float("optimizer.beta_2", &C::beta_2, 0, false, 1,
-                     "Adam's decay rate of the running mean of squared gradients."),
-               "optimizer.name", {"adam"}, adam_only),
+                     "Adam's decay rate of the running mean of squared gradients; Lion's "
+                     "momentum decay (Keras' Lion default is 0.99)."),
+               "optimizer.name", betas, no_betas),
       OnlyWith(Positive("optimizer.epsilon", &C::epsilon,
-                        "Adam's term added to the denominator for numerical stability."),
-               "optimizer.name", {"adam"}, adam_only),
+                        "Term added to the denominator for numerical stability."),
+               "optimizer.name", {"adam", "adamw", "rmsprop", "adagrad"},
+               "SGD and Lion have no epsilon"),
+      OnlyWith(Float("optimizer.rho", &C::rho, 0, false, 1,
+                     "RMSprop's decay rate of the running mean of squared gradients."),
+               "optimizer.name", {"rmsprop"}, "only RMSprop has rho"),
+      OnlyWith(Bool("optimizer.centered", &C::centered,
+                    "RMSprop: normalize by the gradient's variance estimate."),
+               "optimizer.name", {"rmsprop"}, "only RMSprop can be centered"),
+      OnlyWith(NonNegative("optimizer.initial_accumulator_value", &C::initial_accumulator_value,
+                           "Adagrad's initial accumulator."),
+               "optimizer.name", {"adagrad"}, "only Adagrad has accumulators"),
+      NonNegative("optimizer.weight_decay", &C::weight_decay,
+                  "Decoupled weight decay w -= w x weight_decay x lr before each update "
+                  "(-1.0: none; adamw: Keras' 0.004)."),
+      StringList("optimizer.no_decay", &C::no_decay,
+                 "Regexes searched in each variable's path (\"dense_1/bias\"); a match gets "
+                 "no weight decay."),
+      NonNegative("optimizer.clipnorm", &C::clipnorm,
+                  "Clip each gradient tensor to this L2 norm (0: off)."),
+      NonNegative("optimizer.global_clipnorm", &C::global_clipnorm,
+                  "Clip all gradients together to this global L2 norm (0: off)."),
+      NonNegative("optimizer.clipvalue", &C::clipvalue,
+                  "Clip each gradient element to [-clipvalue, clipvalue] (0: off)."),
+      Bool("optimizer.ema", &C::ema,
+           "Keep an exponential moving average of the weights (in the checkpoint)."),
+      Float("optimizer.ema_momentum", &C::ema_momentum, 0, false, 1,
+            "With optimizer.ema: the average's momentum."),
+      Int("optimizer.ema_overwrite_frequency", &C::ema_overwrite_frequency, 0,
+          "With optimizer.ema: overwrite the weights with their average every N updates (0: "
+          "never)."),
+      String("optimizer.schedule.kind", &C::schedule_kind, schedules,
+             "Learning-rate schedule (Keras' CosineDecay, PiecewiseConstantDecay, "
+             "ExponentialDecay, InverseTimeDecay, PolynomialDecay); constant: none."),
+      OnlyWith(Int("optimizer.schedule.warmup_steps", &C::schedule_warmup_steps, 0,
+                   "Cosine: linear warmup steps from learning_rate to warmup_target."),
+               "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(NonNegative("optimizer.schedule.warmup_target", &C::schedule_warmup_target,
+                           "Cosine: the rate warmup reaches and decay starts from (-1.0: no "
+                           "warmup)."),
+               "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(
+          Int("optimizer.schedule.decay_steps", &C::schedule_decay_steps, 1, "Steps of the decay."),
+          "optimizer.schedule.kind", decaying, no_decay_steps),
+      OnlyWith(Float("optimizer.schedule.alpha", &C::schedule_alpha, 0, false, 1,
+                     "Cosine: the floor, as a fraction of the rate decayed from."),
+               "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(IntList("optimizer.schedule.boundaries", &C::schedule_boundaries, 0,
+                       "Piecewise: steps where the value changes (strictly increasing; a "
+                       "boundary step still has the earlier value)."),
+               "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
+      OnlyWith(FloatList("optimizer.schedule.values", &C::schedule_values, 0,
+                         "Piecewise: the learning rates, one more than boundaries."),
+               "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
+      OnlyWith(Positive("optimizer.schedule.decay_rate", &C::schedule_decay_rate,
+                        "Exponential: lr x rate^(step/decay_steps); inverse_time: lr / (1 + "
+                        "rate x step/decay_steps)."),
+               "optimizer.schedule.kind", {"exponential", "inverse_time"},
+               "only exponential and inverse_time have a decay rate"),
+      OnlyWith(Bool("optimizer.schedule.staircase", &C::schedule_staircase,
+                    "Decay in whole multiples of decay_steps."),
+               "optimizer.schedule.kind", {"exponential", "inverse_time"},
+               "only exponential and inverse_time have a staircase"),
+      OnlyWith(NonNegative("optimizer.schedule.end_learning_rate", &C::schedule_end_learning_rate,
+                           "Polynomial: the rate reached after decay_steps."),
+               "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
+      OnlyWith(NonNegative("optimizer.schedule.power", &C::schedule_power,
+                           "Polynomial: the decay's exponent."),
+               "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
+      OnlyWith(Bool("optimizer.schedule.cycle", &C::schedule_cycle,
+                    "Polynomial: restart the decay every decay_steps instead of staying at the "
+                    "end."),
+               "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
       Int("checkpoint.every_steps", &C::checkpoint_every_steps, 0,
           "Write a checkpoint every N steps (0: only at the end and on SIGTERM/SIGINT)."),
       Int("checkpoint.max_to_keep", &C::max_to_keep, 1,
@@ -284,7 +385,8 @@ std::vector<ConfigKey> BuildSchema() {
 }
 
 const char* TypeName(const ConfigValue& v) {
-  static const char* names[] = {"boolean", "integer", "floating-point", "string", "array"};
+  static const char* names[] = {"boolean", "integer", "floating-point", "string",
+                                "array",   "array",   "array"};
   return names[v.index()];
 }
 
@@ -387,10 +489,34 @@ Status SetConfigValue(const ConfigKey& key, const ConfigValue& value, TrainConfi
         }
       }
       break;
+    case ConfigType::kStringList:
+      if (const auto* ints = std::get_if<std::vector<int64_t>>(&v); ints && ints->empty()) {
+        v = std::vector<std::string>{};  // [] reads as an integer list
+      }
+      right_type = std::holds_alternative<std::vector<std::string>>(v);
+      break;
+    case ConfigType::kFloatList:
+      if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
+        v = std::vector<double>(ints->begin(), ints->end());
+      }
+      if (!std::holds_alternative<std::vector<double>>(v)) break;
+      right_type = true;
+      for (double e : std::get<std::vector<double>>(v)) {
+        if (!(e >= key.min && e < key.max)) {
+          return InvalidArgumentError(key.name + ": every entry must be >= " + Number(key.min) +
+                                      ", got " + ValueText(v));
+        }
+      }
+      break;
   }
   if (!right_type) {
-    static const char* want[] = {"an integer", "a number", "true or false", "a string",
-                                 "a list of integers ([a, b, ...])"};
+    static const char* want[] = {"an integer",
+                                 "a number",
+                                 "true or false",
+                                 "a string",
+                                 "a list of integers ([a, b, ...])",
+                                 "a list of strings ([\"a\", \"b\", ...])",
+                                 "a list of numbers ([a, b, ...])"};
     return InvalidArgumentError(key.name + ": expected " + want[static_cast<int>(key.type)] +
                                 ", got " + TypeName(value));
   }
@@ -419,6 +545,10 @@ std::string TypeText(const ConfigKey& key) {
       return ConfigChoices(key).empty() ? "string" : Join(ConfigChoices(key), " | ", true);
     case ConfigType::kIntList:
       return std::isinf(key.min) ? "list of integers" : "list of integers >= " + Number(key.min);
+    case ConfigType::kStringList:
+      return "list of strings";
+    case ConfigType::kFloatList:
+      return std::isinf(key.min) ? "list of numbers" : "list of numbers >= " + Number(key.min);
   }
   return "?";
 }
@@ -435,6 +565,18 @@ std::string ValueText(const ConfigValue& value) {
   if (const auto* list = std::get_if<std::vector<int64_t>>(&value)) {
     std::string s = "[";
     for (size_t i = 0; i < list->size(); ++i) s += (i ? ", " : "") + std::to_string((*list)[i]);
+    return s + "]";
+  }
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
+    std::string s = "[";
+    for (size_t i = 0; i < list->size(); ++i) s += (i ? ", " : "") + Quoted((*list)[i]);
+    return s + "]";
+  }
+  if (const auto* list = std::get_if<std::vector<double>>(&value)) {
+    std::string s = "[";
+    for (size_t i = 0; i < list->size(); ++i) {
+      s += (i ? ", " : "") + ValueText(ConfigValue((*list)[i]));
+    }
     return s + "]";
   }
   return Quoted(std::get<std::string>(value));

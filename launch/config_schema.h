@@ -20,11 +20,13 @@ namespace troupe::launch {
 
 using actors::TrainConfig;
 
-// kIntList: a TOML array of integers (a shape, a size); [] is a valid value.
-enum class ConfigType { kInt, kFloat, kBool, kString, kIntList };
+// kIntList: a TOML array of integers (a shape, a size); [] is a valid value. kStringList and
+// kFloatList likewise (a kFloatList accepts integers).
+enum class ConfigType { kInt, kFloat, kBool, kString, kIntList, kStringList, kFloatList };
 
 // One value as TOML gives it (integers stay integers; kFloat keys accept both).
-using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
+using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
+                                 std::vector<std::string>, std::vector<double>>;
 
 struct ConfigKey {
   // "table.key": the TOML table is the name up to its last dot ("data.features.image.key" is

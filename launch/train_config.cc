@@ -14,6 +14,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "actors/optimizer_recipe.h"
 #include "input/file_io.h"
 #include "launch/config_schema.h"
 
@@ -57,6 +58,29 @@ Status UnknownKey(const std::string& key, const std::string& origin) {
 }
 
 Result<ConfigValue> ToConfigValue(const toml::node& node, const ConfigKey& key) {
+  const toml::array* list_node = node.as_array();
+  if (list_node != nullptr && !list_node->empty() &&
+      (key.type == ConfigType::kStringList || key.type == ConfigType::kFloatList)) {
+    std::vector<std::string> strings;
+    std::vector<double> numbers;
+    for (size_t i = 0; i < list_node->size(); ++i) {
+      const toml::node& entry = *list_node->get(i);
+      if (auto v = entry.value_exact<std::string>(); v && key.type == ConfigType::kStringList) {
+        strings.push_back(*v);
+      } else if (auto d = entry.value<double>();
+                 d && key.type == ConfigType::kFloatList &&
+                 (entry.is_integer() || entry.is_floating_point())) {
+        numbers.push_back(*d);
+      } else {
+        std::ostringstream os;
+        os << key.name << ": expected " << TypeText(key) << ", but entry " << i << " is "
+           << entry.type();
+        return InvalidArgumentError(os.str());
+      }
+    }
+    if (key.type == ConfigType::kStringList) return ConfigValue(std::move(strings));
+    return ConfigValue(std::move(numbers));
+  }
   if (const toml::array* array = node.as_array()) {
     std::vector<int64_t> list;
     for (size_t i = 0; i < array->size(); ++i) {
@@ -144,6 +168,10 @@ Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
 }
 
 Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
+  // The optimizer recipe as Keras would check it (schedule boundaries/values, one clipping
+  // mode, ...), before anything is written.
+  TROUPE_RETURN_IF_ERROR(
+      nn::ValidateOptimizerConfig(actors::OptimizerConfigFrom(config)).WithContext(origin));
   if (config.collectives_backend == "nccl" && config.device != "gpu") {
     return InvalidArgumentError(origin +
                                 ": collectives.backend = \"nccl\" needs train.device = \"gpu\"");
@@ -191,9 +219,12 @@ void Merge(toml::table& doc, const std::string& key, const ConfigValue& value) {
   const std::string leaf = key.substr(begin);
   std::visit(
       [&](const auto& v) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::vector<int64_t>>) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::vector<int64_t>> ||
+                      std::is_same_v<V, std::vector<std::string>> ||
+                      std::is_same_v<V, std::vector<double>>) {
           toml::array array;
-          for (int64_t e : v) array.push_back(e);
+          for (const auto& e : v) array.push_back(e);
           t->insert_or_assign(leaf, std::move(array));
         } else {
           t->insert_or_assign(leaf, v);

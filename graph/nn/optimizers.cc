@@ -1,42 +1,109 @@
 #include "graph/nn/optimizers.h"
 
+#include <cmath>
+
 #include "core/gpu.h"
 #include "graph/ops.h"
 
 namespace troupe::nn {
+namespace {
+
+Result<Variable> Filled(const Variable& like, float value, const std::string& name) {
+  const TensorShape shape = like.shape();
+  const DType dtype = like.dtype();
+  return Variable::Create(
+      [shape, dtype, value]() -> Value {
+        Tensor t = *Tensor::Zeros(dtype, shape);
+        if (value != 0.0f && dtype == DType::kFloat32) {
+          float* p = t.data<float>();
+          for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = value;
+        }
+        return Value(t);
+      },
+      name, /*trainable=*/false);
+}
+
+std::string Underscored(std::string s) {
+  for (char& c : s) {
+    if (c == '/') c = '_';
+  }
+  return s;
+}
+
+}  // namespace
+
+Status Optimizer::Configure(OptimizerPipeline pipeline) {
+  if (built()) return FailedPreconditionError(name_ + ": Configure after the first Build");
+  pipeline_ = std::move(pipeline);
+  return Status::OK();
+}
+
+bool Optimizer::UsesHostPipeline() const {
+  const OptimizerPipeline& p = pipeline_;
+  return !HasFusedUpdate() || p.weight_decay.has_value() || p.clipnorm > 0 ||
+         p.global_clipnorm > 0 || p.clipvalue > 0 || p.use_ema || p.schedule.has_value() ||
+         p.gradient_accumulation_steps > 1;
+}
+
+float Optimizer::LearningRateAt(int64_t iterations) const {
+  if (pipeline_.schedule) {
+    const int64_t k = std::max<int64_t>(pipeline_.gradient_accumulation_steps, 1);
+    return ScheduleLearningRate(*pipeline_.schedule, lr_, iterations + k - 1);
+  }
+  if (learning_rate_.valid()) return learning_rate_.state()->Get().scalar<float>();
+  return static_cast<float>(lr_);
+}
 
 Status Optimizer::Build(const std::vector<Variable>& vars) {
   if (!iterations_.valid()) {
     TROUPE_ASSIGN_OR_RETURN(iterations_,
                             Variable::Create([] { return Value(Tensor::Scalar<int64_t>(0)); },
                                              name_ + "/iteration", /*trainable=*/false));
-    const double lr = lr_;
-    TROUPE_ASSIGN_OR_RETURN(
-        learning_rate_,
-        Variable::Create([lr] { return Value(Tensor::Scalar(static_cast<float>(lr))); },
-                         name_ + "/learning_rate", /*trainable=*/false));
     variables_.emplace_back("iteration", iterations_);
-    variables_.emplace_back("learning_rate", learning_rate_);
-  }
-  for (const Variable& var : vars) {
-    if (slots_.count(var.id())) continue;
-    std::string base = var.name();
-    for (char& c : base) {
-      if (c == '/') c = '_';
-    }
-    std::vector<Variable> slots;
-    for (const std::string& slot : SlotNames()) {
-      const TensorShape shape = var.shape();
-      const DType dtype = var.dtype();
+    if (!pipeline_.schedule) {
+      const double lr = lr_;
       TROUPE_ASSIGN_OR_RETURN(
-          Variable s,
-          Variable::Create([shape, dtype] { return Value(*Tensor::Zeros(dtype, shape)); },
-                           name_ + "/" + base + "_" + slot, /*trainable=*/false));
-      variables_.emplace_back(base + "_" + slot, s);
-      slots.push_back(s);
+          learning_rate_,
+          Variable::Create([lr] { return Value(Tensor::Scalar(static_cast<float>(lr))); },
+                           name_ + "/learning_rate", /*trainable=*/false));
+      variables_.emplace_back("learning_rate", learning_rate_);
     }
-    slots_.emplace(var.id(), std::move(slots));
   }
+  std::vector<Variable> fresh;
+  for (const Variable& var : vars) {
+    if (!slots_.count(var.id())) fresh.push_back(var);
+  }
+  auto add = [&](const Variable& var, const std::string& suffix, float init) -> Result<Variable> {
+    const std::string short_name = Underscored(var.name()) + "_" + suffix;
+    TROUPE_ASSIGN_OR_RETURN(Variable s, Filled(var, init, name_ + "/" + short_name));
+    variables_.emplace_back(short_name, s);
+    return s;
+  };
+  // Keras' build(): EMA averages, then accumulators, then the subclass's slots by group.
+  if (pipeline_.use_ema) {
+    for (const Variable& var : fresh) {
+      TROUPE_ASSIGN_OR_RETURN(averages_[var.id()], add(var, "average", 0.0f));
+    }
+  }
+  if (pipeline_.gradient_accumulation_steps > 1) {
+    for (const Variable& var : fresh) {
+      TROUPE_ASSIGN_OR_RETURN(accumulators_[var.id()], add(var, "gradient_accumulator", 0.0f));
+    }
+  }
+  const std::vector<std::string> names = SlotNames();
+  const std::vector<int> groups = SlotGroups();
+  for (const Variable& var : fresh) slots_[var.id()].resize(names.size());
+  int max_group = 0;
+  for (int g : groups) max_group = std::max(max_group, g);
+  for (int group = 0; group <= max_group && !names.empty(); ++group) {
+    for (const Variable& var : fresh) {
+      for (size_t k = 0; k < names.size(); ++k) {
+        if (groups[k] != group) continue;
+        TROUPE_ASSIGN_OR_RETURN(slots_[var.id()][k], add(var, names[k], SlotInitialValue(k)));
+      }
+    }
+  }
+  for (const Variable& var : fresh) built_vars_.push_back(var);
   return Status::OK();
 }
 
@@ -47,6 +114,40 @@ std::vector<std::pair<std::string, Variable>> Optimizer::NamedVariables() const 
 std::vector<Variable> Optimizer::Slots(const Variable& var) const {
   auto it = slots_.find(var.id());
   return it == slots_.end() ? std::vector<Variable>{} : it->second;
+}
+
+Variable Optimizer::Average(const Variable& var) const {
+  auto it = averages_.find(var.id());
+  return it == averages_.end() ? Variable() : it->second;
+}
+
+Variable Optimizer::Accumulator(const Variable& var) const {
+  auto it = accumulators_.find(var.id());
+  return it == accumulators_.end() ? Variable() : it->second;
+}
+
+KerasOptimizerVariables Optimizer::KerasVariables() const {
+  KerasOptimizerVariables k;
+  k.iterations = iterations_;
+  k.learning_rate = learning_rate_;
+  for (const auto& [name, v] : variables_) k.variables.push_back(v);
+  auto per_var = [&](const std::string& list, auto get) {
+    std::vector<Variable> vs;
+    for (const Variable& var : built_vars_) vs.push_back(get(var));
+    k.lists.emplace_back(list, std::move(vs));
+  };
+  if (pipeline_.use_ema) {
+    per_var("_model_variables_moving_average", [&](const Variable& v) { return Average(v); });
+  }
+  if (pipeline_.gradient_accumulation_steps > 1) {
+    per_var("_accumulated_gradients", [&](const Variable& v) { return Accumulator(v); });
+  }
+  const std::vector<std::string> lists = KerasSlotLists();
+  const size_t kinds = SlotNames().size();
+  for (size_t s = 0; s < kinds && s < lists.size(); ++s) {
+    per_var(lists[s], [&](const Variable& v) { return Slots(v)[s]; });
+  }
+  return k;
 }
 
 Status PlaceWeightsAndSlots(const std::vector<Variable>& vars, const Optimizer& optimizer,
@@ -60,6 +161,10 @@ Status PlaceWeightsAndSlots(const std::vector<Variable>& vars, const Optimizer& 
     TROUPE_RETURN_IF_ERROR(v.SetValue(placed).WithContext("placing '" + v.name() + "'"));
   }
   return Status::OK();
+}
+
+Status Optimizer::UpdateStep(const Value&, const Variable&, const std::vector<Variable>&) {
+  return UnimplementedError(name_ + " has no per-weight fused update");
 }
 
 Status Optimizer::ApplyGradients(const std::vector<Value>& grads,
@@ -82,7 +187,11 @@ Status Optimizer::ApplyGradients(const std::vector<Value>& grads,
     g.push_back(grads[i]);
     v.push_back(vars[i]);
   }
-  TROUPE_RETURN_IF_ERROR(Build(v));
+  TROUPE_RETURN_IF_ERROR(Build(vars));
+  if (UsesHostPipeline()) {
+    if (g.empty()) return InvalidArgumentError(name_ + ": no gradients provided for any variable");
+    return internal::ApplyHostPipeline(*this, g, v, built_vars_);
+  }
   for (size_t i = 0; i < g.size(); ++i) {
     Status s = UpdateStep(g[i], v[i], slots_.at(v[i].id()));
     if (!s.ok()) return s.WithContext(name_ + " update of '" + v[i].name() + "'");
@@ -100,10 +209,42 @@ Status SGD::UpdateStep(const Value& grad, const Variable& var, const std::vector
                                   options_.momentum, options_.nesterov);
 }
 
+void SGD::UpdateHost(float* w, const std::vector<float*>& slots, const float* g, int64_t n,
+                     float lr, int64_t) const {
+  if (slots.empty()) {
+    for (int64_t i = 0; i < n; ++i) w[i] = w[i] - g[i] * lr;
+    return;
+  }
+  const float mu = static_cast<float>(options_.momentum);
+  float* m = slots[0];
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = m[i] * mu - g[i] * lr;
+    w[i] = options_.nesterov ? w[i] + (m[i] * mu - g[i] * lr) : w[i] + m[i];
+  }
+}
+
 Status Adam::UpdateStep(const Value& grad, const Variable& var,
                         const std::vector<Variable>& slots) {
   return internal::ApplyAdamUpdate(grad, var, slots[0], slots[1], learning_rate(), iterations(),
                                    options_.beta_1, options_.beta_2, options_.epsilon);
+}
+
+void Adam::UpdateHost(float* w, const std::vector<float*>& slots, const float* g, int64_t n,
+                      float lr, int64_t step_iterations) const {
+  const float t = static_cast<float>(step_iterations + 1);
+  const float b1_power = std::pow(static_cast<float>(options_.beta_1), t);
+  const float b2_power = std::pow(static_cast<float>(options_.beta_2), t);
+  const float alpha = lr * std::sqrt(1.0f - b2_power) / (1.0f - b1_power);
+  const float one_minus_b1 = static_cast<float>(1.0 - options_.beta_1);
+  const float one_minus_b2 = static_cast<float>(1.0 - options_.beta_2);
+  const float eps = static_cast<float>(options_.epsilon);
+  float* m = slots[0];
+  float* v = slots[1];
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
+    v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
+    w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
+  }
 }
 
 }  // namespace troupe::nn

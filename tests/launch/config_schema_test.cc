@@ -45,7 +45,18 @@ std::vector<ConfigValue> OtherValues(const ConfigKey& key, const ConfigValue& cu
     case ConfigType::kIntList: {
       std::vector<int64_t> list = std::get<std::vector<int64_t>>(current);
       const int64_t low = std::isinf(key.min) ? 1 : static_cast<int64_t>(key.min);
-      if (list.empty()) return {ConfigValue(std::vector<int64_t>{low, low})};
+      if (list.empty()) return {ConfigValue(std::vector<int64_t>{low, low + 1})};
+      list[0] += 1;
+      return {ConfigValue(list)};
+    }
+    case ConfigType::kStringList: {
+      std::vector<std::string> list = std::get<std::vector<std::string>>(current);
+      list.push_back("other");
+      return {ConfigValue(list)};
+    }
+    case ConfigType::kFloatList: {
+      std::vector<double> list = std::get<std::vector<double>>(current);
+      if (list.empty()) return {ConfigValue(std::vector<double>{0.5, 0.25})};
       list[0] += 1;
       return {ConfigValue(list)};
     }
@@ -64,6 +75,19 @@ std::map<std::string, std::string> Context(const ConfigKey& key) {
   }
   const std::string& value = key.only_with->values.at(0);
   context[key.only_with->key] = ValueText(ConfigValue(value));
+  // Schedules need their required keys (ValidateOptimizerConfig runs on every parse).
+  if (key.only_with->key == "optimizer.schedule.kind") {
+    if (value != "piecewise" && key.name != "optimizer.schedule.decay_steps") {
+      context["optimizer.schedule.decay_steps"] = "100";
+    }
+    if (key.name == "optimizer.schedule.boundaries")
+      context["optimizer.schedule.values"] = "[1.0, 0.5, 0.25]";
+    if (key.name == "optimizer.schedule.values") context["optimizer.schedule.boundaries"] = "[10]";
+  }
+  if ((value == "exponential" || value == "inverse_time") &&
+      key.name != "optimizer.schedule.decay_rate") {
+    context["optimizer.schedule.decay_rate"] = "0.5";
+  }
   if (key.only_with->key == "data.source" && (value == "tfrecord" || value == "synthetic")) {
     context["data.num_classes"] = "10";
   }

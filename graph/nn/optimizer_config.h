@@ -1,0 +1,56 @@
+// OptimizerConfig: one Keras 3 training recipe (optimizer, its hyperparameters, the base
+// optimizer's clipping / weight decay / EMA, a learning-rate schedule, gradient accumulation)
+// and MakeOptimizer, which checks it the way Keras' constructors do and builds the optimizer.
+// Errors are InvalidArgument naming the config key as a user writes it
+// ("optimizer.schedule.boundaries: ...").
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "graph/nn/optimizers.h"
+#include "graph/nn/schedules.h"
+
+namespace troupe::nn {
+
+struct OptimizerConfig {
+  std::string name = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
+  double learning_rate = 0.001;
+  double beta_1 = 0.9;                     // adam, adamw, lion
+  double beta_2 = 0.999;                   // adam, adamw (Lion's Keras default is 0.99: set it)
+  double epsilon = 1e-7;                   // adam, adamw, rmsprop, adagrad
+  double momentum = 0.0;                   // sgd, rmsprop
+  bool nesterov = false;                   // sgd
+  double rho = 0.9;                        // rmsprop
+  bool centered = false;                   // rmsprop
+  double initial_accumulator_value = 0.1;  // adagrad
+  // Decoupled weight decay; unset: none, except adamw, which defaults to Keras' 0.004.
+  std::optional<double> weight_decay;
+  // Regexes searched in a variable's path ("dense_1/bias"); a match exempts it from decay.
+  std::vector<std::string> no_decay;
+  // At most one clipping mode (0: off).
+  double clipnorm = 0.0;
+  double global_clipnorm = 0.0;
+  double clipvalue = 0.0;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  int64_t ema_overwrite_frequency = 0;  // 0: never
+  ScheduleConfig schedule;              // kind "constant": a learning_rate variable
+  // K >= 1; see optimizers.h for the caller's side of the contract.
+  int64_t gradient_accumulation_steps = 1;
+};
+
+// InvalidArgument when Keras would refuse `config` (or Troupe cannot run it).
+Status ValidateOptimizerConfig(const OptimizerConfig& config);
+
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& config);
+
+// A short label of the recipe, e.g. "adamw(lr=0.001,wd=0.004,schedule=cosine,accum=2)", for
+// refusing to resume a run with another optimizer: everything that changes the checkpoint's
+// optimizer variables or their meaning is in it.
+std::string OptimizerLabel(const OptimizerConfig& config);
+
+}  // namespace troupe::nn

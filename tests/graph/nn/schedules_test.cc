@@ -1,0 +1,131 @@
+// Learning-rate schedules against hand-computed float32 values, and config validation.
+#include "graph/nn/schedules.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/nn/optimizer_config.h"
+
+namespace troupe::nn {
+namespace {
+
+TEST(ScheduleTest, PiecewiseIsUpperInclusive) {
+  ScheduleConfig s;
+  s.kind = "piecewise";
+  s.boundaries = {5, 10};
+  s.values = {0.1, 0.01, 0.001};
+  EXPECT_EQ(ScheduleLearningRate(s, 0, 0), 0.1f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0, 5), 0.1f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0, 6), 0.01f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0, 10), 0.01f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0, 11), 0.001f);
+}
+
+TEST(ScheduleTest, ExponentialAndInverseTime) {
+  ScheduleConfig s;
+  s.kind = "exponential";
+  s.decay_steps = 4;
+  s.decay_rate = 0.5;
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 2), 0.1f * std::pow(0.5f, 2.0f / 4.0f));
+  s.staircase = true;
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 7), 0.1f * std::pow(0.5f, 1.0f));
+  s.kind = "inverse_time";
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 9), 0.1f / (1.0f + 0.5f * 2.0f));
+  s.staircase = false;
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 9), 0.1f / (1.0f + 0.5f * (9.0f / 4.0f)));
+}
+
+TEST(ScheduleTest, CosineWithWarmup) {
+  ScheduleConfig s;
+  s.kind = "cosine";
+  s.decay_steps = 10;
+  s.alpha = 0.1;
+  const float pi = static_cast<float>(M_PI);
+  auto cosine = [&](float step, float from) {
+    const float c = 0.5f * (1.0f + std::cos(pi * (step / 10.0f)));
+    return from * (static_cast<float>(0.9) * c + static_cast<float>(0.1));
+  };
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 0), 0.2f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 3), cosine(3, 0.2f));
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 50), cosine(10, 0.2f));  // clamped at decay_steps
+  s.warmup_steps = 4;
+  s.warmup_target = 1.0;
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 0), 0.2f);  // warmup starts at the initial rate
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 2), (1.0f - 0.2f) * (2.0f / 4.0f) + 0.2f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 4), 1.0f);  // cosine from warmup_target
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 7), cosine(3, 1.0f));
+  EXPECT_EQ(ScheduleLearningRate(s, 0.2, 100), cosine(10, 1.0f));
+}
+
+TEST(ScheduleTest, Polynomial) {
+  ScheduleConfig s;
+  s.kind = "polynomial";
+  s.decay_steps = 10;
+  s.end_learning_rate = 0.01;
+  s.power = 2;
+  const float d = 0.1f - 0.01f;
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 5), d * std::pow(1.0f - 0.5f, 2.0f) + 0.01f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 15), d * std::pow(0.0f, 2.0f) + 0.01f);
+  s.cycle = true;  // step 15 decays over 20 steps
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 15), d * std::pow(1.0f - 15.0f / 20.0f, 2.0f) + 0.01f);
+  EXPECT_EQ(ScheduleLearningRate(s, 0.1, 0), 0.1f);
+}
+
+TEST(ScheduleTest, Validation) {
+  ScheduleConfig s;
+  s.kind = "linear";
+  EXPECT_EQ(ValidateSchedule(s).code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ValidateSchedule(s).message().find("optimizer.schedule.kind"), std::string::npos);
+  s.kind = "piecewise";
+  s.boundaries = {5, 5};
+  s.values = {1, 2, 3};
+  EXPECT_NE(ValidateSchedule(s).message().find("optimizer.schedule.boundaries"), std::string::npos);
+  s.boundaries = {5, 6};
+  s.values = {1, 2};
+  EXPECT_NE(ValidateSchedule(s).message().find("optimizer.schedule.values"), std::string::npos);
+  s.values = {1, 2, 3};
+  EXPECT_TRUE(ValidateSchedule(s).ok());
+  s = {};
+  s.kind = "cosine";
+  EXPECT_NE(ValidateSchedule(s).message().find("optimizer.schedule.decay_steps"),
+            std::string::npos);
+  s.decay_steps = 10;
+  s.warmup_steps = -1;
+  EXPECT_NE(ValidateSchedule(s).message().find("optimizer.schedule.warmup_steps"),
+            std::string::npos);
+}
+
+TEST(OptimizerConfigTest, RefusesWhatKerasRefuses) {
+  OptimizerConfig c;
+  c.clipnorm = 1;
+  c.clipvalue = 1;
+  Result<std::unique_ptr<Optimizer>> r = MakeOptimizer(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("only one of"), std::string::npos);
+  c = {};
+  c.name = "adagrad2";
+  EXPECT_NE(MakeOptimizer(c).status().message().find("optimizer.name"), std::string::npos);
+  c = {};
+  c.name = "lion";
+  c.beta_1 = 0;
+  EXPECT_FALSE(MakeOptimizer(c).ok());
+  c = {};
+  c.nesterov = true;
+  EXPECT_NE(MakeOptimizer(c).status().message().find("optimizer.nesterov"), std::string::npos);
+  c = {};
+  c.no_decay = {"("};
+  EXPECT_NE(MakeOptimizer(c).status().message().find("optimizer.no_decay"), std::string::npos);
+  c = {};
+  c.gradient_accumulation_steps = 0;
+  EXPECT_NE(MakeOptimizer(c).status().message().find("train.accumulate_steps"), std::string::npos);
+  c = {};
+  c.name = "adamw";
+  Result<std::unique_ptr<Optimizer>> adamw = MakeOptimizer(c);
+  ASSERT_TRUE(adamw.ok());
+  EXPECT_EQ((*adamw)->pipeline().weight_decay, 0.004);  // Keras' AdamW default
+}
+
+}  // namespace
+}  // namespace troupe::nn
