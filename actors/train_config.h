@@ -64,8 +64,6 @@ struct TrainConfig {
   int64_t log_every = 100;
   // A step whose loss or gradient is not finite stops the job (false) or skips its update.
   bool skip_nonfinite = false;
-  // Micro-batches summed per optimizer update (the optimizer's gradient_accumulation_steps).
-  int64_t accumulate_steps = 1;
   // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/model_replicas.cc maps
   // these fields to an nn::OptimizerConfig).
   std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion

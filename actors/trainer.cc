@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "actors/batches.h"
+#include "actors/optimizer_recipe.h"
 #include "actors/trainer_parts.h"
 #include "actors/trainer_setup.h"
 #include "checkpoint/bundle_reader.h"
@@ -204,7 +205,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
-                 p.config.optimizer, p.config.name};
+                 OptimizerLabelOf(p.config), p.config.name};
   TROUPE_ASSIGN_OR_RETURN(p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
                                                       p.job_generator->state(), shape));
   // A new run takes init_from's weights before it writes anything, so a checkpoint that does

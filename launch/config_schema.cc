@@ -256,7 +256,8 @@ std::vector<ConfigKey> BuildSchema() {
           "Model replicas each process runs (the job's replicas: processes x this)."),
       Int("train.accumulate_steps", &C::accumulate_steps, 1,
           "Micro-batches of train.global_batch_size per update: their gradients are summed "
-          "locally and allreduced once, as Keras' gradient_accumulation_steps averages them."),
+          "locally and allreduced once, as Keras' gradient_accumulation_steps averages them "
+          "(schedules count micro-batches, as Keras')."),
       String("train.device", &C::device, {"cpu", "gpu"}, "Where the replicas run."),
       Int("train.replicas_per_gpu", &C::replicas_per_gpu, 1,
           "With device = \"gpu\": replicas sharing one GPU (replica r of local rank L runs on "
@@ -266,9 +267,6 @@ std::vector<ConfigKey> BuildSchema() {
       Bool("train.skip_nonfinite", &C::skip_nonfinite,
            "A step whose loss or gradient is NaN/Inf skips its update (counted) instead of "
            "stopping the job."),
-      Int("train.accumulate_steps", &C::accumulate_steps, 1,
-          "Micro-batches whose gradients are summed per optimizer update (Keras' "
-          "gradient_accumulation_steps; schedules count micro-batches)."),
       String("optimizer.name", &C::optimizer,
              {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
              "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
