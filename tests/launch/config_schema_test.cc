@@ -80,13 +80,14 @@ std::map<std::string, std::string> Context(const ConfigKey& key) {
     if (value != "piecewise" && key.name != "optimizer.schedule.decay_steps") {
       context["optimizer.schedule.decay_steps"] = "100";
     }
-    if (key.name == "optimizer.schedule.boundaries")
+    // Boundaries and values are valid only together: each starts from a matching pair.
+    if (key.name == "optimizer.schedule.boundaries" || key.name == "optimizer.schedule.values") {
+      context["optimizer.schedule.boundaries"] = "[10, 20]";
       context["optimizer.schedule.values"] = "[1.0, 0.5, 0.25]";
-    if (key.name == "optimizer.schedule.values") context["optimizer.schedule.boundaries"] = "[10]";
+    }
   }
-  if ((value == "exponential" || value == "inverse_time") &&
-      key.name != "optimizer.schedule.decay_rate") {
-    context["optimizer.schedule.decay_rate"] = "0.5";
+  if (value == "exponential" || value == "inverse_time") {
+    context["optimizer.schedule.decay_rate"] = "0.5";  // its own test starts from a valid rate
   }
   if (key.only_with->key == "data.source" && (value == "tfrecord" || value == "synthetic")) {
     context["data.num_classes"] = "10";

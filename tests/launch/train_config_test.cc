@@ -70,8 +70,8 @@ bool Mentions(const Result<TrainConfig>& r, const std::string& text) {
 TEST(TrainConfigTest, MomentumUnderAdamIsAnError) {
   auto c = ParseTrainConfig("[optimizer]\nname = \"adam\"\nmomentum = 0.0\n", "t.toml");
   EXPECT_TRUE(Mentions(c,
-                       "t.toml: optimizer.momentum applies only with optimizer.name = \"sgd\", "
-                       "and optimizer.name is \"adam\" (Adam has no momentum term"))
+                       "t.toml: optimizer.momentum applies only with optimizer.name = \"sgd\" or "
+                       "\"rmsprop\", and optimizer.name is \"adam\" (Adam has no momentum term"))
       << c.status();
   EXPECT_TRUE(Mentions(ParseTrainConfig("", "t.toml", {"optimizer.momentum=0.9"}),
                        "--set: optimizer.momentum applies only with"));
@@ -87,11 +87,10 @@ TEST(TrainConfigTest, AdamKeysUnderSgdAreErrors) {
     auto file =
         ParseTrainConfig("[optimizer]\nname = \"sgd\"\n" + key + " = " + value + "\n", "t.toml");
     EXPECT_TRUE(Mentions(file, "t.toml: optimizer." + key +
-                                   " applies only with optimizer.name = \"adam\", and "
-                                   "optimizer.name is \"sgd\" (SGD does not use it); remove "
-                                   "optimizer." +
-                                   key))
+                                   " applies only with optimizer.name = \"adam\", \"adamw\""))
         << file.status();
+    EXPECT_TRUE(Mentions(file, "and optimizer.name is \"sgd\"")) << file.status();
+    EXPECT_TRUE(Mentions(file, "; remove optimizer." + key)) << file.status();
     auto set = ParseTrainConfig("[optimizer]\nname = \"sgd\"\n", "t.toml",
                                 {"optimizer." + key + "=" + value});
     EXPECT_TRUE(Mentions(set, "--set: optimizer." + key + " applies only with")) << set.status();
