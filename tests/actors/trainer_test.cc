@@ -67,8 +67,9 @@ TEST(Trainer, StepsThenResumeFromASavedStepGiveTheUninterruptedBits) {
   ASSERT_TRUE(c->RunStep().ok());
   auto got = c->Evaluate();
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->first, want->first);  // bit-equal: the same weights after 4 steps
-  EXPECT_EQ(got->second, want->second);
+  EXPECT_EQ(got->loss, want->loss);  // bit-equal: the same weights after 4 steps
+  EXPECT_EQ(got->accuracy, want->accuracy);
+  EXPECT_EQ(got->top5_accuracy, want->top5_accuracy);
 }
 
 TEST(Trainer, ANonFiniteLossStopsTheJobNamingTheStep) {
