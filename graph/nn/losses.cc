@@ -99,19 +99,16 @@ Value InTopK(const Value& labels, const Value& predictions, int64_t k) {
                              "class count, got " +
                              s.ToString()));
   }
-  const DType dt = predictions.dtype();
-  Value mask = ops::Cast(OneHot(SqueezeLabels(labels), s.dim(1)), DType::kFloat32);
-  // The label's score: a select, not a product, so that an infinity elsewhere stays out.
-  Value zero = ops::ZerosLike(predictions);
-  Value target = ops::Sum(
-      ops::Select(ops::Greater(mask, ops::ScalarOf(0.5, DType::kFloat32)), predictions, zero), {-1},
-      /*keep_dims=*/true);
-  Value above = ops::Sum(ops::Cast(ops::Greater(predictions, target), DType::kFloat32), {-1});
+  Value x = ops::Cast(predictions, DType::kFloat32);
+  Value mask = OneHot(SqueezeLabels(labels), s.dim(1));
+  // The label's score. A row holding an infinity or a NaN may get a NaN here (0 * inf); such
+  // rows are misses whatever it is (`finite` below), and a NaN compares false.
+  Value target = ops::Sum(ops::Mul(mask, x), {-1}, /*keep_dims=*/true);
+  Value above = ops::Sum(ops::Cast(ops::Greater(x, target), DType::kFloat32), {-1});
   // x - x is 0 for a finite x and NaN for an infinity or a NaN.
-  Value nonfinite =
-      ops::Sum(ops::Cast(ops::NotEqual(ops::Sub(predictions, predictions), ops::ScalarOf(0, dt)),
-                         DType::kFloat32),
-               {-1});
+  Value nonfinite = ops::Sum(
+      ops::Cast(ops::NotEqual(ops::Sub(x, x), ops::ScalarOf(0, DType::kFloat32)), DType::kFloat32),
+      {-1});
   Value in_range = ops::Sum(mask, {-1});  // 1 when the label is a class, else 0
   Value hit = ops::Cast(ops::Less(above, ops::ScalarOf(static_cast<double>(k), DType::kFloat32)),
                         DType::kFloat32);
