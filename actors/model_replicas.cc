@@ -5,6 +5,7 @@
 #include "actors/optimizer_recipe.h"
 #include "core/gpu.h"
 #include "graph/models/registry.h"
+#include "graph/nn/losses.h"
 #include "graph/nn/replica_random.h"
 #include "graph/nn/state_updates.h"
 #include "graph/ops.h"
@@ -60,6 +61,16 @@ std::vector<Value> BatchMetrics(nn::Model& model, const Value& labels, const Val
   return {Mul(loss, ExampleCount(labels)), correct};
 }
 
+// Examples whose label is among the top 5 outputs (per position: the mean over positions).
+Value Top5Correct(const Value& labels, const Value& outputs) {
+  if (!outputs.ok()) return outputs;
+  const int rank = outputs.shape().rank();
+  const int64_t classes = outputs.shape().dim(rank - 1);
+  Value hit = nn::InTopK(Reshape(labels, {-1}), Reshape(outputs, {-1, classes}), 5);
+  if (rank <= 2) return Sum(hit);
+  return Sum(Mean(Reshape(hit, {-1, PositionsPerExample(labels.shape())}), {1}));
+}
+
 // `graph` names the function in errors: a GPU fault often surfaces first in this copy.
 Result<double> ScalarOf(const Tensor& metric, const char* graph) {
   Result<Tensor> host = gpu::ToHost(metric);
@@ -86,7 +97,7 @@ Value NewStateValue(const nn::StateUpdateScope& updates, const Variable& v) {
 // The variables a training call of `model` updates through nn::UpdateState, in update order:
 // one eager call on a zero example, its updates discarded.
 Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& feature_shape,
-                                         bool* per_position) {
+                                         bool* per_position, int64_t* classes) {
   InitScope eager;
   std::vector<int64_t> dims = {1};
   for (int i = 0; i < feature_shape.rank(); ++i) dims.push_back(feature_shape.dim(i));
@@ -97,6 +108,7 @@ Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& fe
   Value out = model.Call(Value(zeros), /*training=*/true);
   if (!out.ok()) return out.status().WithContext("probing the model's training call");
   *per_position = out.shape().rank() > 2;
+  *classes = out.shape().rank() >= 1 ? out.shape().dim(out.shape().rank() - 1) : 0;
   std::vector<Variable> state;
   for (const auto& [var, value] : updates.updates()) state.push_back(var);
   return state;
@@ -119,8 +131,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
-  TROUPE_ASSIGN_OR_RETURN(m->state_,
-                          ProbeState(*m->impl_->model, feature_shape, &m->per_position_));
+  TROUPE_ASSIGN_OR_RETURN(
+      m->state_, ProbeState(*m->impl_->model, feature_shape, &m->per_position_, &m->num_classes_));
   TROUPE_ASSIGN_OR_RETURN(m->optimizer_, nn::MakeOptimizer(OptimizerConfigFrom(config)));
   TROUPE_RETURN_IF_ERROR(m->optimizer_->Build(m->trainable_));
   if (!devices.empty() && !devices[0].is_cpu() &&
@@ -132,11 +144,14 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
   nn::Model* model = m->impl_->model.get();
   std::vector<Variable> vars = m->trainable_;
   std::vector<Variable> state = m->state_;
+  const double smoothing = config.label_smoothing;
+  const bool top5 = m->has_top5();
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
-        [model, vars, state, summer, r](const Args& args) -> Outputs {
+        [model, vars, state, summer, r, smoothing](const Args& args) -> Outputs {
           nn::ReplicaSeedScope seeds(args[2].value());
+          nn::LabelSmoothingScope smoothed(smoothing);
           nn::CrossReplicaScope sums(summer ? summer->ForReplica(r) : nn::CrossReplicaSum());
           nn::StateUpdateScope updates;
           GradientTape tape;
@@ -154,9 +169,14 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
             {"images", "labels", "seed"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
-        [model](const Args& args) -> Outputs {
+        [model, smoothing, top5](const Args& args) -> Outputs {
+          // Keras evaluates with the compiled (smoothed) loss.
+          nn::LabelSmoothingScope smoothed(smoothing);
           Value outputs = model->Call(args[0].value(), /*training=*/false);
-          return BatchMetrics(*model, args[1].value(), outputs, nullptr);
+          std::vector<Value> out = BatchMetrics(*model, args[1].value(), outputs, nullptr);
+          out.push_back(top5 ? Top5Correct(args[1].value(), outputs)
+                             : ops::ScalarOf(0.0, DType::kFloat32));
+          return out;
         },
         FunctionOptions{
             {"images", "labels"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
@@ -262,16 +282,18 @@ Status ModelReplicas::AssignState(const std::vector<Tensor>& values) {
   return Status::OK();
 }
 
-Result<std::pair<double, double>> ModelReplicas::Evaluate(int r, const input::Element& batch) {
+Result<EvalOutput> ModelReplicas::Evaluate(int r, const input::Element& batch) {
   if (batch.size() != 2) {
     return InvalidArgumentError("an evaluation batch is (features, labels), got " +
                                 std::to_string(batch.size()) + " tensors");
   }
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                           evals_[static_cast<size_t>(r)]->Run({batch[0], batch[1]}));
-  TROUPE_ASSIGN_OR_RETURN(double loss, ScalarOf(out[0], "eval_step"));
-  TROUPE_ASSIGN_OR_RETURN(double correct, ScalarOf(out[1], "eval_step"));
-  return std::make_pair(loss, correct);
+  EvalOutput e;
+  TROUPE_ASSIGN_OR_RETURN(e.loss_sum, ScalarOf(out[0], "eval_step"));
+  TROUPE_ASSIGN_OR_RETURN(e.correct, ScalarOf(out[1], "eval_step"));
+  TROUPE_ASSIGN_OR_RETURN(e.top5_correct, ScalarOf(out[2], "eval_step"));
+  return e;
 }
 
 }  // namespace troupe::actors

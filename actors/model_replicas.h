@@ -29,6 +29,15 @@ struct StepOutput {
   std::vector<Tensor> grads;
 };
 
+// Sums of one evaluation batch.
+struct EvalOutput {
+  double loss_sum = 0;  // as StepOutput (with train.label_smoothing: the smoothed loss, as Keras)
+  double correct = 0;
+  // Examples whose label is among the 5 highest outputs (tf.math.in_top_k: ties at the
+  // boundary count as in); per-position models: the mean over positions. 0 with < 5 classes.
+  double top5_correct = 0;
+};
+
 class ModelReplicas {
  public:
   // Replica r runs its step and evaluation on devices[r] (one entry per local replica). When
@@ -60,6 +69,10 @@ class ModelReplicas {
   // The model predicts per position ([batch, time, classes] outputs: a language model); its
   // loss and accuracy are means over positions, and its test loss gives a perplexity.
   bool per_position() const { return per_position_; }
+  // The model's output classes (the last dimension of its outputs).
+  int64_t num_classes() const { return num_classes_; }
+  // Evaluation computes top-5 accuracy (the model has at least 5 classes).
+  bool has_top5() const { return num_classes_ >= 5; }
 
   // Hears gradient `index` (of trainable()) as soon as the backward pass has made it, on the
   // thread running Step, while later layers' gradients are still being computed. The tensor
@@ -80,8 +93,8 @@ class ModelReplicas {
   Device variable_device() const { return variable_device_; }
   // One optimizer update with the (allreduced) gradients, on the host or the variables' GPU.
   Status Apply(const std::vector<Tensor>& grads);
-  // Loss sum and correct count of a batch element (features, labels); no gradients.
-  Result<std::pair<double, double>> Evaluate(int r, const input::Element& batch);
+  // Loss sum, correct and top-5 counts of a batch element (features, labels); no gradients.
+  Result<EvalOutput> Evaluate(int r, const input::Element& batch);
 
  private:
   ModelReplicas() = default;
@@ -92,6 +105,7 @@ class ModelReplicas {
   std::vector<Variable> trainable_;
   std::vector<Variable> state_;
   bool per_position_ = false;
+  int64_t num_classes_ = 0;
   std::vector<Device> devices_;
   std::string model_label_;
   Device variable_device_ = Device::Cpu();

@@ -64,6 +64,11 @@ struct TrainConfig {
   int64_t log_every = 100;
   // A step whose loss or gradient is not finite stops the job (false) or skips its update.
   bool skip_nonfinite = false;
+  // Also evaluate every N steps (0: at epoch ends only; the end of the run always evaluates).
+  int64_t eval_every_steps = 0;
+  // Keras' CategoricalCrossentropy(label_smoothing) of the one-hot labels, in [0, 1): the
+  // training loss and, as Keras' evaluate, the test loss (0: off).
+  double label_smoothing = 0.0;
   // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/model_replicas.cc maps
   // these fields to an nn::OptimizerConfig).
   std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
@@ -101,6 +106,9 @@ struct TrainConfig {
   int64_t checkpoint_every_steps = 500;
   int64_t max_to_keep = 3;
   double keep_checkpoint_every_n_hours = 0.0;  // 0: off
+  // Keep the best checkpoint by this test metric in <run_dir>/checkpoints/best ("": off):
+  // test_accuracy | test_top5_accuracy (higher is better) | test_loss | test_perplexity.
+  std::string keep_best;
   // [collectives]
   bool deterministic = true;
   // auto: in-process / shared memory / MPI (gradients reduced on the host). nccl: gradients

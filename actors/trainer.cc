@@ -356,6 +356,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
     TROUPE_ASSIGN_OR_RETURN(p->events,
                             EventWriter::Create(config.run_dir + "/events", config.name));
   }
+  TROUPE_RETURN_IF_ERROR(p->OpenReports());
   TROUPE_RETURN_IF_ERROR(CreateGradientReduction(*p));
   if (p->accumulate_steps > 1 && !p->reduce) {
     return UnimplementedError(
@@ -377,14 +378,18 @@ Status Trainer::Save() {
   TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> positions, p.GatherInputPositions());
   if (!p.chief) return Status::OK();
   TROUPE_RETURN_IF_ERROR(p.CheckFiniteState());
-  p.state->SetProgress(p.step, p.step / p.steps_per_epoch);
-  p.state->SetIteratorState(input::EncodeInputPositions(p.train_data->Positions(positions)));
-  // save_counter tracks the step (ckpt-<step>), so a resumed run's checkpoint carries the
-  // same counter as an uninterrupted one's, however often either saved.
-  p.state->root().save_counter().set_value(Tensor::Scalar<int64_t>(p.step - 1));
+  p.StampState(positions);
   TROUPE_ASSIGN_OR_RETURN(std::string path, p.manager->Save());
   p.plane->ReportCheckpoint(p.step, path);
   return Status::OK();
+}
+
+void Trainer::Parts::StampState(const std::vector<int64_t>& positions) {
+  state->SetProgress(step, step / steps_per_epoch);
+  state->SetIteratorState(input::EncodeInputPositions(train_data->Positions(positions)));
+  // save_counter tracks the step (ckpt-<step>), so a resumed run's checkpoint carries the
+  // same counter as an uninterrupted one's, however often either saved.
+  state->root().save_counter().set_value(Tensor::Scalar<int64_t>(step - 1));
 }
 
 input::InputContext Trainer::Parts::InputContext() const {
@@ -454,20 +459,22 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
   }
   TROUPE_RETURN_IF_ERROR(state->root().Restore(score.checkpoint).status());
   TROUPE_ASSIGN_OR_RETURN(auto it, input.batches.MakeIterator());
-  double loss = 0, correct = 0, count = 0;
+  double loss = 0, correct = 0, top5 = 0, count = 0;
   for (;;) {
     TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, it->Next());
     if (!raw) break;
     const int64_t n = (*raw)[0].dim(0);
     TROUPE_ASSIGN_OR_RETURN(input::Element batch, ModelRows(input, *raw, 0, n));
     TROUPE_ASSIGN_OR_RETURN(auto m, replicas->Evaluate(0, batch));
-    loss += m.first;
-    correct += m.second;
+    loss += m.loss_sum;
+    correct += m.correct;
+    top5 += m.top5_correct;
     count += static_cast<double>(n);
   }
   score.per_position = replicas->per_position();
   score.loss = loss / count;
   score.accuracy = correct / count;
+  if (replicas->has_top5()) score.top5_accuracy = top5 / count;
   return score;
 }
 

@@ -51,14 +51,26 @@ struct TrainSummary {
   // From the last evaluation of this run; none when it trained no step (already complete).
   std::optional<double> test_loss;
   std::optional<double> test_accuracy;
-  double wall_s = 0;             // this run, set-up included
-  double examples_per_sec = 0;   // mean over this run's steps
-  int64_t skipped_steps = 0;     // updates skipped as non-finite (train.skip_nonfinite)
-  double allreduce_wait_ms = 0;  // per step, on rank 0 (StepMetrics::allreduce_wait_s)
+  std::optional<double> test_top5_accuracy;  // models with >= 5 classes
+  double wall_s = 0;                         // this run, set-up included
+  double examples_per_sec = 0;               // mean over this run's steps
+  int64_t skipped_steps = 0;                 // updates skipped as non-finite (train.skip_nonfinite)
+  double allreduce_wait_ms = 0;              // per step, on rank 0 (StepMetrics::allreduce_wait_s)
   std::string last_checkpoint;
   // Stopped early (SIGTERM/SIGINT on some rank, or the coordinator's order): checkpoint
   // written, a rerun resumes.
   bool stopped_by_signal = false;
+};
+
+// An evaluation over the test split, summed over the job (NaN loss and accuracy when the
+// source has no test split).
+struct EvalResult {
+  double loss = 0;  // with train.label_smoothing, the smoothed loss (as Keras' evaluate)
+  double accuracy = 0;
+  std::optional<double> top5_accuracy;  // models with >= 5 classes
+  std::optional<double> perplexity;     // per-position models: exp(loss)
+  // The value of checkpoint.keep_best's metric ("test_loss", ...); NaN for an unknown name.
+  double Metric(const std::string& name) const;
 };
 
 // One step's metrics, summed over every replica of the job.
@@ -87,8 +99,8 @@ class Trainer {
   // One synchronous step of every replica. InvalidArgument naming the step when the loss or
   // a gradient is not finite (unless train.skip_nonfinite: then the update is skipped).
   Result<StepMetrics> RunStep();
-  // (loss, accuracy) over the test split, summed over the job.
-  Result<std::pair<double, double>> Evaluate();
+  // Loss, accuracy, top-5 accuracy and perplexity over the test split, summed over the job.
+  Result<EvalResult> Evaluate();
   // A checkpoint at the current step (written by the process holding replica 0).
   Status Save();
   // RunStep until the configured end or a stop, with logging, checkpoints and evaluation.
@@ -118,7 +130,8 @@ struct CheckpointScore {
   std::string checkpoint;
   double loss = 0;
   double accuracy = 0;
-  bool per_position = false;  // a language model: loss and accuracy per position
+  std::optional<double> top5_accuracy;  // models with >= 5 classes
+  bool per_position = false;            // a language model: loss and accuracy per position
 };
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path);
 

@@ -97,6 +97,7 @@ Result<TrainSummary> Trainer::Run() {
           "allreduce_wait_ms", 1000 * window.wait_s / std::max<int64_t>(1, window.steps), step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar(
           "input_wait_ms", 1000 * window.input_wait_s / std::max<int64_t>(1, window.steps), step));
+      TROUPE_RETURN_IF_ERROR(p.LogTrain(loss, acc, rate));
       window = Window{};
     }
     if (m.stop ||
@@ -109,26 +110,16 @@ Result<TrainSummary> Trainer::Run() {
       summary.stopped_by_signal = true;
       break;
     }
-    if (step % p.steps_per_epoch == 0 || step == p.total_steps) {
-      TROUPE_ASSIGN_OR_RETURN(auto test, Evaluate());
+    const bool epoch_end = step % p.steps_per_epoch == 0 || step == p.total_steps;
+    if (epoch_end || (p.config.eval_every_steps > 0 && step % p.config.eval_every_steps == 0)) {
+      // Every rank evaluates (the sums are collectives) and joins the best checkpoint's save.
+      TROUPE_ASSIGN_OR_RETURN(EvalResult test, Evaluate());
       progress.Break();
-      if (p.chief && p.no_eval_split) {
-        std::printf("epoch %lld done (no evaluation: data.eval_files is not set)\n",
-                    static_cast<long long>((step - 1) / p.steps_per_epoch + 1));
-      } else if (p.chief) {
-        std::printf("epoch %lld: test loss %.4f, test accuracy %.4f",
-                    static_cast<long long>((step - 1) / p.steps_per_epoch + 1), test.first,
-                    test.second);
-        if (p.replicas->per_position()) std::printf(", perplexity %.3f", std::exp(test.first));
-        std::printf("\n");
-        std::fflush(stdout);
-        TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_loss", test.first, step));
-        TROUPE_RETURN_IF_ERROR(p.events->AddScalar("test_accuracy", test.second, step));
-        TROUPE_RETURN_IF_ERROR(p.events->Flush());
-      }
+      TROUPE_RETURN_IF_ERROR(p.ReportEvaluation(test, epoch_end));
       if (!p.no_eval_split) {
-        summary.test_loss = test.first;
-        summary.test_accuracy = test.second;
+        summary.test_loss = test.loss;
+        summary.test_accuracy = test.accuracy;
+        summary.test_top5_accuracy = test.top5_accuracy;
       }
     }
   }

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "actors/batches.h"
+#include "actors/best_checkpoint.h"
 #include "actors/control_plane.h"
 #include "actors/event_writer.h"
+#include "actors/metrics_log.h"
 #include "actors/model_replicas.h"
 #include "actors/train_state.h"
 #include "actors/trainer.h"
@@ -53,6 +55,8 @@ struct Trainer::Parts {
   std::unique_ptr<JobInput> eval_input;      // opened by the first Evaluate, read every epoch
   bool no_eval_split = false;                // the source has no test split
   std::unique_ptr<EventWriter> events;
+  std::unique_ptr<MetricsLog> metrics;   // chief: <run_dir>/metrics.jsonl
+  std::unique_ptr<BestCheckpoint> best;  // chief, with checkpoint.keep_best
 
   // Gradient reduction: NCCL on the GPU, or buckets reduced on the host while backward runs.
   bool nccl = false;
@@ -89,6 +93,21 @@ struct Trainer::Parts {
   Status JobFailed(const Status& local);
   // InvalidArgument naming the step when a checkpointed variable is not finite.
   Status CheckFiniteState() const;
+  // Puts the step, epoch, input positions and save counter (step - 1: the next save writes
+  // ckpt-<step>) into the checkpointed state.
+  void StampState(const std::vector<int64_t>& positions);
+
+  // trainer_reports.cc. After Setup restored the run dir: refuses keep_best =
+  // "test_top5_accuracy" for a model with fewer than 5 classes, then (chief) opens
+  // metrics.jsonl and the best checkpoint's record.
+  Status OpenReports();
+  // A progress report's line of metrics.jsonl (chief).
+  Status LogTrain(double loss, double accuracy, double examples_per_sec);
+  // An evaluation at the current step: the best checkpoint (every rank joins), then (chief) the
+  // printed line, TensorBoard scalars and metrics.jsonl.
+  Status ReportEvaluation(const EvalResult& test, bool epoch_end);
+  // Whether this evaluation became the best (written); every rank joins the positions' gather.
+  Result<bool> KeepBest(const EvalResult& test);
 };
 
 }  // namespace troupe::actors

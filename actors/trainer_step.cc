@@ -201,15 +201,24 @@ Result<StepMetrics> Trainer::RunStep() {
   return m;
 }
 
-Result<std::pair<double, double>> Trainer::Evaluate() {
+double EvalResult::Metric(const std::string& name) const {
+  if (name == "test_loss") return loss;
+  if (name == "test_accuracy") return accuracy;
+  if (name == "test_top5_accuracy") return top5_accuracy.value_or(std::nan(""));
+  if (name == "test_perplexity") return perplexity.value_or(std::exp(loss));
+  return std::nan("");
+}
+
+Result<EvalResult> Trainer::Evaluate() {
   Parts& p = *p_;
-  if (p.no_eval_split) return std::make_pair(std::nan(""), std::nan(""));
+  const EvalResult none{std::nan(""), std::nan(""), std::nullopt, std::nullopt};
+  if (p.no_eval_split) return none;
   if (!p.eval_input) {
     Result<JobInput> eval = EvaluationInput(p.config);
     if (eval.status().code() == StatusCode::kNotFound && p.config.data_eval_files.empty() &&
         p.config.data_source == "tfrecord") {
       p.no_eval_split = true;
-      return std::make_pair(std::nan(""), std::nan(""));
+      return none;
     }
     TROUPE_RETURN_IF_ERROR(eval.status());
     p.eval_input = std::make_unique<JobInput>(std::move(*eval));
@@ -217,7 +226,8 @@ Result<std::pair<double, double>> Trainer::Evaluate() {
   const JobInput& eval = *p.eval_input;
   TROUPE_ASSIGN_OR_RETURN(auto it, eval.batches.MakeIterator());
   const int R = p.local_replicas;
-  std::array<double, 3> total{0, 0, 0};
+  // Summed (loss, correct, count, top-5 correct).
+  std::array<double, 4> total{0, 0, 0, 0};
   for (;;) {
     TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, it->Next());
     if (!raw) break;
@@ -231,22 +241,25 @@ Result<std::pair<double, double>> Trainer::Evaluate() {
             input::ReplicaRows(n, p.total_replicas, p.first_replica + static_cast<int>(r));
         if (hi == lo) continue;
         Result<input::Element> batch = ModelRows(eval, *raw, lo, hi);
-        Result<std::pair<double, double>> m =
-            batch.ok() ? p.replicas->Evaluate(static_cast<int>(r), *batch)
-                       : Result<std::pair<double, double>>(batch.status());
+        Result<EvalOutput> m = batch.ok() ? p.replicas->Evaluate(static_cast<int>(r), *batch)
+                                          : Result<EvalOutput>(batch.status());
         if (!m.ok()) {
           std::lock_guard<std::mutex> lock(mu);
           failed = m.status();
           continue;
         }
-        local[static_cast<size_t>(r)] = {m->first, m->second, static_cast<double>(hi - lo), 0};
+        local[static_cast<size_t>(r)] = {m->loss_sum, m->correct, static_cast<double>(hi - lo),
+                                         m->top5_correct};
       }
     });
     TROUPE_RETURN_IF_ERROR(failed);
     TROUPE_ASSIGN_OR_RETURN(auto sums, p.SumMetrics(local));
-    for (int i = 0; i < 3; ++i) total[static_cast<size_t>(i)] += sums[static_cast<size_t>(i)];
+    for (size_t i = 0; i < 4; ++i) total[i] += sums[i];
   }
-  return std::make_pair(total[0] / total[2], total[1] / total[2]);
+  EvalResult result{total[0] / total[2], total[1] / total[2], std::nullopt, std::nullopt};
+  if (p.replicas->has_top5()) result.top5_accuracy = total[3] / total[2];
+  if (p.replicas->per_position()) result.perplexity = std::exp(result.loss);
+  return result;
 }
 
 }  // namespace troupe::actors

@@ -69,10 +69,14 @@ void PrintEndOfRun(const actors::TrainSummary& s) {
     std::printf("done: %lld steps, nothing left to train, last checkpoint %s\n",
                 static_cast<long long>(s.steps), s.last_checkpoint.c_str());
   } else {
-    char test[96] = "no evaluation (data.eval_files is not set)";
+    char test[128] = "no evaluation (data.eval_files is not set)";
     if (s.test_accuracy) {
-      std::snprintf(test, sizeof(test), "test loss %.4f, test accuracy %.4f", *s.test_loss,
-                    *s.test_accuracy);
+      const int n = std::snprintf(test, sizeof(test), "test loss %.4f, test accuracy %.4f",
+                                  *s.test_loss, *s.test_accuracy);
+      if (s.test_top5_accuracy && n > 0 && static_cast<size_t>(n) < sizeof(test)) {
+        std::snprintf(test + n, sizeof(test) - static_cast<size_t>(n), ", top-5 accuracy %.4f",
+                      *s.test_top5_accuracy);
+      }
     }
     std::printf(
         "done: %lld steps (%lld in this run, %.1f s, %.0f examples/s, allreduce wait %.3f "
@@ -179,6 +183,7 @@ int RunEval(int argc, char** argv) {
               r->accuracy);
   // A language model's loss is per position: perplexity = exp(mean cross-entropy).
   if (r->per_position) std::printf("test perplexity %.4f\n", std::exp(r->loss));
+  if (r->top5_accuracy) std::printf("test top-5 accuracy %.6f\n", *r->top5_accuracy);
   return kExitOk;
 }
 

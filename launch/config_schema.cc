@@ -267,6 +267,13 @@ std::vector<ConfigKey> BuildSchema() {
       Bool("train.skip_nonfinite", &C::skip_nonfinite,
            "A step whose loss or gradient is NaN/Inf skips its update (counted) instead of "
            "stopping the job."),
+      Int("train.eval_every_steps", &C::eval_every_steps, 0,
+          "Also evaluate on the test split every N steps (0: at epoch ends only; the last step "
+          "always evaluates)."),
+      Float("train.label_smoothing", &C::label_smoothing, 0, false, 1,
+            "Label smoothing of the cross-entropy in [0, 1): one-hot labels become "
+            "y * (1 - ls) + ls / classes, as Keras' CategoricalCrossentropy(label_smoothing); "
+            "the test loss is smoothed too (Keras' evaluate)."),
       String("optimizer.name", &C::optimizer,
              {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
              "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
@@ -365,6 +372,10 @@ std::vector<ConfigKey> BuildSchema() {
           "Newest checkpoints kept; older ones are deleted."),
       NonNegative("checkpoint.keep_every_n_hours", &C::keep_checkpoint_every_n_hours,
                   "Also keep one checkpoint per this many hours beyond max_to_keep (0: off)."),
+      String("checkpoint.keep_best", &C::keep_best,
+             {"", "test_accuracy", "test_loss", "test_top5_accuracy", "test_perplexity"},
+             "Keep the best checkpoint by this test metric in <run_dir>/checkpoints/best "
+             "(best.json names it; \"\": off); needs a test split."),
       Bool("collectives.deterministic", &C::deterministic,
            "Reduce gradients in global replica order, so results are bit-equal across "
            "topologies (false: each backend's fastest order)."),

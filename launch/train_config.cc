@@ -167,6 +167,26 @@ Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
   return Status::OK();
 }
 
+// checkpoint.keep_best needs a test split, and top-5 accuracy at least 5 classes (when the
+// config gives the class count; the model's own count is checked when the job starts).
+Status CheckKeepBest(const TrainConfig& config, const std::string& origin) {
+  if (config.keep_best.empty()) return Status::OK();
+  const std::string key = "checkpoint.keep_best = \"" + config.keep_best + "\"";
+  if (config.data_source == "tfrecord" && config.data_eval_files.empty()) {
+    return InvalidArgumentError(origin + ": " + key +
+                                " needs a test split: data.source = \"tfrecord\" evaluates "
+                                "only with data.eval_files; set it or drop keep_best");
+  }
+  if (config.keep_best == "test_top5_accuracy" && config.num_classes > 0 &&
+      config.num_classes < 5 && config.data_source != "fashion_mnist") {
+    return InvalidArgumentError(origin + ": " + key +
+                                " needs at least 5 classes, data.num_classes is " +
+                                std::to_string(config.num_classes) +
+                                "; keep the best by test_accuracy or test_loss instead");
+  }
+  return Status::OK();
+}
+
 Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   // The optimizer recipe as Keras would check it (schedule boundaries/values, one clipping
   // mode, ...), before anything is written.
@@ -195,6 +215,7 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
                                 " needs data.files: set it to a glob of the training TFRecord "
                                 "files");
   }
+  TROUPE_RETURN_IF_ERROR(CheckKeepBest(config, origin));
   if (config.global_batch_size % config.replicas_per_process != 0) {
     return InvalidArgumentError(origin + ": train.global_batch_size (" +
                                 std::to_string(config.global_batch_size) +

@@ -7,6 +7,23 @@
 
 namespace troupe::nn {
 
+// Label smoothing for the sparse categorical cross-entropy traced on this thread while the
+// scope lives (train.label_smoothing): labels become one-hot y, then y * (1 - ls) + ls / C, and
+// the loss is Keras' CategoricalCrossentropy(label_smoothing=ls) of them: -sum(y_s * log_softmax)
+// per example (Keras 3's SparseCategoricalCrossentropy has no label_smoothing argument). Scopes
+// nest; 0 (the default) is the plain sparse loss.
+class LabelSmoothingScope {
+ public:
+  explicit LabelSmoothingScope(double label_smoothing);
+  ~LabelSmoothingScope();
+  LabelSmoothingScope(const LabelSmoothingScope&) = delete;
+  LabelSmoothingScope& operator=(const LabelSmoothingScope&) = delete;
+  static double Current();
+
+ private:
+  double previous_;
+};
+
 // Integer labels [N] (or [N, 1]) and logits (from_logits) or probabilities [N, C].
 Value SparseCategoricalCrossentropy(const Value& labels, const Value& predictions,
                                     bool from_logits = true);
@@ -17,5 +34,12 @@ Value MeanSquaredError(const Value& y_true, const Value& y_pred);
 
 // Keras' SparseCategoricalAccuracy of one batch: mean of (argmax(pred) == label).
 Value SparseCategoricalAccuracy(const Value& labels, const Value& predictions);
+
+// tf.math.in_top_k(labels, predictions, k) as float32 [N] (1: hit): label y of a row is in the
+// top k when fewer than k classes score strictly more than class y, so ties at the boundary
+// all count as in (tf.math.in_top_k's rule, which Keras 3's SparseTopKCategoricalAccuracy and
+// sparse_top_k_categorical_accuracy call). A row holding a NaN or an infinity, or a label
+// outside [0, C), is a miss. Predictions [N, C] with a static C; labels [N] (or [N, 1]).
+Value InTopK(const Value& labels, const Value& predictions, int64_t k);
 
 }  // namespace troupe::nn

@@ -95,7 +95,7 @@ TEST(ModelReplicas, DropoutMasksFollowEachReplicasSeed) {
   auto eval0 = (*replicas)->Evaluate(0, input::Element{Images(16), Labels(16)});
   auto eval1 = (*replicas)->Evaluate(1, input::Element{Images(16), Labels(16)});
   ASSERT_TRUE(eval0.ok() && eval1.ok());
-  EXPECT_EQ(eval0->first, eval1->first);  // no dropout when not training
+  EXPECT_EQ(eval0->loss_sum, eval1->loss_sum);  // no dropout when not training
 }
 
 // The model's Loss is what the loop reports and differentiates: a loss twice LeNet's gives loss
@@ -129,8 +129,46 @@ TEST(ModelReplicas, TrainsAndEvaluatesTheModelsLoss) {
       ASSERT_EQ(b.data<float>()[j], 2 * a.data<float>()[j]) << "gradient " << i << "[" << j << "]";
     }
   }
-  EXPECT_EQ(doubled_eval.first, 2 * lenet_eval.first);
-  EXPECT_EQ(doubled_eval.second, lenet_eval.second);
+  EXPECT_EQ(doubled_eval.loss_sum, 2 * lenet_eval.loss_sum);
+  EXPECT_EQ(doubled_eval.correct, lenet_eval.correct);
+  EXPECT_EQ(doubled_eval.top5_correct, lenet_eval.top5_correct);
+}
+
+// The eval graph's top-5 count is tf.math.in_top_k(labels, model outputs, 5) summed: checked
+// against the rule computed here from the model's own outputs (fewer than 5 classes score
+// strictly higher than the label's); label smoothing changes the loss, not the counts.
+TEST(ModelReplicas, EvaluatesTop5AsInTopK) {
+  TrainConfig config;
+  auto replicas = ModelReplicas::Create(config, {Device::Cpu()}, TensorShape{28, 28, 1});
+  ASSERT_TRUE(replicas.ok()) << replicas.status();
+  ASSERT_TRUE((*replicas)->has_top5());
+  const Tensor images = Images(32), labels = Labels(32);
+  auto eval = (*replicas)->Evaluate(0, input::Element{images, labels});
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  Value out = (*replicas)->model().Call(Value(images), /*training=*/false);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* logits = out.tensor()->data<float>();
+  double want = 0, argmax_hits = 0;
+  for (int64_t i = 0; i < 32; ++i) {
+    const float* row = logits + i * 10;
+    const int y = labels.data<int32_t>()[i];
+    int above = 0;
+    for (int c = 0; c < 10; ++c) above += row[c] > row[y] ? 1 : 0;
+    want += above < 5 ? 1 : 0;
+    argmax_hits += std::max_element(row, row + 10) - row == y ? 1 : 0;
+  }
+  EXPECT_EQ(eval->top5_correct, want);
+  EXPECT_EQ(eval->correct, argmax_hits);
+  EXPECT_GE(eval->top5_correct, eval->correct);
+
+  config.label_smoothing = 0.2;
+  auto smoothed = ModelReplicas::Create(config, {Device::Cpu()}, TensorShape{28, 28, 1});
+  ASSERT_TRUE(smoothed.ok()) << smoothed.status();
+  auto s = (*smoothed)->Evaluate(0, input::Element{images, labels});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NE(s->loss_sum, eval->loss_sum);
+  EXPECT_EQ(s->top5_correct, eval->top5_correct);
+  EXPECT_EQ(s->correct, eval->correct);
 }
 
 }  // namespace

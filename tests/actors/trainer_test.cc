@@ -6,8 +6,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/bundle_reader.h"
+#include "checkpoint/checkpoint_state.h"
+#include "checkpoint/file_util.h"
 #include "graph/random/generator.h"
 
 namespace troupe::actors {
@@ -67,8 +71,9 @@ TEST(Trainer, StepsThenResumeFromASavedStepGiveTheUninterruptedBits) {
   ASSERT_TRUE(c->RunStep().ok());
   auto got = c->Evaluate();
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->first, want->first);  // bit-equal: the same weights after 4 steps
-  EXPECT_EQ(got->second, want->second);
+  EXPECT_EQ(got->loss, want->loss);  // bit-equal: the same weights after 4 steps
+  EXPECT_EQ(got->accuracy, want->accuracy);
+  EXPECT_EQ(got->top5_accuracy, want->top5_accuracy);
 }
 
 TEST(Trainer, ANonFiniteLossStopsTheJobNamingTheStep) {
@@ -196,8 +201,93 @@ TEST(Trainer, AccumulatedMicroBatchesEqualOneLargeBatchAndReduceOncePerUpdate) {
   auto want = a->Evaluate();
   auto got = b->Evaluate();
   ASSERT_TRUE(want.ok() && got.ok());
-  EXPECT_NEAR(got->first, want->first, 1e-5 * want->first);  // float rounding only
-  EXPECT_NE(got->first, 0.0);
+  EXPECT_NEAR(got->loss, want->loss, 1e-5 * want->loss);  // float rounding only
+  EXPECT_NE(got->loss, 0.0);
+}
+
+std::vector<nlohmann::json> MetricsLines(const TrainConfig& c, const std::string& split) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(c.run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["split"] == split) out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<int64_t> Steps(const std::vector<nlohmann::json>& lines) {
+  std::vector<int64_t> steps;
+  for (const auto& j : lines) steps.push_back(j["step"].get<int64_t>());
+  return steps;
+}
+
+// train.eval_every_steps evaluates at the cadence and at the end (metrics.jsonl's test lines);
+// checkpoint.keep_best writes checkpoints/best with best.json naming the best evaluation's
+// step while the rolling state file names the latest; a resume trims metrics.jsonl to the
+// resume step and must beat the recorded best.
+TEST(Trainer, EvaluatesOnItsCadenceKeepsTheBestAndResumesBothLogs) {
+  TrainConfig c = SmallJob("cadence");
+  c.eval_every_steps = 2;
+  c.log_every = 1;
+  c.keep_best = "test_accuracy";
+  c.label_smoothing = 0.1;
+  {
+    auto t = Start(c);
+    ASSERT_NE(t, nullptr);
+    auto summary = t->Run();
+    ASSERT_TRUE(summary.ok()) << summary.status();
+    ASSERT_TRUE(summary->test_top5_accuracy.has_value());
+    EXPECT_GE(*summary->test_top5_accuracy, *summary->test_accuracy);
+  }
+  EXPECT_EQ(Steps(MetricsLines(c, "train")), (std::vector<int64_t>{1, 2, 3, 4}));
+  std::vector<nlohmann::json> tests = MetricsLines(c, "test");
+  ASSERT_EQ(Steps(tests), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(tests[0].contains("top5_accuracy"));
+  EXPECT_FALSE(tests[0].contains("perplexity"));
+  EXPECT_EQ(tests[0]["best"], true);  // the first evaluation is the first best
+  int64_t best_step = 2;
+  double best_value = tests[0]["accuracy"].get<double>();
+  if (tests[1].value("best", false)) {
+    best_step = 4;
+    best_value = tests[1]["accuracy"].get<double>();
+  } else {
+    EXPECT_LE(tests[1]["accuracy"].get<double>(), best_value);
+  }
+  const std::string best_dir = c.run_dir + "/checkpoints/best";
+  auto record = nlohmann::json::parse(*ckpt::ReadFileToString(best_dir + "/best.json"));
+  EXPECT_EQ(record["step"], best_step);
+  EXPECT_EQ(record["value"].get<double>(), best_value);
+  EXPECT_EQ(record["checkpoint"], "ckpt-" + std::to_string(best_step));
+  EXPECT_TRUE(fs::exists(best_dir + "/ckpt-" + std::to_string(best_step) + ".index"));
+  auto latest = ckpt::LatestCheckpoint(c.run_dir + "/checkpoints");
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(fs::path(*latest).filename(), "ckpt-4");
+
+  // A killed later run's lines, and a best no evaluation can beat: a resume drops the first and
+  // keeps the second.
+  {
+    std::ofstream out(c.run_dir + "/metrics.jsonl", std::ios::app);
+    out << R"({"step": 5, "epoch": 1, "split": "train", "loss": 1.0})"
+        << "\n";
+  }
+  record["value"] = 2.0;
+  ASSERT_TRUE(ckpt::WriteFileAtomically(best_dir + "/best.json", record.dump()).ok());
+  c.max_steps = 6;
+  {
+    auto t = Start(c);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->step(), 4);
+    EXPECT_EQ(Steps(MetricsLines(c, "train")), (std::vector<int64_t>{1, 2, 3, 4}));
+    auto summary = t->Run();
+    ASSERT_TRUE(summary.ok()) << summary.status();
+  }
+  EXPECT_EQ(Steps(MetricsLines(c, "train")), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  tests = MetricsLines(c, "test");
+  ASSERT_EQ(Steps(tests), (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_FALSE(tests[2].contains("best"));
+  auto after = nlohmann::json::parse(*ckpt::ReadFileToString(best_dir + "/best.json"));
+  EXPECT_EQ(after["value"], 2.0);
+  EXPECT_EQ(after["step"], best_step);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "graph/function.h"
 #include "graph/models/lenet.h"
@@ -69,6 +70,78 @@ TEST(NnTest, SparseCategoricalCrossentropyMatchesFormula) {
   const double l0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3.0;
   const double l1 = std::log(3.0);
   EXPECT_NEAR(loss.tensor()->scalar<float>(), (l0 + l1) / 2, 1e-6);
+}
+
+// Keras 3.15 (TF 2.21) reference values, from tests/graph/keras_label_smoothing_reference.py:
+// keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=ls) of
+// tf.one_hot(labels, 6) against these logits (rng(7).normal * 3), and its gradient.
+const std::vector<float> kSmoothLogits = {
+    0.00369046023f, 0.896236658f, -0.822413564f,  -2.67177558f, -1.36401236f, -2.97493958f,
+    0.1804308f,     4.02064562f,  -1.47661948f,   -1.86142468f, 1.46952617f,  1.07066107f,
+    0.316242754f,   -2.79140401f, -0.0877554715f, 2.08590961f,  -4.0326438f,  -1.37284732f,
+    -5.70366812f,   -3.86861324f, -5.52520514f,   -0.70527339f, -3.80233955f, 0.813793063f};
+
+TEST(NnTest, LabelSmoothingMatchesKeras) {
+  struct Case {
+    double ls;
+    double loss;
+    std::vector<float> grad;
+  };
+  const std::vector<Case> cases = {
+      {0.1, 2.98378921, {0.0546082184f,   0.139322683f,    -0.203437865f,   -0.000118563417f,
+                         0.0108027849f,   -0.00117723155f, -0.22453025f,    0.211590365f,
+                         -0.00328250229f, -0.00356491958f, 0.0126611553f,   0.00712616695f,
+                         0.0279717259f,   -0.00272988668f, 0.0172903817f,   0.184450284f,
+                         -0.00375140039f, -0.223231092f,   -0.00386911468f, -0.00230236002f,
+                         -0.00381097943f, -0.185076818f,   -0.00217461935f, 0.1972339f}},
+      {0.35, 3.10757256, {0.0441915505f,   0.128906012f,   -0.151354536f,  -0.0105352299f,
+                          0.000386118889f, -0.0115938978f, -0.172446921f,  0.201173693f,
+                          -0.0136991683f,  -0.0139815863f, 0.00224448834f, -0.00329049956f,
+                          0.017555058f,    -0.0131465532f, 0.00687371474f, 0.174033612f,
+                          -0.0141680669f,  -0.171147764f,  -0.0142857814f, -0.0127190268f,
+                          -0.0142276455f,  -0.13299349f,   -0.0125912856f, 0.186817229f}}};
+  Tensor labels = *Tensor::FromVector<int32_t>({2, 0, 5, 3}, {4});
+  for (const Case& c : cases) {
+    nn::LabelSmoothingScope smoothing(c.ls);
+    Value logits(Floats(kSmoothLogits, {4, 6}));
+    GradientTape tape;
+    tape.Watch(logits);
+    Value loss = nn::SparseCategoricalCrossentropy(Value(labels), logits);
+    ASSERT_TRUE(loss.ok()) << loss.status();
+    EXPECT_NEAR(loss.tensor()->scalar<float>(), c.loss, 1e-6) << "ls " << c.ls;
+    auto g = tape.Gradient(loss, {logits});
+    ASSERT_TRUE(g.ok()) << g.status();
+    const float* got = (*g)[0].tensor()->data<float>();
+    for (size_t i = 0; i < c.grad.size(); ++i) {
+      EXPECT_NEAR(got[i], c.grad[i], 1e-6) << "ls " << c.ls << " logit " << i;
+    }
+  }
+  // Out of the scope the loss is the plain sparse one again.
+  Value plain =
+      nn::SparseCategoricalCrossentropy(Value(labels), Value(Floats(kSmoothLogits, {4, 6})));
+  nn::LabelSmoothingScope zero(0.0);
+  Value zero_ls =
+      nn::SparseCategoricalCrossentropy(Value(labels), Value(Floats(kSmoothLogits, {4, 6})));
+  EXPECT_EQ(plain.tensor()->scalar<float>(), zero_ls.tensor()->scalar<float>());
+}
+
+// tf.math.in_top_k / keras.metrics.sparse_top_k_categorical_accuracy(k=5) on these rows gives
+// [0, 1, 1, 0, 0]: ties straddling the boundary count as in (rows 1, 2), a row with an
+// infinity is a miss (row 3).
+TEST(NnTest, InTopKMatchesKeras) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor p = Floats({1, 2, 3, 4, 5, 6, 7, 5, 5, 5,   5, 5, 5, 5, 7, 6, 5, 4,
+                     3, 3, 3, 1, 1, 1, 1, 1, 1, inf, 0, 9, 8, 7, 6, 5, 4},
+                    {5, 7});
+  Tensor y = *Tensor::FromVector<int32_t>({1, 3, 5, 0, 0}, {5});
+  Value hits = nn::InTopK(Value(y), Value(p), 5);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  const float* h = hits.tensor()->data<float>();
+  EXPECT_EQ(std::vector<float>(h, h + 5), (std::vector<float>{0, 1, 1, 0, 0}));
+  // k = 1 is argmax accuracy except on ties (all tied classes count).
+  Value top1 = nn::InTopK(Value(y), Value(p), 1);
+  const float* t = top1.tensor()->data<float>();
+  EXPECT_EQ(std::vector<float>(t, t + 5), (std::vector<float>{0, 1, 0, 0, 0}));
 }
 
 // Keras SGD: m = m*mu - g*lr; w += m (nesterov: w += m*mu - g*lr).

@@ -152,6 +152,34 @@ TEST(TrainConfigTest, OnlyRegisteredSourcesAreAccepted) {
       << files.status();
 }
 
+// checkpoint.keep_best needs a test split (tfrecord: data.eval_files) and, for top-5, at least
+// 5 classes; eval_every_steps and label_smoothing are range-checked.
+TEST(TrainConfigTest, KeepBestNeedsATestSplitAndTop5FiveClasses) {
+  const std::string tf =
+      "[data]\nsource = \"tfrecord\"\nfiles = \"*.tfrecord\"\nnum_classes = 10\n"
+      "[checkpoint]\nkeep_best = \"test_loss\"\n";
+  auto no_eval = ParseTrainConfig(tf, "t.toml");
+  EXPECT_TRUE(Mentions(no_eval,
+                       "t.toml: checkpoint.keep_best = \"test_loss\" needs a test "
+                       "split: data.source = \"tfrecord\" evaluates only with "
+                       "data.eval_files"))
+      << no_eval.status();
+  EXPECT_TRUE(ParseTrainConfig(tf, "t.toml", {"data.eval_files=test-*.tfrecord"}).ok());
+  auto three = ParseTrainConfig("[data]\nsource = \"synthetic\"\nnum_classes = 3\n", "t.toml",
+                                {"checkpoint.keep_best=test_top5_accuracy"});
+  EXPECT_TRUE(Mentions(three, "needs at least 5 classes, data.num_classes is 3")) << three.status();
+  auto ok = ParseTrainConfig("", "t.toml",
+                             {"checkpoint.keep_best=test_top5_accuracy",
+                              "train.eval_every_steps=50", "train.label_smoothing=0.1"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->keep_best, "test_top5_accuracy");
+  EXPECT_EQ(ok->eval_every_steps, 50);
+  EXPECT_EQ(ok->label_smoothing, 0.1);
+  EXPECT_FALSE(ParseTrainConfig("", "t.toml", {"train.label_smoothing=1"}).ok());
+  EXPECT_FALSE(ParseTrainConfig("", "t.toml", {"train.eval_every_steps=-1"}).ok());
+  EXPECT_FALSE(ParseTrainConfig("", "t.toml", {"checkpoint.keep_best=accuracy"}).ok());
+}
+
 // tfrecord and synthetic need data.num_classes; tfrecord needs data.files.
 TEST(TrainConfigTest, SourcesNeedTheirKeys) {
   auto tf = ParseTrainConfig("[data]\nsource = \"tfrecord\"\nfiles = \"*.tfrecord\"\n", "t.toml");

@@ -1,0 +1,72 @@
+#include "actors/best_checkpoint.h"
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/file_util.h"
+#include "core/logging.h"
+
+namespace troupe::actors {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string RecordPath(const std::string& dir) { return dir + "/best.json"; }
+
+}  // namespace
+
+bool BestCheckpoint::HigherIsBetter(const std::string& metric) {
+  return metric == "test_accuracy" || metric == "test_top5_accuracy";
+}
+
+Result<std::unique_ptr<BestCheckpoint>> BestCheckpoint::Open(const std::string& dir,
+                                                             const std::string& metric,
+                                                             ckpt::Checkpoint* root, bool resumed) {
+  std::unique_ptr<BestCheckpoint> b(new BestCheckpoint());
+  b->dir_ = dir;
+  b->metric_ = metric;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return PermissionDeniedError("cannot create " + dir + ": " + ec.message());
+  ckpt::CheckpointManagerOptions options;
+  options.directory = dir;
+  options.max_to_keep = 2;  // the best and the one before it (see the header)
+  TROUPE_ASSIGN_OR_RETURN(b->manager_, ckpt::CheckpointManager::Create(root, options));
+  if (!resumed || !ckpt::FileExists(RecordPath(dir))) return b;
+  TROUPE_ASSIGN_OR_RETURN(std::string text, ckpt::ReadFileToString(RecordPath(dir)));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("value") || !j["value"].is_number() || !j.contains("step") ||
+      !j["step"].is_number_integer()) {
+    return DataLossError(RecordPath(dir) + " does not hold a best checkpoint record: " + text);
+  }
+  if (j.value("metric", "") != metric) {
+    TROUPE_LOG(WARNING) << RecordPath(dir) << " records the best " << j.value("metric", "")
+                        << "; checkpoint.keep_best is now " << metric << ": starting a new record";
+    return b;
+  }
+  b->best_ = j["value"].get<double>();
+  b->best_step_ = j["step"].get<int64_t>();
+  return b;
+}
+
+bool BestCheckpoint::Improves(double value) const {
+  if (!std::isfinite(value)) return false;
+  if (!best_) return true;
+  return HigherIsBetter(metric_) ? value > *best_ : value < *best_;
+}
+
+Status BestCheckpoint::Record(double value, int64_t step) {
+  TROUPE_ASSIGN_OR_RETURN(std::string path, manager_->Save(step));
+  json j;
+  j["metric"] = metric_;
+  j["value"] = value;
+  j["step"] = step;
+  j["checkpoint"] = std::filesystem::path(path).filename().string();
+  TROUPE_RETURN_IF_ERROR(ckpt::WriteFileAtomically(RecordPath(dir_), j.dump(2) + "\n"));
+  best_ = value;
+  best_step_ = step;
+  return Status::OK();
+}
+
+}  // namespace troupe::actors
