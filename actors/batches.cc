@@ -147,7 +147,8 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
   int64_t most = 0;
   for (const input::ReplicaPlan& plan : d.plans) most = std::max(most, plan.batches_per_epoch);
   TROUPE_ASSIGN_OR_RETURN(int64_t neg_most, job_min(-most));  // the job's largest share
-  if (-neg_most > batches && d.replica_ids.front() == 0) {
+  // Shares that differ by a batch or so (DATA's remainder) are not worth a word.
+  if (-neg_most - batches > std::max<int64_t>(1, -neg_most / 100) && d.replica_ids.front() == 0) {
     TROUPE_LOG(WARNING) << "data.auto_shard = " << input::AutoShardPolicyName(d.policy)
                         << ": the replicas' shares hold " << batches << " to " << -neg_most
                         << " batches an epoch; every replica takes " << batches

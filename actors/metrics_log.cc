@@ -55,13 +55,14 @@ Status MetricsLog::Append(const std::string& line) {
 }
 
 Status MetricsLog::Train(int64_t step, int64_t epoch, double loss, double accuracy,
-                         double examples_per_sec) {
+                         double learning_rate, double examples_per_sec) {
   json j;
   j["step"] = step;
   j["epoch"] = epoch;
   j["split"] = "train";
   j["loss"] = Number(loss);
   j["accuracy"] = Number(accuracy);
+  j["lr"] = Number(learning_rate);
   j["examples_per_sec"] = Number(examples_per_sec);
   j["time"] = UnixTime();
   return Append(j.dump());

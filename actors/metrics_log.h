@@ -25,7 +25,8 @@ class MetricsLog {
   static Result<std::unique_ptr<MetricsLog>> Open(const std::string& path, int64_t resume_step);
   ~MetricsLog();
 
-  Status Train(int64_t step, int64_t epoch, double loss, double accuracy, double examples_per_sec);
+  Status Train(int64_t step, int64_t epoch, double loss, double accuracy, double learning_rate,
+               double examples_per_sec);
   Status Test(int64_t step, int64_t epoch, const EvalResult& result, bool best);
 
   // The lines of `text` (a metrics.jsonl) whose "step" is at most `last_step`; a line that does

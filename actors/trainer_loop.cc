@@ -88,8 +88,11 @@ Result<TrainSummary> Trainer::Run() {
     if (p.chief && (step % p.config.log_every == 0 || step == p.total_steps || m.stop)) {
       const double n = static_cast<double>(std::max<int64_t>(1, window.examples));
       const double loss = window.loss / n, acc = window.correct / n;
+      // The learning rate of this step's update (a schedule's value at Keras' counter).
+      const double lr = p.replicas->optimizer().LearningRateAt((step - 1) * p.accumulate_steps);
       const double rate = progress.Report(step, (step - 1) / p.steps_per_epoch, loss, acc,
-                                          window.examples, window.input_wait_s);
+                                          window.examples, window.input_wait_s, lr);
+      TROUPE_RETURN_IF_ERROR(p.events->AddScalar("learning_rate", lr, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("loss", loss, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("accuracy", acc, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("examples_per_sec", rate, step));
@@ -97,7 +100,7 @@ Result<TrainSummary> Trainer::Run() {
           "allreduce_wait_ms", 1000 * window.wait_s / std::max<int64_t>(1, window.steps), step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar(
           "input_wait_ms", 1000 * window.input_wait_s / std::max<int64_t>(1, window.steps), step));
-      TROUPE_RETURN_IF_ERROR(p.LogTrain(loss, acc, rate));
+      TROUPE_RETURN_IF_ERROR(p.LogTrain(loss, acc, lr, rate));
       window = Window{};
     }
     if (m.stop ||

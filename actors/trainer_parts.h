@@ -102,7 +102,7 @@ struct Trainer::Parts {
   // metrics.jsonl and the best checkpoint's record.
   Status OpenReports();
   // A progress report's line of metrics.jsonl (chief).
-  Status LogTrain(double loss, double accuracy, double examples_per_sec);
+  Status LogTrain(double loss, double accuracy, double learning_rate, double examples_per_sec);
   // An evaluation at the current step: the best checkpoint (every rank joins), then (chief) the
   // printed line, TensorBoard scalars and metrics.jsonl.
   Status ReportEvaluation(const EvalResult& test, bool epoch_end);

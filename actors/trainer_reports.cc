@@ -25,9 +25,11 @@ Status Trainer::Parts::OpenReports() {
   return Status::OK();
 }
 
-Status Trainer::Parts::LogTrain(double loss, double accuracy, double examples_per_sec) {
+Status Trainer::Parts::LogTrain(double loss, double accuracy, double learning_rate,
+                                double examples_per_sec) {
   if (!metrics) return Status::OK();
-  return metrics->Train(step, (step - 1) / steps_per_epoch + 1, loss, accuracy, examples_per_sec);
+  return metrics->Train(step, (step - 1) / steps_per_epoch + 1, loss, accuracy, learning_rate,
+                        examples_per_sec);
 }
 
 Result<bool> Trainer::Parts::KeepBest(const EvalResult& test) {

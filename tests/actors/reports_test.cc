@@ -44,7 +44,7 @@ TEST(MetricsLog, AResumeContinuesTheFileWithoutTheKilledRunsLaterLines) {
     auto log = MetricsLog::Open(path, 0);
     ASSERT_TRUE(log.ok()) << log.status();
     for (int64_t step = 1; step <= 6; ++step) {
-      ASSERT_TRUE((*log)->Train(step, 1, 2.0 / static_cast<double>(step), 0.5, 100).ok());
+      ASSERT_TRUE((*log)->Train(step, 1, 2.0 / static_cast<double>(step), 0.5, 1e-3, 100).ok());
     }
     EvalResult r{0.7, 0.8, 0.95, std::nullopt};
     ASSERT_TRUE((*log)->Test(4, 1, r, true).ok());
@@ -62,7 +62,7 @@ TEST(MetricsLog, AResumeContinuesTheFileWithoutTheKilledRunsLaterLines) {
     // Resumed from step 4: the lines of steps 5 and 6 go, the step-4 evaluation stays.
     auto log = MetricsLog::Open(path, 4);
     ASSERT_TRUE(log.ok()) << log.status();
-    ASSERT_TRUE((*log)->Train(5, 1, 0.1, 0.9, 100).ok());
+    ASSERT_TRUE((*log)->Train(5, 1, 0.1, 0.9, 1e-3, 100).ok());
   }
   lines = Lines(path);
   ASSERT_EQ(lines.size(), 6u);
