@@ -6,6 +6,7 @@
 
 #include "actors/progress.h"
 #include "actors/trainer_parts.h"
+#include "graph/nn/gradient_transforms.h"
 
 namespace troupe::actors {
 
@@ -21,6 +22,29 @@ struct Window {
 size_t LayerCount(const nn::Model& model) {
   Result<std::vector<nn::KerasLayer>> layers = model.KerasLayers();
   return layers.ok() ? layers->size() : model.Children().size();
+}
+
+// "weight decay 0.1 on 18 of 26 weights (not: dense/bias, ...)", or "" without decay.
+std::string WeightDecayText(const Trainer::Parts& p) {
+  const double wd = p.config.weight_decay >= 0      ? p.config.weight_decay
+                    : p.config.optimizer == "adamw" ? 0.004
+                                                    : 0.0;
+  if (wd <= 0) return "";
+  std::vector<std::string> excluded;
+  const std::vector<Variable>& vars = p.replicas->trainable();
+  for (const Variable& v : vars) {
+    if (nn::ExcludedFromWeightDecay(v.name(), p.config.no_decay)) excluded.push_back(v.name());
+  }
+  char head[96];
+  std::snprintf(head, sizeof(head), "weight decay %g on %zu of %zu weights", wd,
+                vars.size() - excluded.size(), vars.size());
+  std::string text = head;
+  for (size_t i = 0; i < excluded.size() && i < 6; ++i) {
+    text += (i ? ", " : " (not: ") + excluded[i];
+  }
+  if (excluded.size() > 6) text += ", ...";
+  if (!excluded.empty()) text += ")";
+  return text;
 }
 
 void PrintStartup(const Trainer::Parts& p) {
@@ -47,6 +71,8 @@ void PrintStartup(const Trainer::Parts& p) {
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +
              std::to_string(p.step / p.steps_per_epoch + 1) + ")")
                 .c_str());
+  const std::string decay = WeightDecayText(p);
+  if (!decay.empty()) std::printf("optimizer %s: %s\n", p.config.optimizer.c_str(), decay.c_str());
   std::fflush(stdout);
 }
 
