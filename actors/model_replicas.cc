@@ -138,6 +138,15 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
   if (!devices.empty() && !devices[0].is_cpu() &&
       std::all_of(devices.begin(), devices.end(),
                   [&](const Device& d) { return d == devices[0]; })) {
+    if (m->optimizer_->UsesHostPipeline()) {
+      return FailedPreconditionError(
+          "optimizer '" + config.optimizer +
+          "' with this recipe (clipping, weight decay, a schedule, EMA or accumulation, or an "
+          "optimizer other than adam/sgd) updates weights on the host, but on " +
+          devices[0].ToString() +
+          " they live on the GPU; use plain adam or sgd there, or replicas on several devices "
+          "(weights stay on the host)");
+    }
     TROUPE_RETURN_IF_ERROR(m->PlaceVariables(devices[0]));
   }
 
