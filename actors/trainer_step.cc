@@ -1,4 +1,5 @@
 // One training step and the evaluation pass of a Trainer (see trainer.h).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -56,14 +57,30 @@ int64_t Trainer::Parts::micro_step(int64_t micro) const { return step * accumula
 // values are averaged (one small allreduce) and assigned. Models without state skip this.
 Status Trainer::Parts::SyncState(std::vector<std::vector<Tensor>>& outputs) {
   const size_t trainable = replicas->trainable().size();
-  const size_t n = replicas->state().size();
-  if (n == 0) return Status::OK();
+  const std::vector<Variable>& state = replicas->state();
+  if (state.empty()) return Status::OK();
+  // All of a replica's state values in one float32 buffer: one allreduce, not one per value.
+  int64_t total = 0;
+  for (const Variable& v : state) total += v.shape().num_elements();
+  std::vector<Tensor> flat;
+  for (auto& out : outputs) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor f, Tensor::Allocate(DType::kFloat32, TensorShape{total}));
+    float* dst = f.data<float>();
+    for (size_t i = 0; i < state.size(); ++i) {
+      const Tensor& t = out[trainable + i];
+      std::copy(t.data<float>(), t.data<float>() + t.num_elements(), dst);
+      dst += t.num_elements();
+    }
+    flat.push_back(std::move(f));
+  }
+  TROUPE_RETURN_IF_ERROR(comm->AllReduce(flat, ReduceOp::kMean)->Wait());
   std::vector<Tensor> values;
-  for (size_t i = 0; i < n; ++i) {
-    std::vector<Tensor> per_replica;
-    for (auto& out : outputs) per_replica.push_back(out[trainable + i]);
-    TROUPE_RETURN_IF_ERROR(comm->AllReduce(per_replica, ReduceOp::kMean)->Wait());
-    values.push_back(per_replica[0]);
+  const float* src = flat[0].data<float>();
+  for (const Variable& v : state) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(DType::kFloat32, v.shape()));
+    std::copy(src, src + t.num_elements(), t.data<float>());
+    src += t.num_elements();
+    values.push_back(std::move(t));
   }
   return replicas->AssignState(values);
 }

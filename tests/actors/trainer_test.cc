@@ -205,6 +205,48 @@ TEST(Trainer, AccumulatedMicroBatchesEqualOneLargeBatchAndReduceOncePerUpdate) {
   EXPECT_NE(got->loss, 0.0);
 }
 
+// With BatchNormalization the moving statistics advance after every micro-batch (Keras'
+// order): one update of K = 2 moves them as far as two K = 1 updates of the same micro-batches
+// would, not once.
+TEST(Trainer, AccumulationAdvancesMovingStatisticsEveryMicroBatch) {
+  TrainConfig c = SmallJob("accumulate_bn");
+  c.model = "resnet20";
+  c.global_batch_size = 8;
+  c.accumulate_steps = 2;
+  c.max_steps = 1;
+  auto t = Start(c);
+  ASSERT_NE(t, nullptr);
+  Result<StepMetrics> m = t->RunStep();
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(std::isfinite(m->loss_sum));
+  ASSERT_TRUE(t->Save().ok());
+  TrainConfig single = SmallJob("accumulate_bn_1");
+  single.model = "resnet20";
+  single.global_batch_size = 8;
+  single.max_steps = 2;
+  auto u = Start(single);
+  ASSERT_NE(u, nullptr);
+  ASSERT_TRUE(u->RunStep().ok());
+  ASSERT_TRUE(u->RunStep().ok());
+  ASSERT_TRUE(u->Save().ok());
+  // The first BN layer's moving mean: after K = 2 it equals two plain steps' to rounding (the
+  // weights differ slightly, the statistics they produce barely), and differs from one step's.
+  auto a = ckpt::BundleReader::Open(c.run_dir + "/checkpoints/ckpt-1");
+  auto b = ckpt::BundleReader::Open(single.run_dir + "/checkpoints/ckpt-2");
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string key = "model/_operations/2/moving_mean/.ATTRIBUTES/VARIABLE_VALUE";
+  Result<Tensor> ma = (*a)->Read(key), mb = (*b)->Read(key);
+  ASSERT_TRUE(ma.ok()) << ma.status();
+  ASSERT_TRUE(mb.ok()) << mb.status();
+  double diff = 0, size = 0;
+  for (int64_t i = 0; i < ma->num_elements(); ++i) {
+    diff = std::max(diff, std::abs(double(ma->data<float>()[i]) - mb->data<float>()[i]));
+    size = std::max(size, std::abs(double(mb->data<float>()[i])));
+  }
+  EXPECT_GT(size, 0.0);  // two updates of momentum 0.99 moved it off zero
+  EXPECT_LT(diff, 0.05 * size) << "moving mean after K=2 vs two steps";
+}
+
 std::vector<nlohmann::json> MetricsLines(const TrainConfig& c, const std::string& split) {
   std::vector<nlohmann::json> out;
   std::ifstream in(c.run_dir + "/metrics.jsonl");
