@@ -9,6 +9,7 @@
 #include "graph/nn/replica_random.h"
 #include "graph/nn/state_updates.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 #include "graph/tape.h"
 
 namespace troupe::actors {
@@ -155,20 +156,41 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
   std::vector<Variable> state = m->state_;
   const double smoothing = config.label_smoothing;
   const bool top5 = m->has_top5();
+  TROUPE_ASSIGN_OR_RETURN(DType compute, ParsePrecisionPolicy(config.precision));
+  Variable scale_var;  // the loss scale the step reads (mixed_float16)
+  if (compute == DType::kHalf) {
+    TROUPE_ASSIGN_OR_RETURN(nn::DynamicLossScale scale, nn::DynamicLossScale::Create());
+    m->loss_scale_ = std::make_unique<nn::DynamicLossScale>(std::move(scale));
+    scale_var = m->loss_scale_->dynamic_scale_variable();
+  }
   for (int r = 0; r < num_local_replicas; ++r) {
     m->steps_.push_back(std::make_unique<Function>(
         "train_step",
-        [model, vars, state, summer, r, smoothing](const Args& args) -> Outputs {
+        [model, vars, state, summer, r, smoothing, compute,
+         scale_var](const Args& args) -> Outputs {
+          // Float32 outside the model's Call (losses, metrics); the tape replays each op's
+          // gradient under the policy it ran with.
+          PrecisionScope float32(DType::kFloat32);
           nn::ReplicaSeedScope seeds(args[2].value());
           nn::LabelSmoothingScope smoothed(smoothing);
           nn::CrossReplicaScope sums(summer ? summer->ForReplica(r) : nn::CrossReplicaSum());
           nn::StateUpdateScope updates;
           GradientTape tape;
-          Value outputs = model->Call(args[0].value(), /*training=*/true);
+          Value outputs;
+          {
+            PrecisionScope policy(compute);
+            outputs = model->Call(args[0].value(), /*training=*/true);
+          }
           Value mean_loss;
           std::vector<Value> metrics = BatchMetrics(*model, args[1].value(), outputs, &mean_loss);
-          Result<std::vector<Value>> grads = tape.Gradient(mean_loss, vars);
+          // Keras' LossScaleOptimizer: gradients of loss * scale, divided by the scale.
+          Value scale = scale_var.valid() ? Value(scale_var) : Value();
+          Result<std::vector<Value>> grads =
+              tape.Gradient(scale.defined() ? ops::Mul(mean_loss, scale) : mean_loss, vars);
           if (!grads.ok()) return grads.status();
+          if (scale.defined()) {
+            for (Value& g : *grads) g = ops::Div(g, scale);
+          }
           std::vector<Value> out = metrics;
           out.insert(out.end(), grads->begin(), grads->end());
           for (const Variable& v : state) out.push_back(NewStateValue(updates, v));
@@ -178,10 +200,15 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
             {"images", "labels", "seed"}, std::nullopt, true, devices[static_cast<size_t>(r)]}));
     m->evals_.push_back(std::make_unique<Function>(
         "eval_step",
-        [model, smoothing, top5](const Args& args) -> Outputs {
+        [model, smoothing, top5, compute](const Args& args) -> Outputs {
           // Keras evaluates with the compiled (smoothed) loss.
           nn::LabelSmoothingScope smoothed(smoothing);
-          Value outputs = model->Call(args[0].value(), /*training=*/false);
+          PrecisionScope float32(DType::kFloat32);
+          Value outputs;
+          {
+            PrecisionScope policy(compute);
+            outputs = model->Call(args[0].value(), /*training=*/false);
+          }
           std::vector<Value> out = BatchMetrics(*model, args[1].value(), outputs, nullptr);
           out.push_back(top5 ? Top5Correct(args[1].value(), outputs)
                              : ops::ScalarOf(0.0, DType::kFloat32));

@@ -15,6 +15,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "graph/function.h"
+#include "graph/nn/loss_scale.h"
 #include "graph/nn/model.h"
 #include "graph/nn/optimizers.h"
 #include "input/dataset.h"
@@ -59,6 +60,10 @@ class ModelReplicas {
   // name>" for a model.keras file.
   const std::string& model_label() const { return model_label_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
+  // With train.precision = "mixed_float16": Keras' dynamic loss scale (graph/nn/loss_scale.h),
+  // whose scale the training step multiplies the loss by and divides the gradients by; the
+  // trainer calls Update after each reduction. Null otherwise.
+  nn::DynamicLossScale* loss_scale() { return loss_scale_.get(); }
   const std::vector<Variable>& trainable() const { return trainable_; }
   // Non-trainable variables a training step updates (nn/state_updates.h), found by one probe
   // call of the model at creation. Each replica's step returns their new values after its
@@ -102,6 +107,7 @@ class ModelReplicas {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::DynamicLossScale> loss_scale_;
   std::vector<Variable> trainable_;
   std::vector<Variable> state_;
   bool per_position_ = false;

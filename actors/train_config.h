@@ -69,6 +69,9 @@ struct TrainConfig {
   // Keras' CategoricalCrossentropy(label_smoothing) of the one-hot labels, in [0, 1): the
   // training loss and, as Keras' evaluate, the test loss (0: off).
   double label_smoothing = 0.0;
+  // Keras' dtype policy: "float32" | "mixed_bfloat16" | "mixed_float16" (graph/precision.h:
+  // compute rounded to the low type, variables and optimizer in float32).
+  std::string precision = "float32";
   // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/model_replicas.cc maps
   // these fields to an nn::OptimizerConfig).
   std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion

@@ -127,7 +127,8 @@ TrainState::~TrainState() = default;
 Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
                                                        const nn::Optimizer& optimizer,
                                                        const Tensor& generator_state,
-                                                       const JobShape& job) {
+                                                       const JobShape& job,
+                                                       const nn::DynamicLossScale* loss_scale) {
   if (!optimizer.built()) {
     return FailedPreconditionError("TrainState needs a built optimizer (call Build first)");
   }
@@ -193,7 +194,24 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
   s->job_.Track("name", s->job_name_.get());
 
   s->root_.Track("model", s->model_.get());
-  s->root_.Track("optimizer", s->optimizer_.get());
+  if (loss_scale != nullptr) {
+    // Keras' LossScaleOptimizer: its own iterations and learning rate (0, 0.0), step_counter
+    // and dynamic_scale in _variables, the wrapped optimizer as inner_optimizer.
+    ckpt::Trackable* iterations = track(loss_scale->iterations_variable());
+    ckpt::Trackable* learning_rate = track(loss_scale->learning_rate_variable());
+    ckpt::Trackable* counter = track(loss_scale->step_counter_variable());
+    ckpt::Trackable* scale = track(loss_scale->dynamic_scale_variable());
+    s->loss_scale_optimizer_ = std::make_unique<ckpt::KerasOptimizerLayout>(
+        iterations, learning_rate, trainable,
+        std::vector<ckpt::Trackable*>{iterations, learning_rate, counter, scale},
+        std::vector<std::pair<std::string, std::vector<ckpt::Trackable*>>>{});
+    s->loss_scale_optimizer_->Track("inner_optimizer", s->optimizer_.get());
+    s->loss_scale_optimizer_->Track("step_counter", counter);
+    s->loss_scale_optimizer_->Track("dynamic_scale", scale);
+    s->root_.Track("optimizer", s->loss_scale_optimizer_.get());
+  } else {
+    s->root_.Track("optimizer", s->optimizer_.get());
+  }
   s->root_.Track("generator", s->generator_layout_.get());
   s->root_.Track("progress", &s->progress_);
   s->root_.Track("job", &s->job_);

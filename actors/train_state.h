@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/keras_layout.h"
 #include "checkpoint/object_checkpoint.h"
+#include "graph/nn/loss_scale.h"
 #include "graph/nn/model.h"
 #include "graph/nn/optimizers.h"
 #include "input/dataset.h"
@@ -51,11 +52,13 @@ class TrainState {
  public:
   // `model`'s KerasLayers() become Keras layers 1.. (layer 0 is Keras' InputLayer), with the
   // weight names the model gives; the optimizer's slots go under its KerasSlotLists(). The
-  // optimizer must be built.
-  static Result<std::unique_ptr<TrainState>> Create(const nn::Model& model,
-                                                    const nn::Optimizer& optimizer,
-                                                    const Tensor& generator_state,
-                                                    const JobShape& job);
+  // optimizer must be built. With a `loss_scale` (mixed_float16) the optimizer is checkpointed
+  // as Keras' LossScaleOptimizer does: optimizer/{dynamic_scale, step_counter, _iterations,
+  // _learning_rate, _variables, _trainable_variables} and the optimizer itself under
+  // optimizer/inner_optimizer.
+  static Result<std::unique_ptr<TrainState>> Create(
+      const nn::Model& model, const nn::Optimizer& optimizer, const Tensor& generator_state,
+      const JobShape& job, const nn::DynamicLossScale* loss_scale = nullptr);
   ~TrainState();
 
   ckpt::Checkpoint& root() { return root_; }
@@ -77,6 +80,7 @@ class TrainState {
   std::vector<std::unique_ptr<GraphVariableTrackable>> variables_;
   std::unique_ptr<ckpt::KerasModelLayout> model_;
   std::unique_ptr<ckpt::KerasOptimizerLayout> optimizer_;
+  std::unique_ptr<ckpt::KerasOptimizerLayout> loss_scale_optimizer_;  // wraps optimizer_
   std::unique_ptr<ckpt::VariableTrackable> generator_;
   std::unique_ptr<ckpt::GeneratorLayout> generator_layout_;
   ckpt::TrackableObject progress_;

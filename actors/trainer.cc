@@ -206,8 +206,9 @@ Status RestoreRunDir(Trainer::Parts& p) {
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
                  OptimizerLabelOf(p.config), p.config.name};
-  TROUPE_ASSIGN_OR_RETURN(p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
-                                                      p.job_generator->state(), shape));
+  TROUPE_ASSIGN_OR_RETURN(
+      p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
+                                  p.job_generator->state(), shape, p.replicas->loss_scale()));
   // A new run takes init_from's weights before it writes anything, so a checkpoint that does
   // not fit leaves the run dir as it was.
   const std::string dir = CheckpointDir(p.config);
@@ -445,8 +446,9 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
       auto replicas,
       ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape, input.num_classes));
   TROUPE_ASSIGN_OR_RETURN(random::Generator gen, random::Generator::FromSeed(config.seed));
-  TROUPE_ASSIGN_OR_RETURN(auto state, TrainState::Create(replicas->model(), replicas->optimizer(),
-                                                         gen.state(), JobShape{}));
+  TROUPE_ASSIGN_OR_RETURN(auto state,
+                          TrainState::Create(replicas->model(), replicas->optimizer(), gen.state(),
+                                             JobShape{}, replicas->loss_scale()));
   std::string where = path;
   if (fs::is_directory(where) && fs::exists(where + "/checkpoints/checkpoint")) {
     where += "/checkpoints";

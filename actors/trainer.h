@@ -54,8 +54,9 @@ struct TrainSummary {
   std::optional<double> test_top5_accuracy;  // models with >= 5 classes
   double wall_s = 0;                         // this run, set-up included
   double examples_per_sec = 0;               // mean over this run's steps
-  int64_t skipped_steps = 0;                 // updates skipped as non-finite (train.skip_nonfinite)
-  double allreduce_wait_ms = 0;              // per step, on rank 0 (StepMetrics::allreduce_wait_s)
+  // Updates skipped as non-finite (train.skip_nonfinite, or mixed_float16's loss scale).
+  int64_t skipped_steps = 0;
+  double allreduce_wait_ms = 0;  // per step, on rank 0 (StepMetrics::allreduce_wait_s)
   std::string last_checkpoint;
   // Stopped early (SIGTERM/SIGINT on some rank, or the coordinator's order): checkpoint
   // written, a rerun resumes.
@@ -80,6 +81,8 @@ struct StepMetrics {
   double examples = 0;
   bool stop = false;     // some rank was asked to stop (signal or coordinator)
   bool skipped = false;  // the update was skipped: the loss or a gradient was not finite
+  // mixed_float16: skipped by the dynamic loss scale (gradients overflowed; the scale halved).
+  bool loss_scale_skipped = false;
   // This process's wait for the gradient allreduce after its backward passes ended (the
   // buckets that did not finish while backward ran).
   double allreduce_wait_s = 0;

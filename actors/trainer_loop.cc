@@ -105,7 +105,14 @@ Result<TrainSummary> Trainer::Run() {
     run_wait_s += m.allreduce_wait_s;
     if (m.skipped) {
       ++summary.skipped_steps;
-      if (p.chief) {
+      if (p.chief && m.loss_scale_skipped) {
+        progress.Break();
+        std::printf(
+            "step %lld: gradients overflowed in float16; update skipped, loss scale now %g "
+            "(%lld skipped so far)\n",
+            static_cast<long long>(step), static_cast<double>(p.replicas->loss_scale()->scale()),
+            static_cast<long long>(summary.skipped_steps));
+      } else if (p.chief) {
         progress.Break();
         std::printf("step %lld: loss or gradient not finite; update skipped (%lld so far)\n",
                     static_cast<long long>(step), static_cast<long long>(summary.skipped_steps));

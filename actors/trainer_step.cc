@@ -200,6 +200,18 @@ Result<StepMetrics> Trainer::RunStep() {
                 false,        wait_s,       input_wait_s};
   // The summed loss and the reduced gradients are the same on every rank, so every rank
   // takes the same decision.
+  if (nn::DynamicLossScale* scale = p.replicas->loss_scale()) {
+    // mixed_float16: Keras' LossScaleOptimizer decides on the gradients alone.
+    const bool finite = GradientsFinite(grads[0]);
+    TROUPE_RETURN_IF_ERROR(scale->Update(finite));
+    if (!finite) {
+      m.skipped = true;
+      m.loss_scale_skipped = true;
+      ++p.step;
+      p.plane->ReportProgress(p.step, p.step / p.steps_per_epoch, {});
+      return m;
+    }
+  }
   if (!std::isfinite(m.loss_sum) || !GradientsFinite(grads[0])) {
     if (!p.config.skip_nonfinite) {
       return InvalidArgumentError(

@@ -132,6 +132,12 @@ void RegisterArrayGradients() {
     }
     return Status::OK();
   });
+  // Rounding to a low precision (graph/precision.h): the gradient is rounded the same way, as
+  // the gradient of a Cast to bfloat16/float16 and back is a Cast of the gradient.
+  RegisterGradient("RoundToPrecision", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {dy[0].defined() ? Apply1("RoundToPrecision", {dy[0]}, c.attrs) : Value()};
+    return Status::OK();
+  });
   // Outputs that depend on the input's shape only, and StopGradient: no gradient (TF returns None).
   for (const char* op : {"ZerosLike", "OnesLike", "Shape", "Fill", "StopGradient"})
     RegisterGradient(op, NoGradient);

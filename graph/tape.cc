@@ -5,6 +5,7 @@
 #include "graph/func_graph.h"
 #include "graph/gradients.h"
 #include "graph/graph_op.h"
+#include "graph/precision.h"
 
 namespace troupe {
 namespace {
@@ -57,6 +58,7 @@ void RecordOnTapes(std::string_view op, const AttrMap& attrs,
       }
       call->inputs = inputs;
       call->outputs = outputs;
+      call->compute = CurrentComputeDType();
     }
     tape->Record(call);
   }
@@ -199,6 +201,8 @@ Status GradientTape::Backprop(const std::vector<Value>& targets,
                               const std::vector<Value>& output_gradients,
                               const std::vector<int64_t>& source_ids,
                               std::unordered_map<int64_t, std::vector<Value>>* grads) {
+  // Seeds and sums in float32; each gradient function runs under its op's recorded policy.
+  PrecisionScope float32(DType::kFloat32);
   // Entries downstream of a source (forward sweep) and upstream of a target (backward sweep).
   std::unordered_set<int64_t> from_source(source_ids.begin(), source_ids.end());
   std::vector<char> relevant(entries_.size(), 0);
@@ -253,10 +257,13 @@ Status GradientTape::Backprop(const std::vector<Value>& targets,
     if (!HasGradient(call)) {
       s = InvalidArgumentError("no gradient for " + call.Describe() +
                                ": the op is not differentiable");
-    } else if (call.graph_op) {
-      s = call.graph_op->Gradient(call, dys, &dxs);
     } else {
-      s = (*LookupGradient(call.op))(call, dys, &dxs);
+      PrecisionScope precision(call.compute);
+      if (call.graph_op) {
+        s = call.graph_op->Gradient(call, dys, &dxs);
+      } else {
+        s = (*LookupGradient(call.op))(call, dys, &dxs);
+      }
     }
     if (!s.ok()) {
       return Status(s.code(), "gradient: " + s.message() + "; inputs " + SpecList(call.inputs) +

@@ -3,6 +3,7 @@
 #include "graph/func_graph.h"
 #include "graph/function_internal.h"
 #include "graph/graph_op.h"
+#include "graph/precision.h"
 #include "graph/tape.h"
 #include "graph/variable.h"
 
@@ -116,6 +117,15 @@ Status FirstError(const std::vector<Value>& values) {
 
 std::vector<Value> Apply(std::string_view op, const std::vector<Value>& inputs,
                          const AttrMap& attrs, std::string_view name) {
+  DType compute = CurrentComputeDType();
+  if (compute != DType::kFloat32) {
+    return internal::ApplyWithPolicy(op, inputs, attrs, name, compute);
+  }
+  return internal::ApplyRaw(op, inputs, attrs, name);
+}
+
+std::vector<Value> internal::ApplyRaw(std::string_view op, const std::vector<Value>& inputs,
+                                      const AttrMap& attrs, std::string_view name) {
   if (Status s = FirstError(inputs); !s.ok()) return ErrorValues(op, s);
   const std::shared_ptr<FuncGraph>& graph = CurrentGraphPtr();
   std::vector<Value> outputs;

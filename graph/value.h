@@ -72,6 +72,8 @@ struct OpCall {
   std::string node_name;              // the graph node, empty in eager mode
   std::vector<Value> inputs;
   std::vector<Value> outputs;
+  // The compute dtype (graph/precision.h) the op ran under; its gradient runs under it too.
+  DType compute = DType::kFloat32;
   // "node 'add_1' (AddV2)" or "eager op AddV2".
   std::string Describe() const;
 };

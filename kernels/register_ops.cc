@@ -15,6 +15,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterCompareOps(registry);
   RegisterArgMaxOps(registry);
   RegisterCastOps(registry);
+  RegisterRoundToPrecisionOps(registry);
   RegisterTransposeOps(registry);
   RegisterSlicingOps(registry);
   RegisterMatMulOps(registry);

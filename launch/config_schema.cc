@@ -274,6 +274,11 @@ std::vector<ConfigKey> BuildSchema() {
             "Label smoothing of the cross-entropy in [0, 1): one-hot labels become "
             "y * (1 - ls) + ls / classes, as Keras' CategoricalCrossentropy(label_smoothing); "
             "the test loss is smoothed too (Keras' evaluate)."),
+      String("train.precision", &C::precision, {"float32", "mixed_bfloat16", "mixed_float16"},
+             "Keras' dtype policy: compute in bfloat16/float16 (emulated on CPUs: float32 "
+             "arithmetic on rounded operands, rounded results), variables and optimizer in "
+             "float32; BatchNormalization, LayerNormalization, Embedding, attention softmax and "
+             "the loss stay float32 as in Keras."),
       String("optimizer.name", &C::optimizer,
              {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
              "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "

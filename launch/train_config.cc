@@ -192,6 +192,11 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   // mode, ...), before anything is written.
   TROUPE_RETURN_IF_ERROR(
       nn::ValidateOptimizerConfig(actors::OptimizerConfigFrom(config)).WithContext(origin));
+  if (config.precision != "float32" && config.device == "gpu") {
+    return UnimplementedError(origin + ": train.precision = \"" + config.precision +
+                              "\" runs on CPUs only so far (emulated rounding); use "
+                              "train.device = \"cpu\" or train.precision = \"float32\"");
+  }
   if (config.collectives_backend == "nccl" && config.device != "gpu") {
     return InvalidArgumentError(origin +
                                 ": collectives.backend = \"nccl\" needs train.device = \"gpu\"");

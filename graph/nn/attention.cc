@@ -4,6 +4,7 @@
 
 #include "graph/nn/layer_util.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 
 namespace troupe::nn {
 namespace {
@@ -137,7 +138,12 @@ Value MultiHeadAttention::Attend(const Value& q, const Value& k, const Value& v,
     }
     logits = ops::Add(ops::Mul(logits, mask), Value(f));
   }
-  Value probs = ops::Softmax(logits);
+  Value probs;
+  {
+    // Keras' fast path computes the softmax in float32.
+    PrecisionScope float32(fast ? DType::kFloat32 : CurrentComputeDType());
+    probs = ops::Softmax(logits);
+  }
   if (!fast) {
     if (mask.defined()) probs = ops::Mul(probs, mask);
     probs = (*dropout_)(probs, training);

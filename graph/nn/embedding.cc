@@ -4,6 +4,7 @@
 
 #include "graph/nn/layer_util.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 
 namespace troupe::nn {
 
@@ -34,6 +35,8 @@ Status Embedding::BuildImpl(const TensorShape&) {
 }
 
 Value Embedding::Call(const Value& input, bool) {
+  // Keras keeps the Embedding gather in float32.
+  PrecisionScope float32(DType::kFloat32);
   Value ids = input;
   if (ids.dtype() != DType::kInt32 && ids.dtype() != DType::kInt64) {
     ids = ops::Cast(ids, DType::kInt32);

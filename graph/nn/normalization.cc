@@ -5,6 +5,7 @@
 #include "graph/nn/layer_util.h"
 #include "graph/nn/state_updates.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 
 namespace troupe::nn {
 namespace {
@@ -117,6 +118,8 @@ Status BatchNormalization::UpdateMovingStats(const Value& mean, const Value& var
 }
 
 Value BatchNormalization::Call(const Value& x, bool training) {
+  // Keras keeps BatchNormalization in float32.
+  PrecisionScope float32(DType::kFloat32);
   if (x.dtype() != DType::kFloat32) {
     return Value::Error(UnimplementedError("BatchNormalization '" + name() +
                                            "' supports float32 inputs only, got " +
@@ -193,6 +196,8 @@ Status LayerNormalization::BuildImpl(const TensorShape& input_shape) {
 }
 
 Value LayerNormalization::Call(const Value& x, bool) {
+  // Keras keeps LayerNormalization in float32.
+  PrecisionScope float32(DType::kFloat32);
   if (x.dtype() != DType::kFloat32) {
     return Value::Error(UnimplementedError("LayerNormalization '" + name() +
                                            "' supports float32 inputs only, got " +

@@ -2,6 +2,7 @@
 
 #include "graph/nn/layer_util.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 
 namespace troupe::nn {
 
@@ -49,6 +50,8 @@ Value ZeroPadding2D::Call(const Value& x, bool) {
 }
 
 Value GlobalPooling::Call(const Value& x, bool) {
+  // Keras keeps ops.mean (the output is rounded where it is used) in float32.
+  PrecisionScope float32(DType::kFloat32);
   if (x.shape().rank() != spatial_rank_ + 2) {
     return Value::Error(InvalidArgumentError(
         "global pooling layer '" + name() + "' expects inputs of rank " +

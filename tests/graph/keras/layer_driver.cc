@@ -3,7 +3,8 @@
 //
 //   layer_driver DIR
 //     reads  DIR/layer.json   the layer envelope
-//            DIR/call.json    {"num_inputs": n, "training": b, "use_causal_mask": b, "seed": s}
+//            DIR/call.json    {"num_inputs": n, "training": b, "use_causal_mask": b, "seed": s,
+//                              "precision": "float32" | "mixed_bfloat16" | "mixed_float16"}
 //            DIR/in_<i>.npy   inputs;  DIR/w_<k>.npy  the k-th weight in KerasWeights() order
 //            DIR/cot.npy      the output cotangent
 //                            ["function": "gelu_tanh"]: an nn function no config names]
@@ -23,6 +24,7 @@
 #include "graph/keras/layer_factory.h"
 #include "graph/nn/activations.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 #include "graph/tape.h"
 #include "tests/kernels/npy.h"
 
@@ -105,7 +107,15 @@ Status Run(const std::string& dir) {
     if (IsFloat(t)) tape.Watch(x);
     xs.push_back(x);
   }
-  Value out = layer->Apply(xs, options);
+  // "precision": a Keras dtype policy name the measured call runs under (graph/precision.h).
+  TROUPE_ASSIGN_OR_RETURN(DType compute,
+                          ParsePrecisionPolicy(call.value("precision", std::string("float32"))));
+  PrecisionScope float32(DType::kFloat32);
+  Value out;
+  {
+    PrecisionScope policy(compute);
+    out = layer->Apply(xs, options);
+  }
   TROUPE_RETURN_IF_ERROR(out.status());
   Value target = ops::Sum(ops::Mul(out, Value(cot)));
   std::vector<Value> float_inputs;

@@ -1,0 +1,90 @@
+#include "kernels/round_precision.h"
+
+#include <cstring>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include "core/dtype_traits.h"
+#include "kernels/kernel_util.h"
+#include "kernels/register_ops.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+inline uint32_t Bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float FromBits(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+}  // namespace
+
+float RoundToBFloat16(float x) {
+  uint32_t u = Bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return FromBits(u | 0x00400000u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return FromBits(u & 0xffff0000u);
+}
+
+float RoundToHalf(float x) { return static_cast<float>(half(x)); }
+
+void RoundToPrecision(DType dtype, const float* in, float* out, int64_t n) {
+  if (dtype == DType::kBFloat16) {
+    for (int64_t i = 0; i < n; ++i) out[i] = RoundToBFloat16(in[i]);
+    return;
+  }
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) out[i] = RoundToHalf(in[i]);
+}
+
+namespace {
+
+Result<SpecList> RoundShape(Specs in, const AttrMap& attrs) {
+  auto dst = attrs.GetDType("DstT");
+  if (!dst.ok()) return dst.status().WithContext("RoundToPrecision");
+  if (*dst != DType::kBFloat16 && *dst != DType::kHalf) {
+    return OpError("RoundToPrecision",
+                   "'DstT' must be bfloat16 or half, not " + std::string(DTypeName(*dst)));
+  }
+  if (in[0].dtype != DType::kFloat32) {
+    return OpError("RoundToPrecision",
+                   "'x' must be float32, not " + std::string(DTypeName(in[0].dtype)));
+  }
+  return SpecList{TensorSpec{in[0].shape, DType::kFloat32, ""}};
+}
+
+}  // namespace
+}  // namespace kernels
+
+void RegisterRoundToPrecisionOps(OpRegistry& r) {
+  using namespace kernels;  // NOLINT
+  Register(r, {.name = "RoundToPrecision", .num_inputs = 1, .infer_shapes = RoundShape},
+           [](KernelContext& ctx) -> Status {
+             TROUPE_ASSIGN_OR_RETURN(SpecList out, RoundShape(InputSpecs(ctx), ctx.attrs()));
+             DType dst = *ctx.attrs().GetDType("DstT");
+             const Tensor& x = ctx.input(0);
+             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+             const float* in = x.data<float>();
+             float* o = y.data<float>();
+             ParallelFor(ctx.pool(), x.num_elements(), 2, [&](int64_t b, int64_t e) {
+               RoundToPrecision(dst, in + b, o + b, e - b);
+             });
+             return Status::OK();
+           });
+}
+
+}  // namespace troupe
