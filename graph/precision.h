@@ -9,7 +9,8 @@
 // Operands not produced under the policy — variable reads (Keras' autocast), model inputs,
 // constants — are rounded where they are used; values already rounded are not rounded again.
 // PrecisionScope(kFloat32) suspends the policy: layers Keras keeps in float32 (BN, LN,
-// Embedding gather, attention softmax, losses) open one. Variables, optimizer state and
+// Embedding gather, attention softmax, losses) open one (KeepFloat32 below). As in Keras,
+// BatchNormalization's input is rounded first and LayerNormalization's is not. Variables, optimizer state and
 // updates stay float32 (the optimizer runs outside the policy). A GradientTape records the
 // policy of each op and computes that op's gradient under it, so the backward pass rounds
 // where the forward did (the gradient of a rounding is a rounding, as the gradient of a Cast
@@ -46,6 +47,20 @@ DType CurrentComputeDType();
 // x rounded to `compute` (a float32 value in, a float32 value out; x itself for kFloat32 or a
 // non-float32 x).
 Value RoundTo(const Value& x, DType compute);
+
+// Runs `body` (a layer Keras keeps in float32: BatchNormalization, LayerNormalization, the
+// Embedding gather, ops.mean) with the policy suspended, then rounds its float32 result to the
+// enclosing compute dtype, as Keras casts such a layer's output to its compute dtype.
+template <typename Body>
+Value KeepFloat32(Body&& body) {
+  const DType outer = CurrentComputeDType();
+  Value y;
+  {
+    PrecisionScope float32(DType::kFloat32);
+    y = body();
+  }
+  return RoundTo(y, outer);
+}
 
 namespace internal {
 // Apply() under a low-precision policy: rounds operands and results around the raw dispatch.

@@ -36,17 +36,18 @@ Status Embedding::BuildImpl(const TensorShape&) {
 
 Value Embedding::Call(const Value& input, bool) {
   // Keras keeps the Embedding gather in float32.
-  PrecisionScope float32(DType::kFloat32);
-  Value ids = input;
-  if (ids.dtype() != DType::kInt32 && ids.dtype() != DType::kInt64) {
-    ids = ops::Cast(ids, DType::kInt32);
-  }
-  // Keras: where(i < 0, i + input_dim, i).
-  Value zero = ops::ScalarOf(0, ids.dtype());
-  ids = ops::Add(ids, ops::Mul(ops::Cast(ops::Less(ids, zero), ids.dtype()),
-                               ops::ScalarOf(input_dim_, ids.dtype())));
-  // tf.gather; an id outside [-input_dim, input_dim) is an InvalidArgument error.
-  return ops::Gather(embeddings_, ids);
+  return KeepFloat32([&]() -> Value {
+    Value ids = input;
+    if (ids.dtype() != DType::kInt32 && ids.dtype() != DType::kInt64) {
+      ids = ops::Cast(ids, DType::kInt32);
+    }
+    // Keras: where(i < 0, i + input_dim, i).
+    Value zero = ops::ScalarOf(0, ids.dtype());
+    ids = ops::Add(ids, ops::Mul(ops::Cast(ops::Less(ids, zero), ids.dtype()),
+                                 ops::ScalarOf(input_dim_, ids.dtype())));
+    // tf.gather; an id outside [-input_dim, input_dim) is an InvalidArgument error.
+    return ops::Gather(embeddings_, ids);
+  });
 }
 
 PositionEmbedding::PositionEmbedding(std::string name, int64_t sequence_length,

@@ -117,36 +117,39 @@ Status BatchNormalization::UpdateMovingStats(const Value& mean, const Value& var
                      ops::Add(ops::Mul(mv, C(m, mv)), ops::Mul(variance, C(1.0 - m, variance))));
 }
 
-Value BatchNormalization::Call(const Value& x, bool training) {
-  // Keras keeps BatchNormalization in float32.
-  PrecisionScope float32(DType::kFloat32);
-  if (x.dtype() != DType::kFloat32) {
-    return Value::Error(UnimplementedError("BatchNormalization '" + name() +
-                                           "' supports float32 inputs only, got " +
-                                           std::string(DTypeName(x.dtype()))));
-  }
-  Value mean, variance;
-  if (training && options_.trainable) {
-    std::vector<Value> m = Moments(x);
-    mean = m[0];
-    variance = m[1];
-    if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
-  } else {
-    mean = moving_mean_.Read();
-    variance = moving_variance_.Read();
-  }
-  Value gamma = options_.scale ? gamma_.Read() : Value();
-  Value beta = options_.center ? beta_.Read() : Value();
-  if (axis_ != rank_ - 1) {
-    // Keras reshapes the [C] statistics to broadcast along the channel axis.
-    std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
-    shape[static_cast<size_t>(axis_)] = -1;
-    mean = ops::Reshape(mean, shape);
-    variance = ops::Reshape(variance, shape);
-    if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
-    if (beta.defined()) beta = ops::Reshape(beta, shape);
-  }
-  return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
+Value BatchNormalization::Call(const Value& input, bool training) {
+  // Keras casts the input to the compute dtype (Layer.__call__), then computes in float32
+  // (LayerNormalization's input is not cast).
+  const Value x = RoundTo(input, CurrentComputeDType());
+  return KeepFloat32([&]() -> Value {
+    if (x.dtype() != DType::kFloat32) {
+      return Value::Error(UnimplementedError("BatchNormalization '" + name() +
+                                             "' supports float32 inputs only, got " +
+                                             std::string(DTypeName(x.dtype()))));
+    }
+    Value mean, variance;
+    if (training && options_.trainable) {
+      std::vector<Value> m = Moments(x);
+      mean = m[0];
+      variance = m[1];
+      if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
+    } else {
+      mean = moving_mean_.Read();
+      variance = moving_variance_.Read();
+    }
+    Value gamma = options_.scale ? gamma_.Read() : Value();
+    Value beta = options_.center ? beta_.Read() : Value();
+    if (axis_ != rank_ - 1) {
+      // Keras reshapes the [C] statistics to broadcast along the channel axis.
+      std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
+      shape[static_cast<size_t>(axis_)] = -1;
+      mean = ops::Reshape(mean, shape);
+      variance = ops::Reshape(variance, shape);
+      if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
+      if (beta.defined()) beta = ops::Reshape(beta, shape);
+    }
+    return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
+  });
 }
 
 // --------------------------------------------------------------------- LayerNormalization
@@ -197,20 +200,21 @@ Status LayerNormalization::BuildImpl(const TensorShape& input_shape) {
 
 Value LayerNormalization::Call(const Value& x, bool) {
   // Keras keeps LayerNormalization in float32.
-  PrecisionScope float32(DType::kFloat32);
-  if (x.dtype() != DType::kFloat32) {
-    return Value::Error(UnimplementedError("LayerNormalization '" + name() +
-                                           "' supports float32 inputs only, got " +
-                                           std::string(DTypeName(x.dtype()))));
-  }
-  // keras.ops.layer_normalization: inv = rsqrt(var + eps) * gamma; res = -mean*inv + beta;
-  // out = x*inv + res.
-  std::vector<Value> m = TwoPassMoments(x, axes_);
-  Value inv = ops::Rsqrt(ops::Add(m[1], C(options_.epsilon, m[1])));
-  if (options_.scale) inv = ops::Mul(inv, ops::Reshape(gamma_, broadcast_shape_));
-  Value res = ops::Mul(ops::Neg(m[0]), inv);
-  if (options_.center) res = ops::Add(res, ops::Reshape(beta_, broadcast_shape_));
-  return ops::Add(ops::Mul(x, inv), res);
+  return KeepFloat32([&]() -> Value {
+    if (x.dtype() != DType::kFloat32) {
+      return Value::Error(UnimplementedError("LayerNormalization '" + name() +
+                                             "' supports float32 inputs only, got " +
+                                             std::string(DTypeName(x.dtype()))));
+    }
+    // keras.ops.layer_normalization: inv = rsqrt(var + eps) * gamma; res = -mean*inv + beta;
+    // out = x*inv + res.
+    std::vector<Value> m = TwoPassMoments(x, axes_);
+    Value inv = ops::Rsqrt(ops::Add(m[1], C(options_.epsilon, m[1])));
+    if (options_.scale) inv = ops::Mul(inv, ops::Reshape(gamma_, broadcast_shape_));
+    Value res = ops::Mul(ops::Neg(m[0]), inv);
+    if (options_.center) res = ops::Add(res, ops::Reshape(beta_, broadcast_shape_));
+    return ops::Add(ops::Mul(x, inv), res);
+  });
 }
 
 }  // namespace troupe::nn

@@ -50,16 +50,17 @@ Value ZeroPadding2D::Call(const Value& x, bool) {
 }
 
 Value GlobalPooling::Call(const Value& x, bool) {
-  // Keras keeps ops.mean (the output is rounded where it is used) in float32.
-  PrecisionScope float32(DType::kFloat32);
-  if (x.shape().rank() != spatial_rank_ + 2) {
-    return Value::Error(InvalidArgumentError(
-        "global pooling layer '" + name() + "' expects inputs of rank " +
-        std::to_string(spatial_rank_ + 2) + " (channels last), got " + x.shape().ToString()));
-  }
-  std::vector<int64_t> axes;
-  for (int i = 1; i <= spatial_rank_; ++i) axes.push_back(i);
-  return kind_ == Kind::kAvg ? ops::Mean(x, axes, keepdims_) : ops::Max(x, axes, keepdims_);
+  // Keras keeps ops.mean in float32 (its output is cast to the compute dtype).
+  return KeepFloat32([&]() -> Value {
+    if (x.shape().rank() != spatial_rank_ + 2) {
+      return Value::Error(InvalidArgumentError(
+          "global pooling layer '" + name() + "' expects inputs of rank " +
+          std::to_string(spatial_rank_ + 2) + " (channels last), got " + x.shape().ToString()));
+    }
+    std::vector<int64_t> axes;
+    for (int i = 1; i <= spatial_rank_; ++i) axes.push_back(i);
+    return kind_ == Kind::kAvg ? ops::Mean(x, axes, keepdims_) : ops::Max(x, axes, keepdims_);
+  });
 }
 
 Value AddAll(const std::vector<Value>& inputs) {
