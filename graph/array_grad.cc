@@ -4,6 +4,7 @@
 #include "graph/grad_util.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 
 namespace troupe::internal {
 namespace {
@@ -135,7 +136,10 @@ void RegisterArrayGradients() {
   // Rounding to a low precision (graph/precision.h): the gradient is rounded the same way, as
   // the gradient of a Cast to bfloat16/float16 and back is a Cast of the gradient.
   RegisterGradient("RoundToPrecision", [](const OpCall& c, const V& dy, V* dx) {
-    *dx = {dy[0].defined() ? Apply1("RoundToPrecision", {dy[0]}, c.attrs) : Value()};
+    // RoundTo skips a gradient that is already rounded (the output of an op under the policy).
+    Result<DType> dtype = c.attrs.GetDType("DstT");
+    if (!dtype.ok()) return dtype.status();
+    *dx = {dy[0].defined() ? RoundTo(dy[0], *dtype) : Value()};
     return Status::OK();
   });
   // Outputs that depend on the input's shape only, and StopGradient: no gradient (TF returns None).
