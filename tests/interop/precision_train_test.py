@@ -8,7 +8,10 @@
   - the mixed_float16 checkpoint restores into a Keras LeNet compiled under Keras'
     mixed_float16 policy, whose optimizer is a LossScaleOptimizer
     (assert_existing_objects_matched): dynamic_scale and step_counter arrive, and the inner
-    Adam's iterations equal the applied (not skipped) updates.
+    Adam's iterations equal the applied (not skipped) updates;
+  - a mixed_float16 run stopped at step 600 (after its loss scale halved at an overflow) and
+    resumed to 900 writes the same ckpt-900 bytes as a run that never stopped (the loss scale
+    and its step counter are restored: a fresh 2^15 scale or counter 0 would change them).
 Env: TROUPE_BINARY_DIR, TROUPE_SOURCE_DIR; PRECISION_TRAIN_STEPS (default 1876: 2 epochs).
 """
 import os
@@ -29,10 +32,10 @@ CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lene
 STEPS = int(os.environ.get("PRECISION_TRAIN_STEPS", "1876"))
 
 
-def train(precision, run):
+def train(precision, run, steps=STEPS, extra=()):
     r = subprocess.run([BIN, "train", CONFIG, "--set", "job.run_dir=" + run,
-                        "--set", f"train.max_steps={STEPS}", "--set",
-                        f"train.precision=\"{precision}\""],
+                        "--set", f"train.max_steps={steps}", "--set",
+                        f"train.precision=\"{precision}\""] + list(extra),
                        capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         sys.exit(f"{precision}: troupe train failed ({r.returncode}): {r.stderr[-2000:]}")
@@ -96,8 +99,24 @@ def main():
         print(f"keras restored: dynamic_scale {float(scale):g}, step_counter {int(counter)}, "
               f"inner iterations {applied}, skipped {skipped}")
         assert applied == STEPS - skipped, (applied, STEPS, skipped)
-        # The scale follows Keras' rule from 2^15: halvings per skip, doublings per 2000.
         assert np.isfinite(scale) and scale > 0
+
+        # Resume: 600 then 900 steps against 900 straight, checkpoints every 300 steps.
+        every = ["--set", "checkpoint.every_steps=300"]
+        runs["straight"] = tempfile.mkdtemp(prefix="troupe_precision_")
+        runs["resumed"] = tempfile.mkdtemp(prefix="troupe_precision_")
+        train("mixed_float16", runs["straight"], 900, every)
+        first = train("mixed_float16", runs["resumed"], 600, every)
+        assert first[2] >= 1, "expected a loss-scale skip before step 600"
+        train("mixed_float16", runs["resumed"], 900, every)
+        data = "checkpoints/ckpt-900.data-00000-of-00001"
+        with open(os.path.join(runs["straight"], data), "rb") as a, \
+                open(os.path.join(runs["resumed"], data), "rb") as b:
+            assert a.read() == b.read(), "resumed mixed_float16 run differs from the straight one"
+        r900 = tf.train.load_checkpoint(os.path.join(runs["resumed"], "checkpoints/ckpt-900"))
+        print("resumed at 600 to 900: same bytes; dynamic_scale %g, step_counter %d" % (
+            r900.get_tensor("optimizer/dynamic_scale/.ATTRIBUTES/VARIABLE_VALUE"),
+            r900.get_tensor("optimizer/step_counter/.ATTRIBUTES/VARIABLE_VALUE")))
     finally:
         for run in runs.values():
             shutil.rmtree(run, ignore_errors=True)

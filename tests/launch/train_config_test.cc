@@ -514,5 +514,24 @@ TEST(TrainConfigTest, FashionFilesOnlyForFashionMnist) {
   fs::remove_all(base);
 }
 
+// train.precision: Keras' three policy names; another name, or a policy with train.device =
+// "gpu" (the rounding runs on CPUs only), is refused before anything is written.
+TEST(TrainConfigTest, PrecisionPolicies) {
+  for (const char* p : {"float32", "mixed_bfloat16", "mixed_float16"}) {
+    auto ok = ParseTrainConfig("", "t.toml", {std::string("train.precision=") + p});
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_EQ(ok->precision, p);
+  }
+  EXPECT_EQ(ParseTrainConfig("", "t.toml")->precision, "float32");
+  auto bad = ParseTrainConfig("", "t.toml", {"train.precision=float16"});
+  EXPECT_TRUE(Mentions(bad, "mixed_bfloat16")) << bad.status();
+  auto gpu = ParseTrainConfig("", "t.toml", {"train.precision=mixed_float16", "train.device=gpu"});
+  EXPECT_EQ(gpu.status().code(), StatusCode::kUnimplemented) << gpu.status();
+  EXPECT_NE(
+      gpu.status().message().find("t.toml: train.precision = \"mixed_float16\" runs on CPUs only"),
+      std::string::npos)
+      << gpu.status();
+}
+
 }  // namespace
 }  // namespace troupe::launch
