@@ -4,6 +4,7 @@
 #include <map>
 
 #include "actors/variable_trackable.h"
+#include "checkpoint/bundle_reader.h"
 
 namespace troupe::actors {
 namespace {
@@ -217,6 +218,25 @@ Result<std::unique_ptr<TrainState>> TrainState::Create(const nn::Model& model,
   s->root_.Track("job", &s->job_);
   s->root_.Track("input", &s->iterator_);
   return s;
+}
+
+Status TrainState::CheckPrecisionMatches(const std::string& prefix) const {
+  Result<std::unique_ptr<ckpt::BundleReader>> reader = ckpt::BundleReader::Open(prefix);
+  if (!reader.ok()) return Status::OK();
+  const bool scaled = (*reader)->Contains("optimizer/dynamic_scale/.ATTRIBUTES/VARIABLE_VALUE");
+  if (scaled == (loss_scale_optimizer_ != nullptr)) return Status::OK();
+  if (scaled) {
+    return FailedPreconditionError(
+        prefix +
+        " was written with train.precision = \"mixed_float16\" (it holds Keras' "
+        "LossScaleOptimizer state, optimizer/dynamic_scale and optimizer/inner_optimizer) but "
+        "the config asks for another precision; set train.precision = \"mixed_float16\"");
+  }
+  return FailedPreconditionError(
+      prefix +
+      " has no loss-scale state (it was written with train.precision = \"float32\" or "
+      "\"mixed_bfloat16\") but the config asks for \"mixed_float16\"; set train.precision as "
+      "it was, or start over with --fresh --force");
 }
 
 int64_t TrainState::step() const { return step_->value().scalar<int64_t>(); }

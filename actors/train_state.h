@@ -69,6 +69,10 @@ class TrainState {
   int64_t epoch() const;
   void SetProgress(int64_t step, int64_t epoch);
   Tensor generator_state() const { return generator_->value(); }
+  // FailedPrecondition naming train.precision when the checkpoint at `prefix` holds Keras'
+  // LossScaleOptimizer state (mixed_float16) and this state does not, or the reverse; OK when
+  // they agree or the checkpoint cannot be opened (Restore then says why).
+  Status CheckPrecisionMatches(const std::string& prefix) const;
   void SetIteratorState(const input::IteratorState& state) { iterator_.Set(state); }
   Result<input::IteratorState> iterator_state() const { return iterator_.Get(); }
   // The job shape recorded in the state (after a restore: the checkpoint's).

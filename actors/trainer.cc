@@ -459,6 +459,7 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
   } else {
     score.checkpoint = where;
   }
+  TROUPE_RETURN_IF_ERROR(state->CheckPrecisionMatches(score.checkpoint));
   TROUPE_RETURN_IF_ERROR(state->root().Restore(score.checkpoint).status());
   TROUPE_ASSIGN_OR_RETURN(auto it, input.batches.MakeIterator());
   double loss = 0, correct = 0, top5 = 0, count = 0;

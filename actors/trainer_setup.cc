@@ -33,6 +33,7 @@ CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
 
 Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager) {
   std::vector<std::string> all = manager.checkpoints();
+  if (!all.empty()) TROUPE_RETURN_IF_ERROR(state.CheckPrecisionMatches(all.back()));
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     Result<ckpt::RestoreStatus> r = state.root().Restore(*it);
     if (r.ok()) {
