@@ -73,6 +73,18 @@ void PrintStartup(const Trainer::Parts& p) {
                 .c_str());
   const std::string decay = WeightDecayText(p);
   if (!decay.empty()) std::printf("optimizer %s: %s\n", p.config.optimizer.c_str(), decay.c_str());
+  if (p.config.precision != "float32") {
+    // The rounding is emulated on every CPU (float32 arithmetic on rounded values).
+    std::printf(
+        "precision %s: compute rounded to %s (emulated), variables and optimizer "
+        "float32%s\n",
+        p.config.precision.c_str(), p.config.precision == "mixed_float16" ? "float16" : "bfloat16",
+        p.replicas->loss_scale() != nullptr
+            ? ("; dynamic loss scale " +
+               std::to_string(static_cast<long long>(p.replicas->loss_scale()->scale())))
+                  .c_str()
+            : "");
+  }
   std::fflush(stdout);
 }
 
