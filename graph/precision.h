@@ -10,11 +10,10 @@
 // constants — are rounded where they are used; values already rounded are not rounded again.
 // PrecisionScope(kFloat32) suspends the policy: layers Keras keeps in float32 (BN, LN,
 // Embedding gather, attention softmax, losses) open one (KeepFloat32 below). As in Keras,
-// BatchNormalization's input is rounded first and LayerNormalization's is not. Variables, optimizer state and
-// updates stay float32 (the optimizer runs outside the policy). A GradientTape records the
-// policy of each op and computes that op's gradient under it, so the backward pass rounds
-// where the forward did (the gradient of a rounding is a rounding, as the gradient of a Cast
-// is a Cast).
+// BatchNormalization's input is rounded first and LayerNormalization's is not. Variables, optimizer
+// state and updates stay float32 (the optimizer runs outside the policy). A GradientTape records
+// the policy of each op and computes that op's gradient under it, so the backward pass rounds where
+// the forward did (the gradient of a rounding is a rounding, as the gradient of a Cast is a Cast).
 #pragma once
 
 #include <string>
