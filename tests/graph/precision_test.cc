@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "graph/function.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
 #include "kernels/round_precision.h"
@@ -90,6 +91,25 @@ TEST(PrecisionTest, HalfOverflowsToInfAndBFloat16DoesNot) {
     PrecisionScope policy(DType::kBFloat16);
     EXPECT_EQ(Floats(ops::Mul(big, big))[0], BF(90000.0f));
   }
+}
+
+// Traced: the variable read and the input are rounded once each, MatMul's result once, and
+// Relu (which keeps rounded values exact) and the reuse of a rounded value add no rounding.
+TEST(PrecisionTest, TracedGraphRoundsEachValueOnce) {
+  Variable w = *Variable::Create(Value(Filled(kW, {2, 1})), "w");
+  Function f("f", [&](const Args& args) -> Outputs {
+    PrecisionScope policy(DType::kBFloat16);
+    Value h = ops::Relu(ops::MatMul(args[0].value(), Value(w)));
+    return std::vector<Value>{ops::Add(h, h)};
+  });
+  Result<std::vector<Tensor>> r = f.Run({Filled(kX, {1, 2})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const float h = BF(BF(kX[0]) * BF(kW[0]) + BF(kX[1]) * BF(kW[1]));
+  EXPECT_EQ((*r)[0].data<float>()[0], BF(h + h));
+  const FuncGraph& g = f.concrete_functions()[0]->graph();
+  int rounds = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) rounds += g.node(i).op == "RoundToPrecision";
+  EXPECT_EQ(rounds, 4);  // x, the read of w, MatMul's output, Add's output
 }
 
 }  // namespace
