@@ -216,6 +216,9 @@ Status RestoreRunDir(Trainer::Parts& p) {
   const bool had_checkpoints = !p.launch.fresh && fs::exists(dir, ec) && !fs::is_empty(dir, ec);
   if (!had_checkpoints) TROUPE_RETURN_IF_ERROR(InitFromCheckpoint(p));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
+  if (!p.manager->checkpoints().empty()) {
+    TROUPE_RETURN_IF_ERROR(CheckRecordedJob(p.manager->checkpoints().back(), shape));
+  }
   TROUPE_ASSIGN_OR_RETURN(p.resumed_from, RestoreLatestValid(*p.state, *p.manager));
   if (p.resumed_from.empty()) return had_checkpoints ? InitFromCheckpoint(p) : Status::OK();
   const JobShape saved = p.state->job();

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "checkpoint/bundle_reader.h"
 #include "core/gpu.h"
 #include "core/logging.h"
 
@@ -29,6 +30,33 @@ CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
   o.deterministic = c.deterministic;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.collective_timeout_s * 1000));
   return o;
+}
+
+Status CheckRecordedJob(const std::string& prefix, const JobShape& want) {
+  Result<std::unique_ptr<ckpt::BundleReader>> reader = ckpt::BundleReader::Open(prefix);
+  if (!reader.ok()) return Status::OK();  // unreadable: RestoreLatestValid says so
+  auto text = [&](const std::string& name, std::string* out) {
+    Result<Tensor> t = (*reader)->Read("job/" + name + "/.ATTRIBUTES/VARIABLE_VALUE");
+    if (t.ok() && t->dtype() == DType::kString) *out = t->scalar<std::string>();
+  };
+  JobShape saved = want;  // what an older checkpoint does not record is taken as unchanged
+  text("model", &saved.model);
+  text("optimizer", &saved.optimizer);
+  Result<Tensor> batch = (*reader)->Read("job/global_batch_size/.ATTRIBUTES/VARIABLE_VALUE");
+  if (batch.ok() && batch->dtype() == DType::kInt64) {
+    saved.global_batch_size = batch->scalar<int64_t>();
+  }
+  if (saved.model == want.model && saved.global_batch_size == want.global_batch_size &&
+      saved.optimizer == want.optimizer) {
+    return Status::OK();
+  }
+  return FailedPreconditionError(
+      "cannot resume from " + prefix + ": it was written for model '" + saved.model +
+      "' with global batch " + std::to_string(saved.global_batch_size) + " and optimizer '" +
+      saved.optimizer + "', the config asks for '" + want.model + "' with " +
+      std::to_string(want.global_batch_size) + " and '" + want.optimizer +
+      "' (the optimizer label covers [optimizer] and train.accumulate_steps); restore the old "
+      "config or start over with --fresh --force");
 }
 
 Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager) {

@@ -27,6 +27,10 @@ CollectiveOptions CollectiveOptionsFor(const TrainConfig& c);
 // Restores the newest checkpoint that reads back cleanly; a damaged one is reported and
 // skipped (nothing is deleted). Returns the restored path, or empty when there is none.
 Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager);
+// FailedPrecondition naming both when the job recorded in checkpoint `prefix` (model, global
+// batch, optimizer recipe) is not `want`: read before restoring, since another recipe's
+// variables would not restore at all (and that error would not say why).
+Status CheckRecordedJob(const std::string& prefix, const JobShape& want);
 
 // Where each local replica runs: the CPU, or gpu:((L * R + r) / replicas_per_gpu) for local
 // rank L's replica r. FailedPrecondition naming the missing GPU and the fix when it is not

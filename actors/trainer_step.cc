@@ -196,8 +196,13 @@ Result<StepMetrics> Trainer::RunStep() {
   local[0][3] = stop_here ? 1 : 0;
   Result<std::array<double, 4>> summed = p.SumMetrics(local);
   if (!summed.ok()) return p.JobFailed(summed.status());
-  StepMetrics m{(*summed)[0], (*summed)[1], (*summed)[2], (*summed)[3] > 0,
-                false,        wait_s,       input_wait_s};
+  StepMetrics m;  // by name: the struct grows, and positional fields would slide
+  m.loss_sum = (*summed)[0];
+  m.correct = (*summed)[1];
+  m.examples = (*summed)[2];
+  m.stop = (*summed)[3] > 0;
+  m.allreduce_wait_s = wait_s;
+  m.input_wait_s = input_wait_s;
   // The summed loss and the reduced gradients are the same on every rank, so every rank
   // takes the same decision.
   if (nn::DynamicLossScale* scale = p.replicas->loss_scale()) {

@@ -140,7 +140,8 @@ r = subprocess.run([BIN, "ckpt", "ls", os.path.join(d, "checkpoints")], capture_
 assert "job/name" in r.stdout, r.stdout
 assert re.search(r"done: 30 steps \(30 in this run, [0-9.]+ s, [0-9]+ examples/s, allreduce "
                  r"wait [0-9.]+ ms/step\), test loss "
-                 r"[0-9.]+, test accuracy [0-9.]+, last checkpoint .*ckpt-30", p.stdout), p.stdout
+                 r"[0-9.]+, test accuracy [0-9.]+, top-5 accuracy [0-9.]+, last checkpoint "
+                 r".*ckpt-30", p.stdout), p.stdout
 cmd = [BIN, "train", CONFIG] + settings(os.path.join(base, "int"), 100000, 2,
                                         ["checkpoint.every_steps=0"])
 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
