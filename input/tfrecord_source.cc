@@ -22,7 +22,10 @@ std::string ShapeText(const std::vector<int64_t>& dims) { return TensorShape(dim
 class ExampleDecoder {
  public:
   ExampleDecoder(DataSourceSpec spec, Compression compression, std::vector<std::string> files)
-      : spec_(std::move(spec)), compression_(compression), files_(std::move(files)) {
+      : spec_(std::move(spec)),
+        compression_(compression),
+        files_(std::move(files)),
+        features_(ParsedFeatures(spec_)) {
     if (spec_.decode_threads > 1) {
       pool_ = std::make_shared<ThreadPool>(spec_.decode_threads - 1, "decode");
     }
@@ -64,16 +67,22 @@ class ExampleDecoder {
   }
 
  private:
+  // What ParseSingleExample reads from each record: the image feature (bytes to decode, or an
+  // int64/float list of its shape) and the int64 label. The same for every record.
+  static std::vector<FixedLenFeature> ParsedFeatures(const DataSourceSpec& spec) {
+    const FeatureSpec& im = spec.image;
+    FixedLenFeature image{im.key, DType::kString, TensorShape{}, {}};
+    if (im.decode == "int64") image = {im.key, DType::kInt64, TensorShape(im.shape), {}};
+    if (im.decode == "float") image = {im.key, DType::kFloat32, TensorShape(im.shape), {}};
+    return {image, {spec.label.key, DType::kInt64, TensorShape(spec.label.shape), {}}};
+  }
+
   Status DecodeRow(const std::string& record, int64_t row, Tensor* features, Tensor* labels) const {
     const FeatureSpec& im = spec_.image;
     const FeatureSpec& lb = spec_.label;
     const int64_t fsize = Product(im.shape);
     const int64_t lsize = Product(lb.shape);
-    FixedLenFeature image{im.key, DType::kString, TensorShape{}, {}};
-    if (im.decode == "int64") image = {im.key, DType::kInt64, TensorShape(im.shape), {}};
-    if (im.decode == "float") image = {im.key, DType::kFloat32, TensorShape(im.shape), {}};
-    FixedLenFeature label{lb.key, DType::kInt64, TensorShape(lb.shape), {}};
-    TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> parsed, ParseSingleExample(record, {image, label}));
+    TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> parsed, ParseSingleExample(record, features_));
     const int64_t* ids = parsed[1].data<int64_t>();
     int32_t* out_labels = labels->data<int32_t>() + row * lsize;
     for (int64_t i = 0; i < lsize; ++i) {
@@ -155,6 +164,7 @@ class ExampleDecoder {
   DataSourceSpec spec_;
   Compression compression_;
   std::vector<std::string> files_;
+  std::vector<FixedLenFeature> features_;  // ParsedFeatures(spec_)
   std::shared_ptr<ThreadPool> pool_;
 };
 
