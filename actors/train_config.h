@@ -78,7 +78,7 @@ struct TrainConfig {
   double learning_rate = 0.001;
   double momentum = 0.0;                   // sgd, rmsprop
   double beta_1 = 0.9;                     // adam, adamw, lion
-  double beta_2 = 0.999;                   // adam, adamw, lion (Keras' Lion default is 0.99)
+  double beta_2 = 0.999;                   // adam, adamw; lion: 0.99 unless given (as Keras)
   double epsilon = 1e-7;                   // adam, adamw, rmsprop, adagrad
   bool nesterov = false;                   // sgd
   double rho = 0.9;                        // rmsprop

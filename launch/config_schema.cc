@@ -109,11 +109,6 @@ ConfigKey FromRegistry(ConfigKey k, std::function<std::vector<std::string>()> na
   return k;
 }
 
-ConfigKey WithRefusalHint(ConfigKey k, std::string hint) {
-  k.refusal_hint = std::move(hint);
-  return k;
-}
-
 ConfigKey WithCheck(ConfigKey k, std::function<std::string(const ConfigValue&)> check) {
   k.extra_check = std::move(check);
   return k;
@@ -278,7 +273,8 @@ std::vector<ConfigKey> BuildSchema() {
              "Keras' dtype policy: compute in bfloat16/float16 (emulated on CPUs: float32 "
              "arithmetic on rounded operands, rounded results), variables and optimizer in "
              "float32; BatchNormalization, LayerNormalization, Embedding, attention softmax and "
-             "the loss stay float32 as in Keras."),
+             "the loss stay float32 as in Keras. A model.keras saved under a mixed policy "
+             "trains under it when this key is not given; given, it must match."),
       String("optimizer.name", &C::optimizer,
              {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
              "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
@@ -295,7 +291,7 @@ std::vector<ConfigKey> BuildSchema() {
                "optimizer.name", betas, no_betas),
       OnlyWith(Float("optimizer.beta_2", &C::beta_2, 0, false, 1,
                      "Adam's decay rate of the running mean of squared gradients; Lion's "
-                     "momentum decay (Keras' Lion default is 0.99)."),
+                     "momentum decay (default: 0.999 for Adam/AdamW, 0.99 for Lion, as Keras)."),
                "optimizer.name", betas, no_betas),
       OnlyWith(Positive("optimizer.epsilon", &C::epsilon,
                         "Term added to the denominator for numerical stability."),
@@ -447,9 +443,8 @@ Status CheckChoice(const ConfigKey& key, const std::string& v) {
   if (choices.empty() || std::find(choices.begin(), choices.end(), v) != choices.end()) {
     return Status::OK();
   }
-  std::string msg = key.name + ": '" + v + "' is not one of " + Join(choices, ", ", false);
-  if (!key.refusal_hint.empty()) msg += "; " + key.refusal_hint;
-  return InvalidArgumentError(msg);
+  return InvalidArgumentError(key.name + ": '" + v + "' is not one of " +
+                              Join(choices, ", ", false));
 }
 
 }  // namespace

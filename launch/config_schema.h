@@ -39,12 +39,11 @@ struct ConfigKey {
   double min = -std::numeric_limits<double>::infinity();
   bool min_exclusive = false;
   double max = std::numeric_limits<double>::infinity();
-  // Strings: the accepted values (empty: any); `refusal_hint` ends the error for another one.
+  // Strings: the accepted values (empty: any).
   std::vector<std::string> choices;
   // When set, the accepted values as they are when the key is checked (a registry that the
   // program may extend, like model.name's); replaces `choices`.
   std::function<std::vector<std::string>()> choices_from;
-  std::string refusal_hint;
   // When set, a check beyond type, range and choices, run on a value of the right type: ""
   // when the value is fine, else what is wrong with it ("must be empty or [height, width], got
   // [1, 2, 3]"); SetConfigValue prefixes the key's name.

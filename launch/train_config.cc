@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "actors/optimizer_recipe.h"
+#include "graph/keras/model_json.h"
 #include "input/file_io.h"
 #include "launch/config_schema.h"
 
@@ -187,6 +188,45 @@ Status CheckKeepBest(const TrainConfig& config, const std::string& origin) {
   return Status::OK();
 }
 
+// Defaults that depend on the optimizer, and keys that depend on a bool (OnlyWith tests strings).
+Status ApplyOptimizerKeys(const PresentKeys& present, TrainConfig& config) {
+  // Keras' Lion(beta_2=0.99), where Adam's is 0.999.
+  if (config.optimizer == "lion" && present.count("optimizer.beta_2") == 0) config.beta_2 = 0.99;
+  for (const char* key : {"optimizer.ema_momentum", "optimizer.ema_overwrite_frequency"}) {
+    auto given = present.find(key);
+    if (given != present.end() && !config.ema) {
+      return InvalidArgumentError(given->second + ": " + key +
+                                  " applies only with optimizer.ema = true, and optimizer.ema is "
+                                  "false; set optimizer.ema = true or remove " +
+                                  key);
+    }
+  }
+  return Status::OK();
+}
+
+// A Keras model saved under a mixed dtype policy trains under it, as Keras' fit would; a
+// train.precision given explicitly must agree with it.
+Status AdoptModelPrecision(const PresentKeys& present, TrainConfig& config) {
+  if (config.model_keras.empty()) return Status::OK();
+  Result<std::string> read = keras::KerasModelFileDTypePolicy(config.model_keras);
+  // A missing file is the model loader's error to report (it names the file, before anything
+  // is written); parsing a config does not require its files.
+  if (read.status().code() == StatusCode::kNotFound) return Status::OK();
+  TROUPE_ASSIGN_OR_RETURN(std::string policy, std::move(read));
+  if (policy == "float32" || policy == config.precision) return Status::OK();
+  auto given = present.find("train.precision");
+  if (given == present.end()) {
+    config.precision = policy;
+    return Status::OK();
+  }
+  return InvalidArgumentError(given->second + ": train.precision = \"" + config.precision +
+                              "\", but model.keras " + config.model_keras +
+                              " was saved under "
+                              "Keras' " +
+                              policy + " dtype policy; set train.precision = \"" + policy +
+                              "\" (or leave it out), or save the model under float32");
+}
+
 Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   // The optimizer recipe as Keras would check it (schedule boundaries/values, one clipping
   // mode, ...), before anything is written.
@@ -319,6 +359,8 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
     applied += "#   --set " + o + "\n";
   }
   TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
+  TROUPE_RETURN_IF_ERROR(ApplyOptimizerKeys(present, config));
+  TROUPE_RETURN_IF_ERROR(AdoptModelPrecision(present, config));
   TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));
   if (overrides.empty()) {
     config.source_text = text;

@@ -3,6 +3,8 @@
 #include <functional>
 #include <map>
 
+#include "graph/keras/json_util.h"
+
 namespace troupe::keras::internal {
 namespace {
 
@@ -62,18 +64,13 @@ Result<ConfigReader> ConfigReader::Open(const json& envelope) {
     r.name_ = envelope["name"].get<std::string>();
   }
   TROUPE_ASSIGN_OR_RETURN(r.trainable_, r.Bool("trainable", true));
-  // dtype: "float32" (Keras 3.0-3.3) or a DTypePolicy envelope (3.4+).
-  if (const json* dtype = r.Get("dtype"); dtype != nullptr && !dtype->is_null()) {
-    std::string policy;
-    if (dtype->is_string()) {
-      policy = dtype->get<std::string>();
-    } else if (dtype->is_object() && dtype->contains("config") &&
-               (*dtype)["config"].contains("name") && (*dtype)["config"]["name"].is_string()) {
-      policy = (*dtype)["config"]["name"].get<std::string>();
-    }
-    if (policy != "float32") {
-      return r.Unsupported("dtype", Show(*dtype), "the float32 policy");
-    }
+  // The layer's own dtype policy; a mixed one takes part in the model's policy
+  // (KerasModelDTypePolicy), "float32" in a mixed model keeps the layer in float32.
+  TROUPE_ASSIGN_OR_RETURN(r.dtype_policy_, DTypePolicyName(r.Get("dtype"), r.What()));
+  if (!r.dtype_policy_.empty() && r.dtype_policy_ != "float32" &&
+      r.dtype_policy_ != "mixed_float16" && r.dtype_policy_ != "mixed_bfloat16") {
+    return r.Unsupported("dtype", "'" + r.dtype_policy_ + "'",
+                         "float32, mixed_float16 or mixed_bfloat16");
   }
   return r;
 }

@@ -27,13 +27,15 @@ struct Regularizer {
 class ConfigReader {
  public:
   // Reads the envelope's class_name, module and config.name, and the base keys (trainable,
-  // dtype: float32 only).
+  // dtype: the float32, mixed_float16 or mixed_bfloat16 policy).
   static Result<ConfigReader> Open(const nlohmann::json& envelope);
 
   const std::string& class_name() const { return class_name_; }
   const std::string& module() const { return module_; }
   const std::string& name() const { return name_; }
   bool trainable() const { return trainable_; }
+  // The config's dtype policy name; "" when it gives none (the layer follows the model's).
+  const std::string& dtype_policy() const { return dtype_policy_; }
 
   // "Keras layer Dense 'dense_1'", the prefix of every error.
   std::string What() const;
@@ -77,6 +79,7 @@ class ConfigReader {
 
   std::string class_name_, module_, name_;
   bool trainable_ = true;
+  std::string dtype_policy_;
   nlohmann::json config_;
   std::set<std::string> read_;
 };

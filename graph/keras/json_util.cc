@@ -28,6 +28,18 @@ Result<DType> ParseDType(const std::string& name, const std::string& what) {
                             "' is not supported (supported: float32, int32, int64)");
 }
 
+Result<std::string> DTypePolicyName(const nlohmann::json* dtype, const std::string& what) {
+  if (dtype == nullptr || dtype->is_null()) return std::string();
+  if (dtype->is_string()) return dtype->get<std::string>();
+  const nlohmann::json* config = Find(*dtype, "config");
+  const nlohmann::json* name = config != nullptr ? Find(*config, "name") : nullptr;
+  if (name != nullptr && name->is_string()) return name->get<std::string>();
+  return InvalidArgumentError(what +
+                              ": \"dtype\" must be a policy name or a DTypePolicy "
+                              "{\"config\": {\"name\": ...}}, got " +
+                              dtype->dump().substr(0, 200));
+}
+
 bool TensorRef::operator<(const TensorRef& o) const {
   return std::tie(layer, node, tensor) < std::tie(o.layer, o.node, o.tensor);
 }

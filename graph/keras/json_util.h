@@ -20,6 +20,10 @@ Result<const nlohmann::json*> RequireObject(const nlohmann::json& j, const std::
                                             const std::string& what);
 // "float32", "int32", ... (a Keras dtype string, or a DTypePolicy's name).
 Result<DType> ParseDType(const std::string& name, const std::string& what);
+// A layer's or model's "dtype": a policy name string (Keras 3.0-3.3) or a DTypePolicy
+// envelope {"class_name": "DTypePolicy", "config": {"name": ...}} (3.4+). "" when absent or
+// null; InvalidArgument naming `what` for any other form.
+Result<std::string> DTypePolicyName(const nlohmann::json* dtype, const std::string& what);
 
 // A layer call's output, as keras_history = [layer, node index, tensor index] names it.
 struct TensorRef {

@@ -105,6 +105,7 @@ Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const nlohmann::json& envelop
   }
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<KerasLayer> layer, it->second(r, default_seed));
   TROUPE_RETURN_IF_ERROR(r.Finish());
+  layer->set_dtype_policy(r.dtype_policy());
   return layer;
 }
 

@@ -8,7 +8,8 @@
 //   ({"module", "class_name", "config", ...}) and dispatches on (module, class_name), so the
 //   op-layer `keras.src.ops.numpy.Add` that `x + y` produces and `keras.layers.Add` are both
 //   understood. A class Troupe does not support, or a config option it does not implement
-//   (groups != 1, a constraint, channels_first, a non-float32 dtype policy, ...), is an
+//   (groups != 1, a constraint, channels_first, a dtype policy other than float32,
+//   mixed_float16 and mixed_bfloat16, ...), is an
 //   InvalidArgument/Unimplemented error naming the class, the layer's name, the option and the
 //   supported list — never a silent approximation.
 // - Initializers with `seed: null` draw from `default_seed` (+ a per-variable offset), so a
@@ -54,6 +55,9 @@ class KerasLayer {
   virtual ~KerasLayer() = default;
   const std::string& name() const { return name_; }
   const std::string& class_name() const { return class_name_; }
+  // The config's dtype policy ("float32", "mixed_float16", "mixed_bfloat16"), "" when none.
+  const std::string& dtype_policy() const { return dtype_policy_; }
+  void set_dtype_policy(std::string policy) { dtype_policy_ = std::move(policy); }
   // The nn module holding this layer's variables (nullptr for weightless layers); the model
   // adds it as a child, so variable paths are "<layer name>/<weight name>".
   virtual nn::Module* module() = 0;
@@ -68,6 +72,7 @@ class KerasLayer {
  private:
   std::string name_;
   std::string class_name_;
+  std::string dtype_policy_;
 };
 
 // `envelope` is one entry of a model config's "layers" (InputLayer excluded).

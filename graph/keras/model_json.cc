@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "graph/keras/keras_order.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
+#include "graph/precision.h"
 #include "graph/tape.h"
 
 namespace troupe::keras {
@@ -82,6 +84,47 @@ Result<std::string> KerasModelClass(const json& model) {
                               "with model.to_json())");
 }
 
+Result<std::string> KerasModelDTypePolicy(const json& model) {
+  TROUPE_ASSIGN_OR_RETURN(std::string cls, KerasModelClass(model));
+  const json& config = model["config"];
+  std::string policy = "float32", where;
+  auto take = [&](const json* dtype, const std::string& what) -> Status {
+    TROUPE_ASSIGN_OR_RETURN(std::string name, DTypePolicyName(dtype, what));
+    if (name.rfind("mixed_", 0) != 0) return Status::OK();
+    if (policy != "float32" && name != policy) {
+      return InvalidArgumentError("Keras model '" + config.value("name", "model") + "': " + where +
+                                  " has the " + policy + " dtype policy and " + what + " has " +
+                                  name +
+                                  "; a model trains under one mixed policy, use one of them");
+    }
+    policy = name;
+    where = what;
+    return Status::OK();
+  };
+  TROUPE_RETURN_IF_ERROR(take(Find(config, "dtype"), "the model"));
+  for (const json& layer : config["layers"]) {
+    if (layer.value("class_name", "") == "InputLayer") continue;  // its dtype is the input's
+    const json* layer_config = Find(layer, "config");
+    const json* name = layer_config != nullptr ? Find(*layer_config, "name") : nullptr;
+    const std::string what =
+        "layer '" + (name != nullptr && name->is_string() ? name->get<std::string>() : "?") + "'";
+    TROUPE_RETURN_IF_ERROR(
+        take(layer_config != nullptr ? Find(*layer_config, "dtype") : nullptr, what));
+  }
+  return policy;
+}
+
+Result<std::string> KerasModelFileDTypePolicy(const std::string& path) {
+  TROUPE_ASSIGN_OR_RETURN(std::string text, ReadModelConfigText(path));
+  json model = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (model.is_discarded()) {
+    return InvalidArgumentError(path + " is not valid JSON (write it with model.to_json())");
+  }
+  Result<std::string> policy = KerasModelDTypePolicy(model);
+  if (!policy.ok()) return policy.status().WithContext(path);
+  return policy;
+}
+
 Result<std::unique_ptr<KerasModel>> KerasModel::FromJson(const json& model, int64_t seed) {
   // The loader checks what it reads, but a value of an unexpected JSON type deep in a config
   // (a number where Keras writes a string) surfaces as nlohmann's exception: an error, too.
@@ -98,6 +141,7 @@ Result<std::unique_ptr<KerasModel>> KerasModel::Load(const json& model, int64_t 
   std::unique_ptr<KerasModel> m(new KerasModel(config.value("name", "model")));
   m->json_ = model;
   m->functional_ = cls == "Functional";
+  TROUPE_ASSIGN_OR_RETURN(m->dtype_policy_, KerasModelDTypePolicy(model));
   Status s = m->functional_ ? m->LoadFunctional(config, seed) : m->LoadSequential(config, seed);
   if (!s.ok()) return s.WithContext("Keras model '" + m->name() + "'");
   return m;
@@ -331,7 +375,12 @@ Value KerasModel::Run(const Value& features, bool training, std::vector<TensorSh
     for (const TensorRef& ref : node.inputs) args.push_back(values[ref]);
     CallOptions options = node.options;
     options.training = training;
+    std::optional<PrecisionScope> float32;
+    if (dtype_policy_ != "float32" && node.layer->dtype_policy() == "float32") {
+      float32.emplace(DType::kFloat32);
+    }
     Value out = node.layer->Apply(args, options);
+    float32.reset();
     if (!out.ok()) {
       return Value::Error(out.status().WithContext("layer '" + node.layer->name() + "' (" +
                                                    node.layer->class_name() + ")"));

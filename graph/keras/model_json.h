@@ -57,6 +57,11 @@ class KerasModel : public nn::Model {
   bool functional() const { return functional_; }
   // The JSON this model was built from.
   const nlohmann::json& config_json() const { return json_; }
+  // KerasModelDTypePolicy of the JSON. When it is a mixed policy, layers whose own policy is
+  // "float32" (Keras' advice for a softmax output) run with the policy suspended, as in Keras;
+  // when it is "float32", train.precision's policy (if any) covers every layer, as if Keras'
+  // global policy had been set before the model was built.
+  const std::string& dtype_policy() const { return dtype_policy_; }
   // Valid after Build.
   std::vector<LayerSummary> Summary() const;
 
@@ -83,9 +88,18 @@ class KerasModel : public nn::Model {
   std::vector<std::unique_ptr<KerasLayer>> layers_;  // in Keras' order, InputLayer excluded
   std::unique_ptr<Plan> plan_;
   std::vector<TensorShape> built_shapes_;  // one per plan node, after Build
+  std::string dtype_policy_ = "float32";
 };
 
 // The model's class as the config names it: "Sequential" or "Functional".
 Result<std::string> KerasModelClass(const nlohmann::json& model);
+
+// The compute policy Keras trains the model under: "mixed_float16" or "mixed_bfloat16" when
+// the model or any layer has that policy, else "float32". InvalidArgument naming two layers
+// when both mixed policies appear (Keras' loss scaling is per model). Layer configs are not
+// otherwise checked here.
+Result<std::string> KerasModelDTypePolicy(const nlohmann::json& model);
+// The same for a .json or .keras file (errors as KerasModel::FromFile's).
+Result<std::string> KerasModelFileDTypePolicy(const std::string& path);
 
 }  // namespace troupe::keras

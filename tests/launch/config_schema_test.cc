@@ -71,6 +71,7 @@ std::map<std::string, std::string> Context(const ConfigKey& key) {
   std::map<std::string, std::string> context;
   if (!key.only_with) {
     if (key.name == "collectives.backend") context["train.device"] = "\"gpu\"";
+    if (key.name.rfind("optimizer.ema_", 0) == 0) context["optimizer.ema"] = "true";
     return context;
   }
   const std::string& value = key.only_with->values.at(0);
@@ -275,10 +276,9 @@ TEST(ConfigSchemaTest, DataKeys) {
       EXPECT_FALSE(key->only_with->why.empty());
     }
   }
-  // data.source's choices are the registry's, without a hint that refuses TFRecord.
+  // data.source's choices are the registry's.
   const ConfigKey& source = *FindConfigKey("data.source");
   EXPECT_EQ(ConfigChoices(source), input::RegisteredDataSourceNames());
-  EXPECT_EQ(source.refusal_hint, "");
   EXPECT_EQ(ValueText(source.get(TrainConfig{})), "\"fashion_mnist\"");
 }
 

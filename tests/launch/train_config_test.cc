@@ -533,5 +533,50 @@ TEST(TrainConfigTest, PrecisionPolicies) {
       << gpu.status();
 }
 
+// Lion's beta_2 defaults to Keras' 0.99 (Adam's stays 0.999); a given value wins. EMA's
+// settings without optimizer.ema = true are refused naming the key.
+TEST(TrainConfigTest, OptimizerDependentDefaultsAndEmaKeys) {
+  EXPECT_EQ(ParseTrainConfig("", "t.toml")->beta_2, 0.999);
+  EXPECT_EQ(ParseTrainConfig("", "t.toml", {"optimizer.name=lion"})->beta_2, 0.99);
+  EXPECT_EQ(
+      ParseTrainConfig("", "t.toml", {"optimizer.name=lion", "optimizer.beta_2=0.95"})->beta_2,
+      0.95);
+  for (const char* key : {"optimizer.ema_momentum=0.9", "optimizer.ema_overwrite_frequency=5"}) {
+    auto bad = ParseTrainConfig("", "t.toml", {key});
+    EXPECT_TRUE(Mentions(bad, "optimizer.ema = true")) << bad.status();
+    EXPECT_TRUE(Mentions(bad, std::string(key).substr(0, std::string(key).find('='))))
+        << bad.status();
+    EXPECT_TRUE(ParseTrainConfig("", "t.toml", {key, "optimizer.ema=true"}).ok()) << key;
+  }
+}
+
+// A Keras model saved under a mixed policy sets train.precision when the key is not given;
+// a given one must agree. A float32 model leaves train.precision as given.
+TEST(TrainConfigTest, KerasModelPolicyBecomesThePrecision) {
+  const std::string dir = ::testing::TempDir();
+  auto model = [&](const std::string& name, const std::string& policy) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+        {"class_name": "InputLayer", "config": {"batch_shape": [null, 4], "dtype": "float32"}},
+        {"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": {"module": "keras",
+         "class_name": "DTypePolicy", "config": {"name": ")"
+                        << policy << R"("}}}}]}})";
+    return "model.keras=" + path;
+  };
+  const std::string f16 = model("f16.json", "mixed_float16");
+  EXPECT_EQ(ParseTrainConfig("", "t.toml", {f16})->precision, "mixed_float16");
+  EXPECT_EQ(ParseTrainConfig("", "t.toml", {f16, "train.precision=mixed_float16"})->precision,
+            "mixed_float16");
+  auto clash = ParseTrainConfig("", "t.toml", {f16, "train.precision=mixed_bfloat16"});
+  EXPECT_TRUE(Mentions(clash, "mixed_float16 dtype policy")) << clash.status();
+  EXPECT_TRUE(Mentions(clash, "f16.json")) << clash.status();
+  const std::string f32 = model("f32.json", "float32");
+  EXPECT_EQ(ParseTrainConfig("", "t.toml", {f32, "train.precision=mixed_bfloat16"})->precision,
+            "mixed_bfloat16");
+  auto missing = ParseTrainConfig("", "t.toml", {"model.keras=" + dir + "/none.json"});
+  ASSERT_TRUE(missing.ok()) << missing.status();  // the model loader reports it
+  EXPECT_EQ(missing->precision, "float32");
+}
+
 }  // namespace
 }  // namespace troupe::launch

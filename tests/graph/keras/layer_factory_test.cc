@@ -113,8 +113,11 @@ TEST(KerasLayerFactoryTest, RefusesUnsupportedOptionsNamingClassLayerAndOption) 
   ExpectRefused(
       Dense({{"kernel_constraint", {{"class_name", "NonNeg"}, {"config", json::object()}}}}),
       {"Dense", "'dense_1'", "kernel_constraint", "null"});
-  ExpectRefused(Dense({{"dtype", DType("mixed_float16")}}),
-                {"Dense", "'dense_1'", "dtype", "mixed_float16", "float32"});
+  ExpectRefused(Dense({{"dtype", DType("float16")}}),
+                {"Dense", "'dense_1'", "dtype", "float16", "mixed_float16", "float32"});
+  ExpectRefused(Dense({{"dtype", DType("int8_from_mixed_bfloat16")}}),
+                {"Dense", "'dense_1'", "dtype", "int8_from_mixed_bfloat16"});
+  ExpectRefused(Dense({{"dtype", json::array({1})}}), {"Dense", "'dense_1'", "dtype", "[1]"});
   ExpectRefused(Dense({{"lora_rank", 4}}), {"Dense", "'dense_1'", "lora_rank"});
   ExpectRefused(Dense({{"some_future_option", 1}}), {"Dense", "'dense_1'", "some_future_option"});
   ExpectRefused(Dense({{"activation", "mish"}}), {"Dense", "'dense_1'", "mish", "gelu"});
@@ -140,6 +143,23 @@ TEST(KerasLayerFactoryTest, RefusesUnsupportedOptionsNamingClassLayerAndOption) 
                 {"keras.layers.GRU", "'gru'", "supported layers", "keras.layers.Dense"});
   ExpectRefused(Dense({{"kernel_initializer", "orthogonal"}}),
                 {"Dense", "'dense_1'", "kernel_initializer", "GlorotUniform"});
+}
+
+TEST(KerasLayerFactoryTest, KeepsEachLayersDTypePolicy) {
+  for (const char* policy : {"mixed_float16", "mixed_bfloat16", "float32"}) {
+    auto layer = MakeKerasLayer(Dense({{"dtype", DType(policy)}}), 1);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    EXPECT_EQ((*layer)->dtype_policy(), policy);
+  }
+  // Keras 3.0-3.3 wrote the policy's name as a string.
+  auto named = MakeKerasLayer(Dense({{"dtype", "mixed_bfloat16"}}), 1);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ((*named)->dtype_policy(), "mixed_bfloat16");
+  json plain = Dense();
+  plain["config"].erase("dtype");
+  auto unset = MakeKerasLayer(plain, 1);
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_EQ((*unset)->dtype_policy(), "");
 }
 
 TEST(KerasLayerFactoryTest, SupportedListIsSortedAndHasTheOpAdd) {

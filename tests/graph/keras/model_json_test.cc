@@ -7,7 +7,9 @@
 #include "graph/keras/builder.h"
 #include "graph/keras/keras_order.h"
 #include "graph/models/zoo.h"
+#include "graph/precision.h"
 #include "graph/value.h"
+#include "kernels/round_precision.h"
 
 namespace troupe::keras {
 namespace {
@@ -47,6 +49,53 @@ TEST(KerasModelTest, FunctionalDagBuildsKerasVariablesAndLayout) {
   Value out = (*m)->Call(Value(Ones(TensorShape{2, 8})), false);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out.shape(), (TensorShape{2, 3}));
+}
+
+json Policy(const std::string& name) {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", name}}}};
+}
+
+// Input(8) -> Dense(4, policy a) -> Dense(3, policy b).
+json TwoDense(const std::string& a, const std::string& b) {
+  FunctionalBuilder builder("two");
+  T x = builder.Layer("Dense", {{"units", 4}, {"dtype", Policy(a)}}, {builder.Input({8})});
+  return builder.Build(builder.Layer("Dense", {{"units", 3}, {"dtype", Policy(b)}}, {x}));
+}
+
+// How many of the output's elements are float16 numbers.
+int64_t HalfRepresentable(const json& model_json) {
+  auto m = KerasModel::FromJson(model_json, 7);
+  EXPECT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE((*m)->Build(TensorShape{8}).ok());
+  Tensor x = Ones(TensorShape{2, 8});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = 0.1f * float(i % 7) - 0.3f;
+  PrecisionScope half(DType::kHalf);
+  Value out = (*m)->Call(Value(x), false);
+  EXPECT_TRUE(out.ok()) << out.status();
+  const Tensor y = *out.tensor();
+  int64_t n = 0;
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    n += kernels::RoundToHalf(y.data<float>()[i]) == y.data<float>()[i];
+  }
+  return n;
+}
+
+TEST(KerasModelTest, MixedDTypePolicyOfTheModelAndItsFloat32Layers) {
+  EXPECT_EQ(*KerasModelDTypePolicy(SharedTensorModel()), "float32");
+  EXPECT_EQ(*KerasModelDTypePolicy(TwoDense("mixed_float16", "float32")), "mixed_float16");
+  EXPECT_EQ(*KerasModelDTypePolicy(TwoDense("float32", "mixed_bfloat16")), "mixed_bfloat16");
+  auto both = KerasModelDTypePolicy(TwoDense("mixed_float16", "mixed_bfloat16"));
+  ASSERT_FALSE(both.ok());
+  for (const char* part : {"'dense'", "'dense_1'", "mixed_float16", "mixed_bfloat16"}) {
+    EXPECT_NE(both.status().message().find(part), std::string::npos) << both.status();
+  }
+  EXPECT_FALSE(KerasModel::FromJson(TwoDense("mixed_float16", "mixed_bfloat16"), 7).ok());
+  // Under the float16 policy a mixed layer's outputs are float16 numbers; the float32 output
+  // layer of a mixed model (Keras' advice for the logits) computes and returns float32 ones.
+  EXPECT_EQ(HalfRepresentable(TwoDense("mixed_float16", "mixed_float16")), 6);
+  EXPECT_LT(HalfRepresentable(TwoDense("mixed_float16", "float32")), 6);
+  // A float32 model under train.precision's policy: every layer follows the policy.
+  EXPECT_EQ(HalfRepresentable(TwoDense("float32", "float32")), 6);
 }
 
 TEST(KerasModelTest, SameSeedSameWeightsOtherSeedOthers) {
