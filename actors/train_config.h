@@ -122,6 +122,10 @@ struct TrainConfig {
   // [control]
   double heartbeat_interval_s = 0.5;
   double peer_timeout_s = 10.0;
+  // What rank 0 advertises as the coordinator's host (core/host.h ChooseAdvertiseAddress):
+  // an explicit address, else this interface's IPv4, else the machine's best IPv4.
+  std::string advertise_interface;
+  std::string advertise_address;
 
   // The config as it runs, for <run_dir>/config.toml: the TOML text as read, or, with --set
   // overrides, the parsed document with them merged in (parses back to this config).

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "actors/batches.h"
@@ -22,6 +23,27 @@ namespace troupe::actors {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The host rank 0 advertises for its coordinator (config, MPI's TCP interfaces, routes).
+Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config) {
+  AdvertiseRequest request;
+  request.address = config.advertise_address;
+  request.interface = config.advertise_interface;
+  if (const char* mpi = std::getenv("OMPI_MCA_btl_tcp_if_include")) {
+    request.mpi_tcp_if_include = mpi;
+  }
+  return ChooseAdvertiseAddress(request);
+}
+
+// An address given by --coordinator / TROUPE_COORDINATOR is what every rank connects to.
+void WarnAdvertiseIgnored(const TrainConfig& config) {
+  if (!config.advertise_address.empty() || !config.advertise_interface.empty()) {
+    TROUPE_LOG(WARNING)
+        << "control.advertise_address/advertise_interface unused: the "
+           "coordinator address is fixed by the launch (--coordinator, TROUPE_COORDINATOR "
+           "or Slurm's first node)";
+  }
+}
 
 // Rank 0 hosts the coordinator; every rank learns its address and registers with it.
 Status JoinControlPlane(Trainer::Parts& p) {
@@ -51,8 +73,17 @@ Status JoinControlPlane(Trainer::Parts& p) {
                                     replica));
       return static_cast<int64_t>(kc.key);
     };
-    TROUPE_ASSIGN_OR_RETURN(uint16_t port, p.plane->StartCoordinator(copts));
-    if (coordinator.empty()) coordinator = Hostname() + ":" + std::to_string(port);
+    if (coordinator.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(AdvertiseChoice advertised, AdvertisedHost(p.config));
+      TROUPE_ASSIGN_OR_RETURN(uint16_t port, p.plane->StartCoordinator(copts));
+      coordinator = advertised.host + ":" + std::to_string(port);
+      if (p.launch.world_size > 1) {
+        TROUPE_LOG(INFO) << "coordinator at " << coordinator << " (" << advertised.reason << ")";
+      }
+    } else {
+      WarnAdvertiseIgnored(p.config);
+      TROUPE_RETURN_IF_ERROR(p.plane->StartCoordinator(copts).status());
+    }
   }
   if (p.launch.coordinator.empty()) {
     TROUPE_RETURN_IF_ERROR(p.processes->BroadcastFromRank0(&coordinator));

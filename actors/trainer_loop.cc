@@ -47,6 +47,19 @@ std::string WeightDecayText(const Trainer::Parts& p) {
   return text;
 }
 
+// The collectives backend; for the hierarchical one also how it splits the job (shared memory
+// among a host's processes, MPI across hosts), as the process group says.
+std::string CollectivesText(const Trainer::Parts& p) {
+  if (p.nccl) return "nccl";
+  std::string text = p.comm->backend();
+  if (text == "hierarchical") {
+    text += " (shared memory among the " + std::to_string(p.group.local_size) +
+            " process(es) of each of " + std::to_string(p.group.num_hosts()) +
+            " hosts, MPI across hosts)";
+  }
+  return text;
+}
+
 void PrintStartup(const Trainer::Parts& p) {
   int64_t parameters = 0;
   for (const auto& [name, var] : p.replicas->model().NamedVariables()) {
@@ -65,7 +78,7 @@ void PrintStartup(const Trainer::Parts& p) {
       p.config.name.c_str(), p.replicas->model_label().c_str(), LayerCount(p.replicas->model()),
       static_cast<long long>(parameters), p.config.data_source.c_str(),
       static_cast<long long>(p.steps_per_epoch), batch.c_str(), p.total_replicas,
-      p.launch.world_size, devices.c_str(), p.nccl ? "nccl" : p.comm->backend().c_str(),
+      p.launch.world_size, devices.c_str(), CollectivesText(p).c_str(),
       p.resumed_from.empty()
           ? "starting at step 0"
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +

@@ -391,6 +391,13 @@ std::vector<ConfigKey> BuildSchema() {
                "Seconds between each worker's heartbeats to the coordinator."),
       Positive("control.peer_timeout_s", &C::peer_timeout_s,
                "A process silent this long is lost and the job stops, naming it."),
+      String("control.advertise_interface", &C::advertise_interface, {},
+             "Rank 0 advertises this network interface's IPv4 as the coordinator's address "
+             "(\"\": MPI's btl_tcp_if_include, else the default route's interface, else the "
+             "first non-loopback interface up; the host name only when none has IPv4)."),
+      String("control.advertise_address", &C::advertise_address, {},
+             "Rank 0 advertises exactly this address (an IP or a name every host resolves) "
+             "as the coordinator's (not together with advertise_interface)."),
   };
 }
 

@@ -261,6 +261,12 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
                                 "files");
   }
   TROUPE_RETURN_IF_ERROR(CheckKeepBest(config, origin));
+  if (!config.advertise_address.empty() && !config.advertise_interface.empty()) {
+    return InvalidArgumentError(origin +
+                                ": control.advertise_address and control.advertise_interface "
+                                "are both set; set one (the address, or the interface whose "
+                                "IPv4 to advertise)");
+  }
   if (config.global_batch_size % config.replicas_per_process != 0) {
     return InvalidArgumentError(origin + ": train.global_batch_size (" +
                                 std::to_string(config.global_batch_size) +

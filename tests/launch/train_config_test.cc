@@ -578,5 +578,18 @@ TEST(TrainConfigTest, KerasModelPolicyBecomesThePrecision) {
   EXPECT_EQ(missing->precision, "float32");
 }
 
+// The coordinator's advertised address: either key alone is kept, both together are refused.
+TEST(TrainConfigTest, AdvertiseAddressOrInterface) {
+  auto iface = ParseTrainConfig("[control]\nadvertise_interface = \"eth0\"\n", "t.toml");
+  ASSERT_TRUE(iface.ok()) << iface.status();
+  EXPECT_EQ(iface->advertise_interface, "eth0");
+  auto addr = ParseTrainConfig("", "t.toml", {"control.advertise_address=10.0.0.5"});
+  ASSERT_TRUE(addr.ok()) << addr.status();
+  EXPECT_EQ(addr->advertise_address, "10.0.0.5");
+  EXPECT_TRUE(Mentions(ParseTrainConfig("[control]\nadvertise_interface = \"eth0\"\n", "t.toml",
+                                        {"control.advertise_address=10.0.0.5"}),
+                       "control.advertise_address and control.advertise_interface are both set"));
+}
+
 }  // namespace
 }  // namespace troupe::launch
