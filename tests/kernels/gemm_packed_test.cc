@@ -113,7 +113,7 @@ class SameBitsTest : public ::testing::Test {
     Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
     AttrMap a{{"strides", V{1, stride, stride, 1}}, {"padding", std::string("SAME")}};
     Expect("Conv2D", {x, f}, a);
-    Tensor y = (*RunOp("Conv2D", {x, f}, a))[0];
+    Tensor y = Run1("Conv2D", {x, f}, a);
     Tensor dy = Random(y.shape(), 3);
     AttrMap bf = a, bi = a;
     bf.Set("filter_sizes", fs);
@@ -123,8 +123,10 @@ class SameBitsTest : public ::testing::Test {
   }
 };
 
+// 16-channel layers run conv2d_direct_small.cc's kernels, wider ones im2col + GEMM.
 TEST_F(SameBitsTest, ResNetConvolutions) {
   Conv({8, 32, 32, 16}, {3, 3, 16, 16}, 1);
+  Conv({8, 16, 16, 32}, {3, 3, 32, 64}, 2);
   Conv({8, 32, 32, 16}, {3, 3, 16, 32}, 2);
   Conv({8, 16, 16, 32}, {3, 3, 32, 32}, 1);
   Conv({8, 8, 8, 64}, {3, 3, 64, 64}, 1);
