@@ -6,6 +6,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "kernels/gemm_packed.h"
 #include "kernels/simd.h"
 
 namespace troupe {
@@ -43,18 +44,6 @@ bool AllowAvx512() {
 }
 }  // namespace simd
 
-namespace {
-// Opt-in (TROUPE_GEMM_AVX512=1): its rounding differs from the AVX2 build's, and 100 Adam
-// steps of LeNet then drift past graph_lenet_interop's 1e-4 (one ReLU bias flips earlier).
-bool UseGemmAvx512() {
-  static const bool use = [] {
-    const char* v = std::getenv("TROUPE_GEMM_AVX512");
-    return v != nullptr && std::string_view(v) == "1" && simd::AllowAvx512() && HaveGemmAvx512();
-  }();
-  return use;
-}
-}  // namespace
-
 template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T* c, int64_t ldc) {
@@ -64,9 +53,10 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (UseGemmAvx512()) return GemmAvx512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    return GemmPacked(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  } else {
+    EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
   }
-  EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,

@@ -2,11 +2,11 @@
 // im2col products): C[m, n] = op(A) · op(B), row-major with leading dimensions, where op
 // transposes when asked. float and double.
 //
-// Runs the default build's Eigen GEMM (AVX2 on x86-64-v3). With TROUPE_GEMM_AVX512=1 and a CPU
-// that has it, float runs Eigen's GEMM built for AVX-512 instead (kernels/gemm_avx512.cc;
-// opt-in because its different rounding moves long training runs away from TF's). Either way every
-// element's sum runs over k in the same blocked order for a given shape, so results do not depend
-// on how callers split rows across threads.
+// float runs the packed GEMM of kernels/gemm_packed.h (AVX-512 when simd::AllowAvx512() and
+// the CPU has it, else AVX2): every element is the sequential fmaf chain over k, so the bits
+// do not depend on the path, the blocking or how callers split rows across threads. double runs
+// the default build's Eigen GEMM, whose per-element sums also run over k in one blocked order
+// for a given shape, so its results do not depend on how callers split rows either.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,6 @@ namespace kernels {
 template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T* c, int64_t ldc);
-
-// The AVX-512 float GEMM, when this build has one and the CPU runs it (gemm_avx512.cc).
-bool HaveGemmAvx512();
-void GemmAvx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                const float* b, int64_t ldb, float* c, int64_t ldc);
 
 }  // namespace kernels
 }  // namespace troupe

@@ -1,6 +1,6 @@
-// MatMul(a, b; transpose_a, transpose_b) for float32/float64 with Eigen's GEMM. The output's
+// MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output's
 // rows are split into blocks whose size depends only on the problem shape, so every element
-// is computed by the same Eigen call whatever the thread count (bitwise reproducible).
+// is computed by the same GEMM call whatever the thread count (bitwise reproducible).
 // The gradients are MatMuls too: for c = a·b, da = dc·bᵀ and db = aᵀ·dc (TF's MatMul grad).
 #include <Eigen/Core>
 #include <algorithm>

@@ -1,6 +1,7 @@
-// kernels::Gemm (both the default and, where the CPU has it, the AVX-512 float build) against
-// a double-precision loop, for every transpose combination, odd shapes and padded leading
-// dimensions; plus the same bits for any row split (callers split rows across threads).
+// kernels::Gemm (float: the packed GEMM's default path, kernels/gemm_packed_test.cc checks
+// every path bit for bit; double: Eigen) against a double-precision loop, for every transpose
+// combination, odd shapes and padded leading dimensions; plus the same bits for any row split
+// (callers split rows across threads).
 #include "kernels/gemm.h"
 
 #include <gtest/gtest.h>
@@ -24,15 +25,11 @@ std::vector<float> Fill(int64_t n, uint32_t seed) {
   return v;
 }
 
-void Check(bool ta, bool tb, Shape s, bool avx512) {
+void Check(bool ta, bool tb, Shape s) {
   const int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
   const auto a = Fill((ta ? s.k : s.m) * lda, 1), b = Fill((tb ? s.n : s.k) * ldb, 2);
   std::vector<float> c(static_cast<size_t>(s.m * ldc), -7.0f);
-  if (avx512) {
-    kernels::GemmAvx512(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc);
-  } else {
-    kernels::Gemm<float>(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc);
-  }
+  kernels::Gemm<float>(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc);
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) {
       double want = 0;
@@ -42,7 +39,7 @@ void Check(bool ta, bool tb, Shape s, bool avx512) {
       }
       ASSERT_NEAR(c[static_cast<size_t>(i * ldc + j)], want, 1e-5 * (1 + std::sqrt(double(s.k))))
           << "ta=" << ta << " tb=" << tb << " m=" << s.m << " n=" << s.n << " k=" << s.k << " at ("
-          << i << "," << j << ") avx512=" << avx512;
+          << i << "," << j << ")";
     }
     for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[static_cast<size_t>(i * ldc + j)], -7.0f);
   }
@@ -56,8 +53,7 @@ TEST(GemmTest, MatchesLoop) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       for (const Shape& s : kShapes) {
-        Check(ta, tb, s, false);
-        if (kernels::HaveGemmAvx512()) Check(ta, tb, s, true);
+        Check(ta, tb, s);
       }
     }
   }

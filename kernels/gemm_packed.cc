@@ -1,0 +1,233 @@
+// The driver of kernels/gemm_packed.h: cache blocking, packing (all four transpose cases and
+// zero-padded edges), edge tiles and the choice of micro-kernel. The micro-kernels live in the
+// per-ISA files; this file is built for the default target.
+#include "kernels/gemm_packed.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/simd.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+using gemm_packed::KernelInfo;
+
+// op(X) of a row-major matrix: element (r, c) is p[r * ld + c], or p[c * ld + r] transposed.
+struct Operand {
+  const float* p;
+  int64_t ld;
+  bool t;
+};
+
+// Rows [i0, i0 + mc) and depth [p0, p0 + kc) of op(A) as mr-row panels: dst[p * mr + i] per
+// panel, rows past mc zero.
+void PackA(const Operand& A, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr, float* dst) {
+  for (int64_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
+    const int rows = static_cast<int>(std::min<int64_t>(mr, mc - ir));
+    if (A.t) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = A.p + (p0 + p) * A.ld + i0 + ir;
+        for (int i = 0; i < mr; ++i) dst[p * mr + i] = i < rows ? src[i] : 0.0f;
+      }
+      continue;
+    }
+    for (int i = 0; i < rows; ++i) {
+      const float* src = A.p + (i0 + ir + i) * A.ld + p0;
+      for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p];
+    }
+    for (int i = rows; i < mr; ++i) {
+      for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = 0.0f;
+    }
+  }
+}
+
+// Depth [p0, p0 + kc) and columns [j0, j0 + nc) of op(B) as nr-column panels:
+// dst[p * nr + j] per panel, columns past nc zero.
+void PackB(const Operand& B, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) {
+  for (int64_t jr = 0; jr < nc; jr += nr, dst += nr * kc) {
+    const int cols = static_cast<int>(std::min<int64_t>(nr, nc - jr));
+    if (!B.t) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = B.p + (p0 + p) * B.ld + j0 + jr;
+        for (int j = 0; j < nr; ++j) dst[p * nr + j] = j < cols ? src[j] : 0.0f;
+      }
+      continue;
+    }
+    for (int j = 0; j < cols; ++j) {
+      const float* src = B.p + (j0 + jr + j) * B.ld + p0;
+      for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = src[p];
+    }
+    for (int j = cols; j < nr; ++j) {
+      for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = 0.0f;
+    }
+  }
+}
+
+// A tile cut by the edge of C: the kernel runs on a full mr × nr scratch tile holding the
+// valid part of C (when the chain continues) and only the valid part is written back.
+void EdgeTile(const KernelInfo& ki, gemm_packed::MicroKernel fn, int64_t kc, const float* a,
+              int64_t lda, const float* b, float* c, int64_t ldc, int rows, int cols,
+              bool accumulate) {
+  alignas(64) float tile[32 * 64];
+  const size_t bytes = sizeof(float) * static_cast<size_t>(cols);
+  if (accumulate) {
+    for (int i = 0; i < rows; ++i) std::memcpy(tile + i * ki.nr, c + i * ldc, bytes);
+  }
+  fn(kc, a, lda, b, tile, ki.nr, accumulate);
+  for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * ki.nr, bytes);
+}
+
+// Packing buffers, 64-byte aligned, kept per thread.
+float* Buffer(std::vector<float>& v, int64_t floats) {
+  const size_t need = static_cast<size_t>(floats) + 16;
+  if (v.size() < need) v.resize(need);
+  const auto addr = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + ((64 - addr % 64) % 64) / sizeof(float);
+}
+
+// The A side of one row block: A in place (`rows`, `lda`, `t`) for every full mr-row panel
+// and, in `packed`, a copy of the trailing partial panel only (zero-padded to mr rows).
+struct ABlock {
+  const float* packed = nullptr;
+  const float* rows = nullptr;  // op(A)'s element (i, p) at rows[i * lda + p], or transposed
+  int64_t lda = 0;
+  bool t = false;
+};
+
+// Rows [0, mc) of the C block whose packed B slice is `bp` (nc columns), kc deep.
+void RowBlock(const KernelInfo& ki, const ABlock& A, const float* bp, int64_t mc, int64_t nc,
+              int64_t kc, float* c, int64_t ldc, bool accumulate) {
+  for (int64_t jr = 0; jr < nc; jr += ki.nr) {
+    const int cols = static_cast<int>(std::min<int64_t>(ki.nr, nc - jr));
+    const float* b = bp + jr * kc;
+    for (int64_t ir = 0; ir < mc; ir += ki.mr) {
+      const int rows = static_cast<int>(std::min<int64_t>(ki.mr, mc - ir));
+      const bool direct = A.rows != nullptr && rows == ki.mr;
+      const gemm_packed::MicroKernel fn = direct && !A.t ? ki.fn_rows : ki.fn;
+      const float* a = !direct ? A.packed : A.rows + ir * (A.t ? 1 : A.lda);
+      const int64_t lda = direct ? A.lda : ki.mr;
+      float* ct = c + ir * ldc + jr;
+      if (rows == ki.mr && cols == ki.nr) {
+        fn(kc, a, lda, b, ct, ldc, accumulate);
+      } else {
+        EdgeTile(ki, fn, kc, a, lda, b, ct, ldc, rows, cols, accumulate);
+      }
+    }
+  }
+}
+
+void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  thread_local std::vector<float> a_buf, b_buf;
+  const Operand A{a, lda, ta}, B{b, ldb, tb};
+  const int64_t nc_max = std::min(ki.nc, simd::RoundUp(n, ki.nr));
+  float* ap = Buffer(a_buf, ki.mr * ki.kc);
+  float* bp = Buffer(b_buf, nc_max * ki.kc);
+  for (int64_t jc = 0; jc < n; jc += ki.nc) {
+    const int64_t nc = std::min(ki.nc, n - jc);
+    for (int64_t pc = 0; pc < k; pc += ki.kc) {
+      const int64_t kc = std::min(ki.kc, k - pc);
+      PackB(B, pc, kc, jc, nc, ki.nr, bp);
+      for (int64_t ic = 0; ic < m; ic += ki.mc) {
+        const int64_t mc = std::min(ki.mc, m - ic);
+        // Only the trailing partial panel of A is packed.
+        const int64_t full = mc / ki.mr * ki.mr;
+        const ABlock block{ap, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, ta};
+        if (full < mc) PackA(A, ic + full, mc - full, pc, kc, ki.mr, ap);
+        RowBlock(ki, block, bp, mc, nc, kc, c + ic * ldc + jc, ldc, pc > 0);
+      }
+    }
+  }
+}
+
+// The portable micro-kernels: std::fma chains on 4 × 8 tiles, A at a[p * lda + i] or, with
+// kRows, a[i * lda + p].
+template <bool kRows>
+void ScalarKernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                  bool accumulate) {
+  constexpr int kMr = 4, kNr = 8;
+  float acc[kMr][kNr];
+  for (int i = 0; i < kMr; ++i) {
+    for (int j = 0; j < kNr; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
+  }
+  for (int64_t p = 0; p < kc; ++p, a += kRows ? 1 : lda, b += kNr) {
+    for (int i = 0; i < kMr; ++i) {
+      const float ai = a[kRows ? i * lda : i];
+      for (int j = 0; j < kNr; ++j) acc[i][j] = std::fma(ai, b[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < kMr; ++i) {
+    for (int j = 0; j < kNr; ++j) c[i * ldc + j] = acc[i][j];
+  }
+}
+
+std::atomic<GemmPath> g_path{GemmPath::kAuto};
+
+bool CpuHas(bool avx512) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+  return !avx512 || __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool HaveGemmPackedAvx2() {
+  static const bool has = CpuHas(false) && gemm_packed::Avx2Kernel(64).fn != nullptr;
+  return has;
+}
+
+bool HaveGemmPackedAvx512() {
+  static const bool has = CpuHas(true) && gemm_packed::Avx512Kernel(64).fn != nullptr;
+  return has;
+}
+
+void GemmPackedAvx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float* c, int64_t ldc) {
+  Run(gemm_packed::Avx2Kernel(n), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void GemmPackedAvx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  Run(gemm_packed::Avx512Kernel(n), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void GemmPackedScalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  Run({ScalarKernel<false>, ScalarKernel<true>, 4, 8, 256, 64, 1024}, ta, tb, m, n, k, a, lda, b,
+      ldb, c, ldc);
+}
+
+void SetGemmPathForTesting(GemmPath path) { g_path.store(path); }
+
+void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float* c, int64_t ldc) {
+  const GemmPath forced = g_path.load(std::memory_order_relaxed);
+  if (forced == GemmPath::kScalar) return GemmPackedScalar(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  if (forced == GemmPath::kAvx2 && HaveGemmPackedAvx2()) {
+    return GemmPackedAvx2(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+  if (forced == GemmPath::kAvx512 && HaveGemmPackedAvx512()) {
+    return GemmPackedAvx512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+  if (simd::AllowAvx512() && HaveGemmPackedAvx512()) {
+    return GemmPackedAvx512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+  if (HaveGemmPackedAvx2()) return GemmPackedAvx2(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  GemmPackedScalar(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+}  // namespace kernels
+}  // namespace troupe

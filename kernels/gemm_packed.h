@@ -1,0 +1,71 @@
+// Internal: packed, cache-blocked float32 GEMM (GotoBLAS/BLIS structure): C[m, n] =
+// op(A) · op(B), row-major with leading dimensions, op transposing when asked.
+//
+// Contract (bits): every element of C equals the sequential fused multiply-add chain
+//   acc = +0.0f; for p in 0 .. k-1: acc = fmaf(op(A)[i, p], op(B)[p, j], acc); C[i, j] = acc
+// whatever the blocking, the micro-kernel shape, the vector width (AVX2, AVX-512 or the scalar
+// fallback) and however callers split rows (or columns) across calls. The kc-blocks after the
+// first load the partial C into the micro-kernel's accumulators and continue the chain; no
+// partial sums are ever added, and no reduction runs across vector lanes. So a scalar std::fma
+// loop is an exact reference, and both CPU paths give the same bits.
+//
+// Structure: for each nc-wide column block and kc-deep slice, B is packed into kc × nr panels
+// (zero-padded past n); for each mc-tall row block A is packed into mr × kc panels (zero-padded
+// past m); a register-blocked micro-kernel computes one mr × nr tile of C. The four transpose
+// combinations differ only in packing; edge tiles run on a padded scratch tile. Single-threaded
+// and reentrant (scratch is thread-local); callers parallelise over rows.
+#pragma once
+
+#include <cstdint>
+
+namespace troupe {
+namespace kernels {
+
+// The fastest path this CPU allows: AVX-512 when simd::AllowAvx512() and the CPU has it,
+// else AVX2+FMA, else a scalar std::fma kernel. All three give the same bits.
+void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float* c, int64_t ldc);
+
+// Tests only: makes GemmPacked (and so kernels::Gemm<float> and the ops on it) take one path
+// (kAuto: the default choice). Paths the CPU lacks fall back as kAuto would.
+enum class GemmPath { kAuto, kScalar, kAvx2, kAvx512 };
+void SetGemmPathForTesting(GemmPath path);
+
+// One path explicitly (tests and benchmarks). GemmPackedAvx512 needs HaveGemmPackedAvx512()
+// and GemmPackedAvx2 needs HaveGemmPackedAvx2(); GemmPackedScalar runs anywhere.
+bool HaveGemmPackedAvx2();
+bool HaveGemmPackedAvx512();
+void GemmPackedAvx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float* c, int64_t ldc);
+void GemmPackedAvx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+void GemmPackedScalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
+namespace gemm_packed {
+
+// Computes one mr × nr tile: c[i * ldc + j] for i < mr, j < nr, from A and the packed B panel
+// b[p * nr + j], p < kc. A is a[p * lda + i] (`fn`: a packed panel with lda = mr, or a
+// transposed A read in place) or mr rows of a row-major matrix a[i * lda + p] (`fn_rows`); so
+// full panels of A are never packed, only the last, partial one. With `accumulate` the accumulators
+// start from c (the chain goes on), otherwise from +0.0f. Every element is a fmaf chain over p in
+// order.
+using MicroKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                             int64_t ldc, bool accumulate);
+
+// A micro-kernel with its register tile and cache blocking (kc: depth of a packed slice;
+// mc: rows of A packed at once; nc: columns of B packed at once; mc % mr == nc % nr == 0).
+struct KernelInfo {
+  MicroKernel fn = nullptr, fn_rows = nullptr;
+  int mr = 0, nr = 0;
+  int64_t kc = 0, mc = 0, nc = 0;
+};
+
+// The micro-kernels each build offers (fn == nullptr when that build has none). `n` is the
+// product's column count: narrow products may get a narrower tile.
+KernelInfo Avx2Kernel(int64_t n);    // gemm_packed_avx2.cc
+KernelInfo Avx512Kernel(int64_t n);  // gemm_packed_avx512.cc
+
+}  // namespace gemm_packed
+}  // namespace kernels
+}  // namespace troupe
