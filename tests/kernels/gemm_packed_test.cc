@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/testutil/random_fill.h"
 
 namespace troupe {
 namespace {
@@ -18,13 +19,7 @@ using namespace testing_util;  // NOLINT
 using kernels::GemmPath;
 using V = std::vector<int64_t>;
 
-std::vector<float> Fill(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testutil::UniformFloats;
 
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
                         int64_t, float*, int64_t);
@@ -32,7 +27,7 @@ using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, const float*, int
 // Each path against the fma chain for one shape; untouched padding columns of C stay -7.
 void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
   const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
-  const auto a = Fill((ta ? k : m) * lda, 1), b = Fill((tb ? n : k) * ldb, 2);
+  const auto a = UniformFloats((ta ? k : m) * lda, 1), b = UniformFloats((tb ? n : k) * ldb, 2);
   std::vector<float> want(static_cast<size_t>(m * ldc), -7.0f);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {

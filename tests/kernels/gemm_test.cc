@@ -7,8 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
+
+#include "tests/testutil/random_fill.h"
 
 namespace troupe {
 namespace {
@@ -17,17 +18,12 @@ struct Shape {
   int64_t m, n, k;
 };
 
-std::vector<float> Fill(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testutil::UniformFloats;
 
 void Check(bool ta, bool tb, Shape s) {
   const int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
-  const auto a = Fill((ta ? s.k : s.m) * lda, 1), b = Fill((tb ? s.n : s.k) * ldb, 2);
+  const auto a = UniformFloats((ta ? s.k : s.m) * lda, 1),
+             b = UniformFloats((tb ? s.n : s.k) * ldb, 2);
   std::vector<float> c(static_cast<size_t>(s.m * ldc), -7.0f);
   kernels::Gemm<float>(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc);
   for (int64_t i = 0; i < s.m; ++i) {
@@ -61,7 +57,7 @@ TEST(GemmTest, MatchesLoop) {
 
 TEST(GemmTest, SameBitsForAnyRowSplit) {
   const int64_t m = 300, n = 40, k = 150;
-  const auto a = Fill(m * k, 3), b = Fill(k * n, 4);
+  const auto a = UniformFloats(m * k, 3), b = UniformFloats(k * n, 4);
   std::vector<float> whole(static_cast<size_t>(m * n)), parts(whole.size());
   kernels::Gemm<float>(false, false, m, n, k, a.data(), k, b.data(), n, whole.data(), n);
   for (int64_t r = 0; r < m; r += 64) {
