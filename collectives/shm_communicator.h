@@ -44,6 +44,8 @@ class ShmCommunicator : public Communicator {
                          std::vector<OpHeader>* all) override;
   Status Run(Op& op) override;
   void BeforeHeaderExchange(const Op& op) override;
+  // Nothing here is bound to a thread: a waiting caller may run its operation itself.
+  bool CallerMayRun() const override { return true; }
 
  private:
   ShmCommunicator(ProcessGroup group, CollectiveOptions options,

@@ -22,6 +22,7 @@ bool Work::Test() const {
 }
 
 Status Work::Wait(Deadline deadline) const {
+  if (helper_) helper_(*this, deadline);
   std::unique_lock<std::mutex> lock(mu_);
   auto done = [this] { return state_ == State::kDone; };
   if (deadline == Deadline::max()) {

@@ -48,6 +48,11 @@ class Work {
   void OnDone(std::function<void(const Status&)> fn);
 
   // For backends.
+  // Lets Wait() run the operation on the waiting thread instead of sleeping until the progress
+  // thread gets to it: Wait calls help(*this, deadline) first, which runs the operation when it
+  // can (see Communicator) and returns at once otherwise. Set before the work is handed out.
+  using Helper = std::function<void(const Work&, Deadline)>;
+  void SetHelper(Helper help) { helper_ = std::move(help); }
   void MarkRunning();
   void Complete(Status status);
 
@@ -58,6 +63,7 @@ class Work {
   State state_ = State::kQueued;
   Status status_;
   std::vector<std::function<void(const Status&)>> callbacks_;
+  Helper helper_;
 };
 
 using WorkPtr = std::shared_ptr<Work>;
