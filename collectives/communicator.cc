@@ -202,11 +202,12 @@ WorkPtr Communicator::Enqueue(Op op) {
   op.header = OpHeader::Make(op.kind, op.reduce_op, op.dtype, shape, op.seq, op.root,
                              options_.deterministic);
   op.header.local_error = op.local_error.ok() ? 0 : 1;
-  op.description = op.header.ToString() + " on rank " + std::to_string(group_.world_rank) + " (" +
-                   backend() + ")";
-  auto work = std::make_shared<Work>(op.description);
+  auto work = std::make_shared<Work>(std::function<std::string()>(
+      [header = op.header, rank = group_.world_rank, backend = backend()] {
+        return header.ToString() + " on rank " + std::to_string(rank) + " (" + backend + ")";
+      }));
   if (progress_->stopping) {
-    work->Complete(CancelledError(op.description + ": communicator is shutting down"));
+    work->Complete(CancelledError(work->description() + ": communicator is shutting down"));
     return work;
   }
   if (CallerMayRun()) {
@@ -256,7 +257,7 @@ void Communicator::CancelQueued(std::unique_lock<std::mutex>& lock) {
   // Peers may wait for these and will time out naming this rank; better than running work
   // whose tensors the caller may be tearing down.
   for (auto& [op, work] : p.queue) {
-    work->Complete(CancelledError(op.description + ": communicator destroyed first"));
+    work->Complete(CancelledError(work->description() + ": communicator destroyed first"));
   }
   p.queue.clear();
   p.owner = nullptr;
@@ -288,14 +289,14 @@ void Communicator::RunOp(Op& op, Work& work,
                          const std::function<void(const CollectiveEvent&)>& observer,
                          const Status& broken) {
   if (!broken.ok()) {
-    work.Complete(FailedPreconditionError(op.description +
+    work.Complete(FailedPreconditionError(work.description() +
                                           ": communicator is broken by an "
                                           "earlier error: " +
                                           broken.ToString()));
     return;
   }
   work.MarkRunning();
-  if (observer) observer({CollectiveEvent::Type::kStarted, op.seq, op.description, {}});
+  if (observer) observer({CollectiveEvent::Type::kStarted, op.seq, work.description(), {}});
   op.deadline = DeadlineAfter(options_.timeout);
   std::vector<OpHeader> headers;
   BeforeHeaderExchange(op);
@@ -316,13 +317,13 @@ void Communicator::RunOp(Op& op, Work& work,
     s = Run(op);
     breaks = !s.ok();
   }
-  if (!s.ok()) s = s.WithContext(op.description);
+  if (!s.ok()) s = s.WithContext(work.description());
   if (breaks) {
     std::lock_guard<std::mutex> lock(progress_->mu);
     if (broken_.ok()) broken_ = s;
     TROUPE_LOG(ERROR) << "collectives: " << s.ToString();
   }
-  if (observer) observer({CollectiveEvent::Type::kFinished, op.seq, op.description, s});
+  if (observer) observer({CollectiveEvent::Type::kFinished, op.seq, work.description(), s});
   work.Complete(std::move(s));
 }
 

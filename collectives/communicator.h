@@ -107,7 +107,6 @@ class Communicator {
     int64_t seq = 0;
     OpHeader header;
     Deadline deadline;
-    std::string description;
     Deadline queued_at;  // when Enqueue queued it
     Status local_error;  // argument error found on this rank; peers learn of it via the header
     // What the backend captured on the caller's thread (CaptureCallerState).

@@ -53,7 +53,7 @@ struct ShmSegment::Control {
   uint64_t eager_slot_bytes;
   std::atomic<int32_t> ready;
   std::atomic<int32_t> attached;
-  alignas(64) std::atomic<uint32_t> wake_seq;  // bumped on every arrival; futex word
+  alignas(64) std::atomic<uint32_t> wake_seq;  // bumped on arrivals while someone sleeps; futex
   std::atomic<int32_t> sleepers;
 };
 
@@ -302,7 +302,8 @@ Status ShmSegment::WaitForAll(uint64_t target, Deadline deadline, const char* wh
       return DeadlineExceededError("shared-memory " + std::string(what) +
                                    ": timed out waiting for " + DescribeRanks(late));
     }
-    c->sleepers.fetch_add(1, std::memory_order_acq_rel);
+    c->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with ArriveAndWait's fence
     if (!all_arrived()) {
       timespec ts{0, 5'000'000};  // 5 ms: bounded so deadlines and pids get checked
       Futex(&c->wake_seq, FUTEX_WAIT, seq, &ts);
@@ -315,8 +316,12 @@ Status ShmSegment::ArriveAndWait(Deadline deadline, const char* what) {
   ++arrivals_;
   area(params_.local_rank)->arrivals.store(arrivals_, std::memory_order_release);
   Control* c = control();
-  c->wake_seq.fetch_add(1, std::memory_order_acq_rel);
-  if (c->sleepers.load(std::memory_order_acquire) > 0) {
+  // The arrival is visible before sleepers is read (a waiter bumps sleepers before its last
+  // look at the arrivals), so the shared wake word is written only when someone sleeps: no
+  // cache-line ping-pong between spinning ranks.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (c->sleepers.load(std::memory_order_seq_cst) > 0) {
+    c->wake_seq.fetch_add(1, std::memory_order_acq_rel);
     Futex(&c->wake_seq, FUTEX_WAKE, INT32_MAX, nullptr);
   }
   return WaitForAll(arrivals_, deadline, what);
