@@ -25,8 +25,7 @@ Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::Create(ProcessGroup gr
   params.num_slots = ShmLayout::SlotsNeeded(per_rank);
   params.slot_bytes = options.piece_bytes;
   params.heap_bytes = options.shm_heap_bytes;
-  params.eager_slot_bytes =
-      getenv("EAGER_KIB") ? std::atoll(getenv("EAGER_KIB")) << 10 : kEagerBytes;
+  params.eager_slot_bytes = kEagerBytes;
   for (int r = 0; r < group.world_size; ++r) params.world_ranks.push_back(r);
   TROUPE_ASSIGN_OR_RETURN(auto segment, ShmSegment::Join(params, DeadlineAfter(options.timeout)));
   return std::unique_ptr<ShmCommunicator>(
