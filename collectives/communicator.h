@@ -5,7 +5,9 @@
 // on the communicator's progress thread, in call order, which must be the same on all ranks.
 // Backends that allow it (CallerMayRun) let a thread that waits on a work run it itself when it
 // is next in line and nothing is running, saving the two thread hand-offs (microseconds) that
-// dominate small operations; operations still run one at a time, in call order.
+// dominate small operations; operations still run one at a time, in call order, and one that
+// nobody waits on starts up to ~50 us after the call (the progress thread leaves it that long
+// to a caller that may be about to wait).
 //
 // Semantics (N = group().num_replicas()):
 //  - AllReduce(t, op): every t[i] becomes op over all N replicas' t (mean = sum / N).
@@ -78,8 +80,8 @@ class Communicator {
   WorkPtr ReduceScatter(std::vector<Tensor> inputs, std::vector<Tensor> outputs, ReduceOp op);
   WorkPtr Barrier();
 
-  // Observes operations starting and finishing on the progress thread (tests record orderings
-  // with it). Set it before issuing work.
+  // Observes operations starting and finishing on the thread running them (tests record
+  // orderings with it). Set it before issuing work.
   void SetObserver(std::function<void(const CollectiveEvent&)> observer);
   // OK while healthy; the error that broke the communicator otherwise.
   Status broken_status() const;
@@ -123,11 +125,12 @@ class Communicator {
   // caller's kernels wrote up to the call without waiting for anything queued later (NCCL
   // records an event on the compute stream). An error fails the op on every rank.
   virtual Status CaptureCallerState(Op& op) { return Status::OK(); }
-  // Called on the progress thread right before ExchangeHeaders for `op` (the shared-memory
-  // backend publishes where its tensors live).
+  // Called on the thread that runs `op` right before ExchangeHeaders for it (the shared-memory
+  // backend publishes where its tensors live and stages small allreduces in its eager slots).
   virtual void BeforeHeaderExchange(const Op& op) {}
-  // Runs one operation (headers already checked) synchronously on the progress thread,
-  // finishing by op.deadline. Any error breaks the communicator, since peers may be part-way.
+  // Runs one operation (headers already checked) synchronously on the progress thread (or a
+  // waiting caller's thread, see CallerMayRun), finishing by op.deadline. Any error breaks the
+  // communicator, since peers may be part-way.
   virtual Status Run(Op& op) = 0;
   // Device types the backend accepts (CPU by default).
   virtual bool AcceptsDevice(const Device& device) const { return device.is_cpu(); }

@@ -68,6 +68,8 @@ Result<Tensor> ShmCommunicator::AllocateTensor(DType dtype, const TensorShape& s
 }
 
 void ShmCommunicator::BeforeHeaderExchange(const Op& op) {
+  if (IsEager(op)) return StageEager(op);
+  if (!heap_) return;  // nothing to publish (every rank has no heap)
   std::vector<int64_t> offsets;
   for (const Tensor& t : op.inputs) {
     const bool shared = heap_ && op.kind == CollectiveKind::kAllReduce && op.local_error.ok() &&
@@ -75,7 +77,6 @@ void ShmCommunicator::BeforeHeaderExchange(const Op& op) {
     offsets.push_back(shared ? static_cast<int64_t>(heap_->OffsetOf(t.raw_data())) : -1);
   }
   segment_->PublishBuffers(op.seq, offsets);
-  if (IsEager(op)) StageEager(op);
 }
 
 bool ShmCommunicator::IsEager(const Op& op) const {
