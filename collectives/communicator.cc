@@ -8,6 +8,13 @@
 namespace troupe {
 namespace {
 
+// CallerMayRun backends: how long the progress thread leaves a new operation to a caller that
+// may be about to wait on it (an operation nobody waits for starts up to this much later), and
+// for how long after running one it polls the queue at that period instead of sleeping until
+// Enqueue wakes it.
+constexpr std::chrono::microseconds kCallerGrace{50};
+constexpr std::chrono::milliseconds kPollWindow{2};
+
 // Allgather and reduce_scatter outputs (already checked among themselves) must have the
 // inputs' dtype and the shape `expected` derives from the inputs' shape.
 Status CheckOutputsMatch(const char* what, const Tensor& input, const Tensor& output,
@@ -24,7 +31,8 @@ Status CheckOutputsMatch(const char* what, const Tensor& input, const Tensor& ou
 }  // namespace
 
 Communicator::Communicator(ProcessGroup group, CollectiveOptions options)
-    : group_(std::move(group)), options_(options) {
+    : group_(std::move(group)), options_(options), progress_(std::make_shared<Progress>()) {
+  progress_->owner = this;
   // Constructed only from validated groups (the backends' Create functions check).
   const auto& ids = group_.local_replica_ids();
   local_order_.resize(ids.size());
@@ -38,21 +46,21 @@ Communicator::~Communicator() { Shutdown(); }
 
 void Communicator::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(progress_->mu);
+    if (progress_->stopping) return;
+    progress_->stopping = true;
   }
-  cv_.notify_all();
+  progress_->cv.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void Communicator::SetObserver(std::function<void(const CollectiveEvent&)> observer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(progress_->mu);
   observer_ = std::move(observer);
 }
 
 Status Communicator::broken_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(progress_->mu);
   return broken_;
 }
 
@@ -184,7 +192,7 @@ WorkPtr Communicator::Barrier() {
 
 WorkPtr Communicator::Enqueue(Op op) {
   if (op.local_error.ok()) op.local_error = CaptureCallerState(op);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(progress_->mu);
   op.seq = next_seq_++;
   TensorShape shape;
   if (op.local_error.ok() && !op.inputs.empty()) {
@@ -194,81 +202,127 @@ WorkPtr Communicator::Enqueue(Op op) {
   op.header = OpHeader::Make(op.kind, op.reduce_op, op.dtype, shape, op.seq, op.root,
                              options_.deterministic);
   op.header.local_error = op.local_error.ok() ? 0 : 1;
-  op.description = op.header.ToString() + " on rank " + std::to_string(group_.world_rank) + " (" +
-                   backend() + ")";
-  auto work = std::make_shared<Work>(op.description);
-  if (stopping_) {
-    work->Complete(CancelledError(op.description + ": communicator is shutting down"));
+  auto work = std::make_shared<Work>(std::function<std::string()>(
+      [header = op.header, rank = group_.world_rank, backend = backend()] {
+        return header.ToString() + " on rank " + std::to_string(rank) + " (" + backend + ")";
+      }));
+  if (progress_->stopping) {
+    work->Complete(CancelledError(work->description() + ": communicator is shutting down"));
     return work;
   }
-  queue_.emplace_back(std::move(op), work);
-  cv_.notify_all();
+  if (CallerMayRun()) {
+    work->SetHelper(
+        [progress = progress_](const Work& w, Deadline deadline) { Help(*progress, w, deadline); });
+  }
+  Progress& p = *progress_;
+  op.queued_at = p.last_queued = CollectiveClock::now();
+  p.caller_may_run = CallerMayRun();  // read here: the loop starts before construction ends
+  p.queue.emplace_back(std::move(op), work);
+  // A polling progress thread finds it without a wake-up (a futex call and, on a busy core, a
+  // context switch).
+  if (p.idle || !p.caller_may_run) p.cv.notify_all();
   return work;
 }
 
 void Communicator::Loop() {
+  Progress& p = *progress_;
+  std::unique_lock<std::mutex> lock(p.mu);
   for (;;) {
-    std::pair<Op, WorkPtr> item;
-    std::function<void(const CollectiveEvent&)> observer;
-    Status broken;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      if (stopping_) {
-        // Peers may wait for these and will time out naming this rank; better than running
-        // work whose tensors the caller may be tearing down.
-        for (auto& [op, work] : queue_) {
-          work->Complete(CancelledError(op.description + ": communicator destroyed first"));
-        }
-        queue_.clear();
-        return;
+    if (p.stopping) return CancelQueued(lock);
+    const auto now = CollectiveClock::now();
+    if (p.queue.empty() || p.running) {
+      if (p.caller_may_run && now < p.last_queued + kPollWindow) {
+        // Polling (no wake-ups needed from Enqueue) while operations keep coming.
+        p.cv.wait_for(lock, kCallerGrace);
+      } else {
+        p.idle = true;
+        p.cv.wait(lock, [&] { return p.stopping || (!p.queue.empty() && !p.running); });
+        p.idle = false;
       }
-      item = std::move(queue_.front());
-      queue_.pop_front();
-      observer = observer_;
-      broken = broken_;
-    }
-    Op& op = item.first;
-    WorkPtr& work = item.second;
-    if (!broken.ok()) {
-      work->Complete(FailedPreconditionError(op.description +
-                                             ": communicator is broken by an "
-                                             "earlier error: " +
-                                             broken.ToString()));
       continue;
     }
-    work->MarkRunning();
-    if (observer) observer({CollectiveEvent::Type::kStarted, op.seq, op.description, {}});
-    op.deadline = DeadlineAfter(options_.timeout);
-    std::vector<OpHeader> headers;
-    BeforeHeaderExchange(op);
-    Status s = ExchangeHeaders(op.header, op.deadline, &headers);
-    bool breaks = !s.ok();
-    if (s.ok()) {
-      std::vector<int> ranks(headers.size());
-      std::iota(ranks.begin(), ranks.end(), 0);
-      // Every rank sees the same headers and reaches the same verdict, so a mismatch leaves
-      // the communicator usable.
-      if (!op.local_error.ok()) {
-        s = op.local_error;
-      } else {
-        s = CheckHeadersMatch(headers, ranks);
-      }
+    const Deadline claim_by = p.queue.front().first.queued_at + kCallerGrace;
+    if (p.caller_may_run && now < claim_by) {
+      // A caller about to wait runs its operation faster itself; give it a moment to claim it.
+      p.cv.wait_until(lock, claim_by);
+      continue;
     }
-    if (s.ok() && op.kind != CollectiveKind::kBarrier) {
-      s = Run(op);
-      breaks = !s.ok();
-    }
-    if (!s.ok()) s = s.WithContext(op.description);
-    if (breaks) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (broken_.ok()) broken_ = s;
-      TROUPE_LOG(ERROR) << "collectives: " << s.ToString();
-    }
-    if (observer) observer({CollectiveEvent::Type::kFinished, op.seq, op.description, s});
-    work->Complete(std::move(s));
+    RunFront(lock);
   }
+}
+
+void Communicator::CancelQueued(std::unique_lock<std::mutex>& lock) {
+  Progress& p = *progress_;
+  p.cv.wait(lock, [&] { return !p.running; });  // a helping caller finishes its operation
+  // Peers may wait for these and will time out naming this rank; better than running work
+  // whose tensors the caller may be tearing down.
+  for (auto& [op, work] : p.queue) {
+    work->Complete(CancelledError(work->description() + ": communicator destroyed first"));
+  }
+  p.queue.clear();
+  p.owner = nullptr;
+}
+
+void Communicator::RunFront(std::unique_lock<std::mutex>& lock) {
+  Progress& p = *progress_;
+  std::pair<Op, WorkPtr> item = std::move(p.queue.front());
+  p.queue.pop_front();
+  p.running = true;
+  const auto observer = observer_;
+  const Status broken = broken_;
+  lock.unlock();
+  RunOp(item.first, *item.second, observer, broken);
+  lock.lock();
+  p.running = false;
+  if (p.stopping || (p.idle && !p.queue.empty())) p.cv.notify_all();
+}
+
+void Communicator::Help(Progress& p, const Work& work, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(p.mu);
+  if (p.stopping || p.running || p.queue.empty() || p.queue.front().second.get() != &work) return;
+  Communicator* self = p.owner;
+  if (deadline != NoDeadline() && deadline < DeadlineAfter(self->options_.timeout)) return;
+  self->RunFront(lock);
+}
+
+void Communicator::RunOp(Op& op, Work& work,
+                         const std::function<void(const CollectiveEvent&)>& observer,
+                         const Status& broken) {
+  if (!broken.ok()) {
+    work.Complete(FailedPreconditionError(work.description() +
+                                          ": communicator is broken by an "
+                                          "earlier error: " +
+                                          broken.ToString()));
+    return;
+  }
+  work.MarkRunning();
+  if (observer) observer({CollectiveEvent::Type::kStarted, op.seq, work.description(), {}});
+  op.deadline = DeadlineAfter(options_.timeout);
+  std::vector<OpHeader> headers;
+  BeforeHeaderExchange(op);
+  Status s = ExchangeHeaders(op.header, op.deadline, &headers);
+  bool breaks = !s.ok();
+  if (s.ok()) {
+    // Every rank sees the same headers and reaches the same verdict, so a mismatch leaves
+    // the communicator usable.
+    if (!op.local_error.ok()) {
+      s = op.local_error;
+    } else {
+      s = CheckHeadersMatch(headers, {});  // names rank i as i
+    }
+  }
+  if (s.ok() && op.kind != CollectiveKind::kBarrier) {
+    s = Run(op);
+    breaks = !s.ok();
+  }
+  if (!s.ok()) s = s.WithContext(work.description());
+  if (breaks) {
+    std::lock_guard<std::mutex> lock(progress_->mu);
+    if (broken_.ok()) broken_ = s;
+    TROUPE_LOG(ERROR) << "collectives: " << s.ToString();
+  }
+  if (observer) observer({CollectiveEvent::Type::kFinished, op.seq, work.description(), s});
+  work.Complete(std::move(s));
 }
 
 }  // namespace troupe

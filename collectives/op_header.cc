@@ -76,15 +76,18 @@ Status CheckHeadersMatch(const std::vector<OpHeader>& headers, const std::vector
       return InvalidArgumentError(rank_name(i) + " rejected its own arguments for " + b.ToString() +
                                   " (its error says why); no data was moved");
     }
-    const std::string who = rank_name(0) + " called " + a.ToString() + " but " + rank_name(i) +
-                            " called " + b.ToString();
+    // Formatted only for a mismatch: this check runs on every operation.
+    auto who = [&] {
+      return rank_name(0) + " called " + a.ToString() + " but " + rank_name(i) + " called " +
+             b.ToString();
+    };
     if (a.seq != b.seq) {
-      return InvalidArgumentError("collectives out of step: " + who +
+      return InvalidArgumentError("collectives out of step: " + who() +
                                   "; every rank must issue the same collectives in the same "
                                   "order");
     }
     if (a.kind != b.kind || a.reduce_op != b.reduce_op || a.root != b.root) {
-      return InvalidArgumentError("mismatched collective: " + who +
+      return InvalidArgumentError("mismatched collective: " + who() +
                                   "; every rank must issue the same collectives in the same "
                                   "order");
     }

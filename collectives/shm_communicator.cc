@@ -1,6 +1,7 @@
 #include "collectives/shm_communicator.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "collectives/backend_plans.h"
 
@@ -24,6 +25,7 @@ Result<std::unique_ptr<ShmCommunicator>> ShmCommunicator::Create(ProcessGroup gr
   params.num_slots = ShmLayout::SlotsNeeded(per_rank);
   params.slot_bytes = options.piece_bytes;
   params.heap_bytes = options.shm_heap_bytes;
+  params.eager_slot_bytes = kEagerBytes;
   for (int r = 0; r < group.world_size; ++r) params.world_ranks.push_back(r);
   TROUPE_ASSIGN_OR_RETURN(auto segment, ShmSegment::Join(params, DeadlineAfter(options.timeout)));
   return std::unique_ptr<ShmCommunicator>(
@@ -66,6 +68,8 @@ Result<Tensor> ShmCommunicator::AllocateTensor(DType dtype, const TensorShape& s
 }
 
 void ShmCommunicator::BeforeHeaderExchange(const Op& op) {
+  if (IsEager(op)) return StageEager(op);
+  if (!heap_) return;  // nothing to publish (every rank has no heap)
   std::vector<int64_t> offsets;
   for (const Tensor& t : op.inputs) {
     const bool shared = heap_ && op.kind == CollectiveKind::kAllReduce && op.local_error.ok() &&
@@ -73,6 +77,52 @@ void ShmCommunicator::BeforeHeaderExchange(const Op& op) {
     offsets.push_back(shared ? static_cast<int64_t>(heap_->OffsetOf(t.raw_data())) : -1);
   }
   segment_->PublishBuffers(op.seq, offsets);
+}
+
+bool ShmCommunicator::IsEager(const Op& op) const {
+  const size_t bytes = static_cast<size_t>(op.count) * DTypeSize(op.dtype);
+  return op.kind == CollectiveKind::kAllReduce && op.local_error.ok() && bytes > 0 &&
+         bytes <= segment_->eager_slot_bytes();
+}
+
+// Slots of parity seq & 1 are free: every peer folded from them in operation seq - 2, before
+// arriving at the header exchange of seq - 1, which this rank has passed.
+char* ShmCommunicator::EagerSlot(int64_t seq, int local_rank, int c) const {
+  return segment_->eager_slot(per_replica_.slot_index(static_cast<int>(seq & 1), local_rank, c));
+}
+
+void ShmCommunicator::StageEager(const Op& op) {
+  const size_t bytes = static_cast<size_t>(op.count) * DTypeSize(op.dtype);
+  const int me = group_.world_rank;
+  if (!options_.deterministic && op.inputs.size() > 1) {
+    // Fast mode: the local replicas' partial result is this rank's one contribution.
+    PreReduceLocal(op.dtype, op.reduce_op, op.inputs, EagerSlot(op.seq, me, 0), op.count);
+    return;
+  }
+  for (size_t c = 0; c < op.inputs.size(); ++c) {
+    std::memcpy(EagerSlot(op.seq, me, static_cast<int>(c)), op.inputs[c].raw_data(), bytes);
+  }
+}
+
+Status ShmCommunicator::RunEagerAllReduce(Op& op) {
+  const int me = group_.world_rank;
+  std::vector<const void*> srcs;
+  if (options_.deterministic) {
+    for (const auto& [r, c] : id_order_) {
+      srcs.push_back(r == me ? op.inputs[c].raw_data() : EagerSlot(op.seq, r, c));
+    }
+  } else {
+    // One contribution per rank (fast mode's local partial, or its only replica).
+    for (int r = 0; r < group_.world_size; ++r) {
+      const bool own_input = r == me && op.inputs.size() == 1;
+      srcs.push_back(own_input ? op.inputs[0].raw_data() : EagerSlot(op.seq, r, 0));
+    }
+  }
+  // Sources are read before the destinations are written, element by element: in place is fine.
+  const std::vector<void*> outs = DataPointers(op.outputs);
+  FoldElements(op.dtype, op.reduce_op, srcs.data(), static_cast<int>(srcs.size()), outs.data(),
+               static_cast<int>(outs.size()), op.count, group_.num_replicas());
+  return Status::OK();
 }
 
 Status ShmCommunicator::RunZeroCopyAllReduce(Op& op) {
@@ -103,6 +153,7 @@ Status ShmCommunicator::RunZeroCopyAllReduce(Op& op) {
 }
 
 Status ShmCommunicator::RunAllReduce(Op& op) {
+  if (IsEager(op)) return RunEagerAllReduce(op);
   if (heap_) {
     bool all_shared = true;
     for (int r = 0; r < group_.world_size && all_shared; ++r) {

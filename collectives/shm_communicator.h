@@ -4,8 +4,11 @@
 // buffers) and publishes the result; everyone copies it out. One barrier per piece. Tensors
 // from AllocateTensor() (options.shm_heap_bytes > 0) live in the segment itself: allreduces on
 // them skip staging entirely — each owner folds its segment from every process's tensor into
-// every process's tensor (memory traffic of one memcpy). A peer that dies is noticed by pid
-// within ~20 ms and named; a stuck one is named at the timeout.
+// every process's tensor (memory traffic of one memcpy). Allreduces of up to kEagerBytes take
+// one barrier in all: each rank stages its inputs in the eager slots of the operation's parity
+// before the header exchange, and after it every rank folds the whole vector in the same fixed
+// order (so the same bits) from those slots into its own tensors. A peer that dies is noticed
+// by pid within ~20 ms and named; a stuck one is named at the timeout.
 #pragma once
 
 #include <atomic>
@@ -28,6 +31,8 @@ class ShmCommunicator : public Communicator {
                                                          std::string segment_name);
   ~ShmCommunicator() override;
   std::string backend() const override { return "shm"; }
+  // Allreduces of at most this many bytes per tensor take the eager (one-barrier) path.
+  static constexpr size_t kEagerBytes = size_t{256} << 10;
   // In this process's heap of the segment when options.shm_heap_bytes leaves room (else a
   // plain tensor). Such tensors stay valid after the communicator is gone.
   Result<Tensor> AllocateTensor(DType dtype, const TensorShape& shape) override;
@@ -39,11 +44,18 @@ class ShmCommunicator : public Communicator {
                          std::vector<OpHeader>* all) override;
   Status Run(Op& op) override;
   void BeforeHeaderExchange(const Op& op) override;
+  // Nothing here is bound to a thread: a waiting caller may run its operation itself.
+  bool CallerMayRun() const override { return true; }
 
  private:
   ShmCommunicator(ProcessGroup group, CollectiveOptions options,
                   std::unique_ptr<ShmSegment> segment);
   Status RunAllReduce(Op& op);
+  // The eager path: staging (before the header exchange) and the fold (after it).
+  bool IsEager(const Op& op) const;
+  char* EagerSlot(int64_t seq, int local_rank, int c) const;
+  void StageEager(const Op& op);
+  Status RunEagerAllReduce(Op& op);
   // Every segment owner folds straight from all processes' shared tensors into all of them.
   Status RunZeroCopyAllReduce(Op& op);
 

@@ -50,9 +50,10 @@ struct ShmSegment::Control {
   int32_t num_slots;
   uint64_t slot_bytes;
   uint64_t heap_bytes;
+  uint64_t eager_slot_bytes;
   std::atomic<int32_t> ready;
   std::atomic<int32_t> attached;
-  alignas(64) std::atomic<uint32_t> wake_seq;  // bumped on every arrival; futex word
+  alignas(64) std::atomic<uint32_t> wake_seq;  // bumped on arrivals while someone sleeps; futex
   std::atomic<int32_t> sleepers;
 };
 
@@ -94,7 +95,7 @@ ShmSegment::RankArea* ShmSegment::area(int local_rank) const {
 }
 
 char* ShmSegment::heap(int local_rank) const {
-  return static_cast<char*>(base_) + header_bytes_ + data_bytes() +
+  return static_cast<char*>(base_) + header_bytes_ + data_bytes() + eager_bytes() +
          static_cast<size_t>(local_rank) * params_.heap_bytes;
 }
 
@@ -116,6 +117,11 @@ char* ShmSegment::slot(int i) const {
   return static_cast<char*>(base_) + header_bytes_ + static_cast<size_t>(i) * slot_bytes();
 }
 
+char* ShmSegment::eager_slot(int i) const {
+  return static_cast<char*>(base_) + header_bytes_ + data_bytes() +
+         static_cast<size_t>(i) * eager_slot_bytes();
+}
+
 Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline deadline) {
   if (params.name.empty() || params.name[0] != '/' ||
       params.name.find('/', 1) != std::string::npos) {
@@ -127,10 +133,11 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
   }
   params.slot_bytes = RoundUp(std::max<size_t>(params.slot_bytes, kPage), kPage);
   params.heap_bytes = RoundUp(params.heap_bytes, kPage);
+  params.eager_slot_bytes = RoundUp(params.eager_slot_bytes, kPage);
   std::unique_ptr<ShmSegment> seg(new ShmSegment(params));
   seg->header_bytes_ =
       RoundUp(RoundUp(sizeof(Control), 64) + sizeof(RankArea) * params.local_size, kPage);
-  seg->map_bytes_ = seg->header_bytes_ + seg->data_bytes() +
+  seg->map_bytes_ = seg->header_bytes_ + seg->data_bytes() + seg->eager_bytes() +
                     params.heap_bytes * static_cast<size_t>(params.local_size);
   const std::string& name = params.name;
   const bool creator = params.local_rank == 0;
@@ -191,6 +198,7 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
     c->num_slots = params.num_slots;
     c->slot_bytes = params.slot_bytes;
     c->heap_bytes = params.heap_bytes;
+    c->eager_slot_bytes = params.eager_slot_bytes;
     c->ready.store(1, std::memory_order_release);
   } else {
     while (c->ready.load(std::memory_order_acquire) != 1) {
@@ -201,7 +209,7 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
     }
     if (c->magic != kMagic || c->local_size != params.local_size ||
         c->num_slots != params.num_slots || c->slot_bytes != params.slot_bytes ||
-        c->heap_bytes != params.heap_bytes) {
+        c->heap_bytes != params.heap_bytes || c->eager_slot_bytes != params.eager_slot_bytes) {
       return FailedPreconditionError(
           "shared-memory segment " + name + " was created with other parameters (local_size " +
           std::to_string(c->local_size) + ", slots " + std::to_string(c->num_slots) + "x" +
@@ -294,7 +302,8 @@ Status ShmSegment::WaitForAll(uint64_t target, Deadline deadline, const char* wh
       return DeadlineExceededError("shared-memory " + std::string(what) +
                                    ": timed out waiting for " + DescribeRanks(late));
     }
-    c->sleepers.fetch_add(1, std::memory_order_acq_rel);
+    c->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with ArriveAndWait's fence
     if (!all_arrived()) {
       timespec ts{0, 5'000'000};  // 5 ms: bounded so deadlines and pids get checked
       Futex(&c->wake_seq, FUTEX_WAIT, seq, &ts);
@@ -307,8 +316,12 @@ Status ShmSegment::ArriveAndWait(Deadline deadline, const char* what) {
   ++arrivals_;
   area(params_.local_rank)->arrivals.store(arrivals_, std::memory_order_release);
   Control* c = control();
-  c->wake_seq.fetch_add(1, std::memory_order_acq_rel);
-  if (c->sleepers.load(std::memory_order_acquire) > 0) {
+  // The arrival is visible before sleepers is read (a waiter bumps sleepers before its last
+  // look at the arrivals), so the shared wake word is written only when someone sleeps: no
+  // cache-line ping-pong between spinning ranks.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (c->sleepers.load(std::memory_order_seq_cst) > 0) {
+    c->wake_seq.fetch_add(1, std::memory_order_acq_rel);
     Futex(&c->wake_seq, FUTEX_WAKE, INT32_MAX, nullptr);
   }
   return WaitForAll(arrivals_, deadline, what);

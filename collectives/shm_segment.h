@@ -26,6 +26,7 @@ class ShmSegment {
     int num_slots = 1;             // data slots
     size_t slot_bytes = 0;         // rounded up to 4 KiB
     size_t heap_bytes = 0;         // per local rank, for shared tensors (rounded to 4 KiB)
+    size_t eager_slot_bytes = 0;   // num_slots more slots of this size (rounded to 4 KiB; 0 = none)
     std::vector<int> world_ranks;  // world rank of each local rank, for messages
   };
   static constexpr int kMaxPublished = 16;  // buffers a rank can publish per operation
@@ -41,6 +42,10 @@ class ShmSegment {
   int num_slots() const { return params_.num_slots; }
   char* slot(int i) const;  // i in [0, num_slots); consecutive slots are contiguous
   size_t data_bytes() const { return static_cast<size_t>(params_.num_slots) * slot_bytes(); }
+  // The eager area: num_slots slots of eager_slot_bytes() each, after the data slots, for
+  // messages staged before the header exchange (see ShmCommunicator).
+  size_t eager_slot_bytes() const { return params_.eager_slot_bytes; }
+  char* eager_slot(int i) const;
   // Local rank r's heap: heap_bytes() bytes every process of the host can address.
   char* heap(int local_rank) const;
   size_t heap_bytes() const { return params_.heap_bytes; }
@@ -63,6 +68,7 @@ class ShmSegment {
   struct RankArea;
   explicit ShmSegment(Params params) : params_(std::move(params)) {}
   Control* control() const;
+  size_t eager_bytes() const { return static_cast<size_t>(params_.num_slots) * eager_slot_bytes(); }
   RankArea* area(int local_rank) const;
   Status WaitForAll(uint64_t target, Deadline deadline, const char* what);
   // Empty when all `lagging` peers live; else "rank 2 (pid 123) exited".

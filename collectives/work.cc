@@ -10,6 +10,21 @@ Deadline DeadlineAfter(std::chrono::nanoseconds timeout) {
 
 Work::Work(std::string description) : description_(std::move(description)) {}
 
+Work::Work(std::function<std::string()> describe) : describe_(std::move(describe)) {}
+
+const std::string& Work::DescriptionLocked() const {
+  if (describe_) {
+    description_ = describe_();
+    describe_ = nullptr;
+  }
+  return description_;
+}
+
+const std::string& Work::description() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DescriptionLocked();
+}
+
 std::shared_ptr<Work> Work::Finished(std::string description, Status status) {
   auto w = std::make_shared<Work>(std::move(description));
   w->Complete(std::move(status));
@@ -22,12 +37,14 @@ bool Work::Test() const {
 }
 
 Status Work::Wait(Deadline deadline) const {
+  if (helper_) helper_(*this, deadline);
   std::unique_lock<std::mutex> lock(mu_);
   auto done = [this] { return state_ == State::kDone; };
   if (deadline == Deadline::max()) {
     cv_.wait(lock, done);
   } else if (!cv_.wait_until(lock, deadline, done)) {
-    return DeadlineExceededError(description_ + ": caller's wait deadline passed while still " +
+    return DeadlineExceededError(DescriptionLocked() +
+                                 ": caller's wait deadline passed while still " +
                                  (state_ == State::kQueued ? "queued" : "running"));
   }
   return status_;
@@ -36,7 +53,7 @@ Status Work::Wait(Deadline deadline) const {
 Status Work::status() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == State::kDone) return status_;
-  return UnavailableError(description_ + " is still " +
+  return UnavailableError(DescriptionLocked() + " is still " +
                           (state_ == State::kQueued ? "queued" : "running"));
 }
 

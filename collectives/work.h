@@ -28,6 +28,9 @@ class Work {
   enum class State { kQueued, kRunning, kDone };
 
   explicit Work(std::string description);
+  // Describes itself only when asked (errors, observers): formatting the text costs more than
+  // moving a few KiB.
+  explicit Work(std::function<std::string()> describe);
   // A Work that is already finished (argument errors found before anything was queued).
   static std::shared_ptr<Work> Finished(std::string description, Status status);
 
@@ -42,22 +45,31 @@ class Work {
   Status status() const;
   State state() const;
   // "allreduce(sum) #12 float32[1024] x2".
-  const std::string& description() const { return description_; }
+  const std::string& description() const;
   // Runs `fn` once the work is done (immediately, on this thread, if it already is; else on the
   // thread that finishes it). Keep it short: it runs on the progress thread.
   void OnDone(std::function<void(const Status&)> fn);
 
   // For backends.
+  // Lets Wait() run the operation on the waiting thread instead of sleeping until the progress
+  // thread gets to it: Wait calls help(*this, deadline) first, which runs the operation when it
+  // can (see Communicator) and returns at once otherwise. Set before the work is handed out.
+  using Helper = std::function<void(const Work&, Deadline)>;
+  void SetHelper(Helper help) { helper_ = std::move(help); }
   void MarkRunning();
   void Complete(Status status);
 
  private:
-  const std::string description_;
+  const std::string& DescriptionLocked() const;  // mu_ held
+
   mutable std::mutex mu_;
+  mutable std::string description_;
+  mutable std::function<std::string()> describe_;  // until description_ is made
   mutable std::condition_variable cv_;
   State state_ = State::kQueued;
   Status status_;
   std::vector<std::function<void(const Status&)>> callbacks_;
+  Helper helper_;
 };
 
 using WorkPtr = std::shared_ptr<Work>;
