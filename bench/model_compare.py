@@ -92,10 +92,13 @@ def troupe_run(build, name, threads):
         for s in sets:
             cmd += ["--set", s.replace("RUN", run)]
         env = dict(os.environ, TROUPE_NUM_THREADS=str(threads))
-        out, rss = run_child(wrapped(cmd), env=env)
-    # Rates of the windows after the first (warm-up, tracing).
-    rates = [float(x) for x in re.findall(r"([0-9.]+) ex/s", out)][1:]
-    return 1000.0 * batch / (sum(rates) / len(rates)), rss
+        _, rss = run_child(wrapped(cmd), env=env)
+        # Rates of the windows after the first (warm-up, tracing), at full precision (the
+        # progress line rounds to whole examples/s: too coarse for ResNet-50's few per second).
+        with open(os.path.join(run, "metrics.jsonl")) as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+    rates = [x["examples_per_sec"] for x in lines if x.get("split") == "train"][1:]
+    return statistics.mean(1000.0 * batch / r for r in rates), rss
 
 
 def model_json(build, name):
