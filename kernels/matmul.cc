@@ -1,6 +1,6 @@
 // MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output's
-// rows are split into blocks across threads; kernels::Gemm gives every element the same bits
-// however rows are split, so results do not depend on the thread count.
+// rows are split into blocks whose size depends only on the problem shape, so every element
+// is computed by the same GEMM call whatever the thread count (bitwise reproducible).
 // The gradients are MatMuls too: for c = a·b, da = dc·bᵀ and db = aᵀ·dc (TF's MatMul grad).
 #include <Eigen/Core>
 #include <algorithm>
@@ -43,19 +43,6 @@ Result<SpecList> MatMulShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({a.dim(1 - ka), b.dim(1 - kb)}), in[0].dtype, ""}};
 }
 
-// Rows per block. Each block re-packs b, so blocks stay large (at least 64 rows and ~8 MFLOP
-// where the matrix allows), and when there are several their count is a multiple of the
-// threads, so that no thread idles at the end ([768,128]x[128,128] made 3 blocks for 2
-// threads). Every element's bits are the same however rows are split (gemm.h), so the split may
-// follow the thread count.
-int64_t MatMulRowBlock(ThreadPool* pool, int64_t m, int64_t n, int64_t k) {
-  const int64_t threads = pool == nullptr ? 1 : pool->num_threads() + 1;  // the caller helps
-  const int64_t flops = 2 * m * n * k;
-  int64_t blocks = std::clamp<int64_t>(flops >> 23, 1, std::max<int64_t>(1, m / 64));
-  if (blocks > 1) blocks = (blocks + threads - 1) / threads * threads;
-  return std::max<int64_t>(1, (m + blocks - 1) / blocks);
-}
-
 template <typename T>
 void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, bool tb, Tensor& c) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -72,7 +59,11 @@ void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, boo
     const T* a_rows = A.data() + (ta ? begin : begin * lda);
     kernels::Gemm(ta, tb, end - begin, n, k, a_rows, lda, B.data(), ldb, C.data() + begin * n, n);
   };
-  kernels::ParallelForBlocks(pool, m, MatMulRowBlock(pool, m, n, k), rows);
+  // Each block re-packs b, so blocks are kept large: at least 64 rows and ~8 MFLOP.
+  const int64_t flops_per_row = 2 * k * n;
+  const int64_t block =
+      std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
+  kernels::ParallelForBlocks(pool, m, block, rows);
 }
 
 }  // namespace
