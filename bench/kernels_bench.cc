@@ -1,7 +1,7 @@
-// Google Benchmark for the CPU kernels at LeNet sizes: Conv2D forward and both backprops,
-// MatMul (dense layers and their gradient products), plus a large SGEMM that measures the
-// peak GFLOP/s Eigen reaches on this machine, and Conv2D written with Eigen::Tensor
-// (extract_image_patches + contraction) to compare against Troupe's im2col + GEMM.
+// Google Benchmark for the CPU kernels at LeNet sizes (and ResNet-20's 3x3 convolutions):
+// Conv2D forward and both backprops, MatMul (dense layers and their gradient products), plus a
+// large SGEMM that measures the peak GFLOP/s Eigen reaches on this machine, and Conv2D written with
+// Eigen::Tensor (extract_image_patches + contraction) to compare against Troupe's im2col + GEMM.
 // Counters: GFLOPS (2 * multiply-adds per second / 1e9). bench/kernels_compare.py runs the same
 // shapes in TensorFlow and prints the ratios.
 #define EIGEN_USE_THREADS
@@ -31,7 +31,12 @@ struct ConvShape {
   int64_t oh, ow;
 };
 // LeNet: conv1 28x28x1 * 5x5x6 SAME -> 28x28x6; conv2 14x14x6 * 5x5x16 VALID -> 10x10x16.
-const ConvShape kConv[] = {{28, 28, 1, 5, 6, "SAME", 28, 28}, {14, 14, 6, 5, 16, "VALID", 10, 10}};
+// ResNet-20 on Fashion-MNIST (28x28), 3x3 SAME: its three stages (16, 32, 64 channels).
+const ConvShape kConv[] = {{28, 28, 1, 5, 6, "SAME", 28, 28},
+                           {14, 14, 6, 5, 16, "VALID", 10, 10},
+                           {28, 28, 16, 3, 16, "SAME", 28, 28},
+                           {14, 14, 32, 3, 32, "SAME", 14, 14},
+                           {7, 7, 64, 3, 64, "SAME", 7, 7}};
 
 double ConvFlops(const ConvShape& s, int64_t n) {
   return 2.0 * static_cast<double>(n * s.oh * s.ow * s.f * s.k * s.k * s.c);
@@ -58,7 +63,7 @@ void Run(benchmark::State& state, const char* op, const std::vector<Tensor>& in,
   }
 }
 
-// Args: layer (0 = conv1, 1 = conv2), batch.
+// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages), batch.
 void BM_Conv2D(benchmark::State& state) {
   const ConvShape& s = kConv[state.range(0)];
   const int64_t n = state.range(1);
@@ -127,6 +132,7 @@ void ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {0, 1}) {
     for (int batch : {8, 64}) b->Args({layer, batch});
   }
+  for (int layer : {2, 3, 4}) b->Args({layer, 128});
 }
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {

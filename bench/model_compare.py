@@ -1,40 +1,87 @@
 """Side by side on this machine, per training step (forward, backward, Adam update), float32:
-the zoo's resnet20 (Fashion-MNIST 28x28x1, batch 128) and transformer_lm (4 layers, 4 heads,
-128 wide, context 64, batch 12, characters of Debian's fortunes) in Troupe (`troupe train`,
-one replica), Keras 3 on TensorFlow (the same model JSON, `troupe model show --json`, trained
-by a tf.function train step) and PyTorch on CPU (the same architecture written in torch).
-Every framework gets the same thread count. Prints ms/step and the ratios.
+the zoo's resnet20 (Fashion-MNIST 28x28x1, batch 128), transformer_lm (4 layers, 4 heads,
+128 wide, context 64, batch 12, characters of Debian's fortunes; nanoGPT's CPU size) and
+resnet50 (keras.applications' ResNet-50, synthetic 224x224x3, 1000 classes, batch 32) in
+Troupe (`troupe train`, one replica), Keras 3 on TensorFlow (the same model JSON, `troupe model
+show --json`, trained by a tf.function train step, oneDNN on) and PyTorch on CPU (the same
+architecture written in torch, its oneDNN path). Every framework gets the same thread count.
 
-PyTorch comes from its own virtualenv (~/.cache/troupe/torch-venv, `pip install torch` when
-missing); Keras from the interop venv that scripts/setup --tests makes.
+Prints, per model and framework, the median ms/step, examples/s and peak RSS of the process
+(ru_maxrss of that child alone), and the ratios (other ms / Troupe ms: > 1 means Troupe is
+faster). The machine may be shared: the runs are interleaved (each repeat runs every model in
+every framework once) and the medians over --repeats are reported, with the spread.
 
-    python3 bench/model_compare.py [--build build] [--threads 2] [--models resnet20,transformer_lm]
+Troupe's number is its real training loop (input pipeline included, as `troupe train` runs
+it); Keras and PyTorch train on one constant batch. PyTorch comes from its own virtualenv
+(~/.cache/troupe/torch-venv, `pip install torch` when missing); Keras from the interop venv
+that scripts/setup --tests makes.
+
+    python3 bench/model_compare.py [--build build] [--threads 2] [--repeats 3]
+        [--models resnet20,transformer_lm,resnet50] [--frameworks troupe,torch,keras]
+        [--baseline-build OLD --frameworks troupe,troupe-base,torch,keras]
 """
 import argparse
 import glob
 import json
 import os
+import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, HERE)
+from model_compare_steps import KERAS_STEP, TORCH_STEP  # noqa: E402
+
 FORTUNES = "/usr/share/games/fortunes/*.u8"
 TF_PY = os.path.expanduser("~/.cache/troupe/venv/bin/python")
 TORCH_VENV = os.path.expanduser("~/.cache/troupe/torch-venv")
 
 MODELS = {
     # name: (global batch, troupe --set overrides, warm-up steps, timed steps)
-    "resnet20": (128, [], 10, 40),
+    "resnet20": (128, [], 5, 20),
     "transformer_lm": (12, ["data.source=text", "data.files=" + FORTUNES,
-                            "data.sequence_length=64"], 20, 200),
+                            "data.sequence_length=64"], 10, 100),
+    # One epoch of exactly the steps run, so the final evaluation is 1 batch (a tenth).
+    "resnet50": (32, ["data.source=synthetic", "data.features.image.shape=[224,224,3]",
+                      "data.num_classes=1000", "data.synthetic_examples=%d" % (32 * 6)], 2, 4),
 }
 
 
-def troupe_ms(build, name, threads):
+def run_child(cmd, **kw):
+    """(stdout, peak RSS in MiB) of one child process; raises on a non-zero exit."""
+    env = kw.pop("env", None)
+    stdin = kw.pop("input", None)
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    out, err = p.communicate(stdin)
+    # The command runs under RSS_WRAPPER, which prints the peak RSS of its child alone.
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s" % (cmd[0], p.returncode, err[-3000:]))
+    m = re.search(r"^MAXRSS_KB (\d+)$", err, re.M)
+    return out, (int(m.group(1)) / 1024.0 if m else float("nan"))
+
+
+# Runs argv[1:] and reports the child's own ru_maxrss on stderr (wait4 on that child alone).
+RSS_WRAPPER = r'''
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, ru = os.wait4(pid, 0)
+sys.stderr.write("\nMAXRSS_KB %d\n" % ru.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+'''
+
+
+def wrapped(cmd):
+    return [sys.executable, "-c", RSS_WRAPPER] + cmd
+
+
+def troupe_run(build, name, threads):
     batch, extra, warm, steps = MODELS[name]
     sets = ["job.run_dir=RUN", "model.name=" + name, "train.replicas_per_process=1",
             "train.global_batch_size=%d" % batch, "train.max_steps=%d" % (warm + steps),
@@ -45,10 +92,13 @@ def troupe_ms(build, name, threads):
         for s in sets:
             cmd += ["--set", s.replace("RUN", run)]
         env = dict(os.environ, TROUPE_NUM_THREADS=str(threads))
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    # Rates of the windows after the first (warm-up, tracing).
-    rates = [float(x) for x in re.findall(r"([0-9.]+) ex/s", out)][1:]
-    return 1000.0 * batch / (sum(rates) / len(rates))
+        _, rss = run_child(wrapped(cmd), env=env)
+        # Rates of the windows after the first (warm-up, tracing), at full precision (the
+        # progress line rounds to whole examples/s: too coarse for ResNet-50's few per second).
+        with open(os.path.join(run, "metrics.jsonl")) as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+    rates = [x["examples_per_sec"] for x in lines if x.get("split") == "train"][1:]
+    return statistics.mean(1000.0 * batch / r for r in rates), rss
 
 
 def model_json(build, name):
@@ -63,108 +113,20 @@ def vocab():
     return len(set(data))
 
 
-KERAS_STEP = r'''
-import json, os, sys, time
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-import numpy as np, tensorflow as tf, keras
-sys.path.insert(0, sys.argv[5])
-import troupe_keras  # noqa: F401  (registers troupe>PositionEmbedding)
-threads, batch, warm, steps = (int(a) for a in sys.argv[1:5])
-tf.config.threading.set_intra_op_parallelism_threads(threads)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-model = keras.models.model_from_json(sys.stdin.read())
-shape = model.inputs[0].shape[1:]
-rng = np.random.default_rng(0)
-classes = model.outputs[0].shape[-1]
-if model.inputs[0].dtype == "int32":
-    x = rng.integers(0, classes, (batch,) + tuple(shape)).astype(np.int32)
-    y = rng.integers(0, classes, (batch,) + tuple(shape)).astype(np.int32)
-else:
-    x = rng.random((batch,) + tuple(shape), dtype=np.float32)
-    y = rng.integers(0, classes, (batch,)).astype(np.int32)
-opt = keras.optimizers.Adam(1e-3)
-loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-@tf.function
-def step(x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, model(x, training=True)) + tf.add_n(model.losses or [0.0])
-    grads = tape.gradient(loss, model.trainable_variables)
-    opt.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
-x, y = tf.constant(x), tf.constant(y)
-for _ in range(warm): step(x, y).numpy()
-t = time.perf_counter()
-for _ in range(steps): step(x, y).numpy()
-print(1000 * (time.perf_counter() - t) / steps)
-'''
+def keras_run(name, threads, spec):
+    batch, _, warm, steps = MODELS[name]
+    cmd = [TF_PY, "-c", KERAS_STEP, str(threads), str(batch), str(warm), str(steps),
+           os.path.join(ROOT, "tests", "interop")]
+    out, rss = run_child(wrapped(cmd), input=spec)
+    return float(out.split()[-1]), rss
 
-TORCH_STEP = r'''
-import sys, time, torch, torch.nn as nn, torch.nn.functional as F
-threads, batch, warm, steps, classes = (int(a) for a in sys.argv[1:6])
-name = sys.argv[6]
-torch.set_num_threads(threads)
-torch.manual_seed(0)
 
-class Block(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1); self.b1 = nn.BatchNorm2d(cout, eps=1e-3)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1); self.b2 = nn.BatchNorm2d(cout, eps=1e-3)
-        self.proj = nn.Conv2d(cin, cout, 1, stride) if stride != 1 or cin != cout else None
-    def forward(self, x):
-        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
-        return F.relu((self.proj(x) if self.proj is not None else x) + y)
-
-class ResNet20(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c = nn.Conv2d(1, 16, 3, 1, 1); self.b = nn.BatchNorm2d(16, eps=1e-3)
-        layers, cin = [], 16
-        for stack, f in enumerate((16, 32, 64)):
-            for block in range(3):
-                layers.append(Block(cin, f, 2 if stack > 0 and block == 0 else 1)); cin = f
-        self.blocks = nn.Sequential(*layers); self.fc = nn.Linear(64, classes)
-    def forward(self, x):
-        x = self.blocks(F.relu(self.b(self.c(x))))
-        return self.fc(x.mean((2, 3)))
-
-class Gpt(nn.Module):
-    def __init__(self, T=64, d=128, heads=4, layers=4):
-        super().__init__()
-        self.tok = nn.Embedding(classes, d); self.pos = nn.Parameter(torch.zeros(T, d))
-        self.blocks = nn.ModuleList()
-        for _ in range(layers):
-            self.blocks.append(nn.ModuleDict(dict(
-                ln1=nn.LayerNorm(d, eps=1e-5), qkv=nn.Linear(d, 3 * d), proj=nn.Linear(d, d),
-                ln2=nn.LayerNorm(d, eps=1e-5), fc=nn.Linear(d, 4 * d), out=nn.Linear(4 * d, d))))
-        self.ln = nn.LayerNorm(d, eps=1e-5); self.head = nn.Linear(d, classes); self.h = heads
-    def forward(self, ids):
-        B, T = ids.shape
-        x = self.tok(ids) + self.pos[:T]
-        for b in self.blocks:
-            q, k, v = b["qkv"](b["ln1"](x)).view(B, T, 3, self.h, -1).permute(2, 0, 3, 1, 4)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + b["proj"](a.transpose(1, 2).reshape(B, T, -1))
-            x = x + b["out"](F.gelu(b["fc"](b["ln2"](x))))
-        return self.head(self.ln(x))
-
-if name == "resnet20":
-    model, x = ResNet20(), torch.rand(batch, 1, 28, 28)
-    y = torch.randint(0, classes, (batch,))
-else:
-    model = Gpt()
-    x = torch.randint(0, classes, (batch, 64)); y = torch.randint(0, classes, (batch, 64))
-opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-def step():
-    opt.zero_grad(set_to_none=True)
-    out = model(x)
-    loss = F.cross_entropy(out.reshape(-1, classes), y.reshape(-1))
-    loss.backward(); opt.step()
-for _ in range(warm): step()
-t = time.perf_counter()
-for _ in range(steps): step()
-print(1000 * (time.perf_counter() - t) / steps)
-'''
+def torch_run(tpy, name, threads, classes):
+    batch, _, warm, steps = MODELS[name]
+    cmd = [tpy, "-c", TORCH_STEP, str(threads), str(batch), str(warm), str(steps),
+           str(classes), name]
+    out, rss = run_child(wrapped(cmd))
+    return float(out.split()[-1]), rss
 
 
 def torch_python():
@@ -176,31 +138,91 @@ def torch_python():
     return py
 
 
+def version(py, module):
+    r = subprocess.run([py, "-c", "import %s; print(%s.__version__)" % (module, module)],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "?"
+
+
+def cpu_header(threads, tpy):
+    model = "?"
+    flags = ""
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name") and model == "?":
+            model = line.split(":", 1)[1].strip()
+        if line.startswith("flags") and not flags:
+            flags = line
+    isa = "AVX-512" if "avx512f" in flags else ("AVX2" if "avx2" in flags else "SSE")
+    if os.environ.get("TROUPE_CPU_AVX512") == "0":
+        isa += " (Troupe forced to AVX2: TROUPE_CPU_AVX512=0)"
+    print("# CPU: %s, %d logical CPUs, widest SIMD %s; %s" %
+          (model, os.cpu_count(), isa, platform.platform()))
+    print("# threads: %d for every framework (TROUPE_NUM_THREADS, torch.set_num_threads, "
+          "TF intra-op %d / inter-op 1); load average at start %.2f %.2f %.2f" %
+          ((threads, threads) + os.getloadavg()))
+    print("# versions: tensorflow %s, torch %s" %
+          (version(TF_PY, "tensorflow"), version(tpy, "torch") if tpy else "-"))
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def report(results, models, frameworks):
+    print("%-15s %-7s %9s %9s %9s %10s %9s %9s" % ("model", "fw", "ms/step", "spread",
+                                                  "ex/s", "RSS MiB", "x troupe", "RSS/trp"))
+    for name in models:
+        batch = MODELS[name][0]
+        base = results.get((name, "troupe"))
+        for fw in frameworks:
+            r = results.get((name, fw))
+            if not r:
+                continue
+            ms, rss = med([x[0] for x in r]), med([x[1] for x in r])
+            spread = max(x[0] for x in r) - min(x[0] for x in r)
+            ratio = ms / med([x[0] for x in base]) if base else float("nan")
+            rss_ratio = rss / med([x[1] for x in base]) if base else float("nan")
+            print("%-15s %-7s %9.2f %9.2f %9.1f %10.0f %8.2fx %8.2fx" %
+                  (name, fw, ms, spread, 1000.0 * batch / ms, rss, ratio, rss_ratio))
+    print("# 'x troupe' = that framework's ms/step / Troupe's (> 1: Troupe is faster); "
+          "'RSS/trp' = its peak RSS / Troupe's.")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--threads", type=int, default=os.cpu_count())
-    p.add_argument("--models", default="resnet20,transformer_lm")
-    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--models", default="resnet20,transformer_lm,resnet50")
+    p.add_argument("--frameworks", default="troupe,torch,keras",
+                   help="any of troupe, torch, keras, and troupe-base (--baseline-build)")
+    p.add_argument("--baseline-build", help="an earlier build, run as 'troupe-base' (before/after "
+                   "in one interleaved run)")
+    p.add_argument("--skip", default="", help="model:framework pairs not to run, e.g. "
+                   "resnet50:troupe-base (a build known to exhaust memory there)")
     args = p.parse_args()
-    tpy = None if args.no_torch else torch_python()
-    print("%-16s %10s %10s %10s %12s %12s" % ("model", "troupe ms", "keras ms", "torch ms",
-                                            "keras/troupe", "torch/troupe"))
-    for name in args.models.split(","):
-        batch, _, warm, steps = MODELS[name]
-        t = troupe_ms(args.build, name, args.threads)
-        spec = model_json(args.build, name)
-        k = float(subprocess.run([TF_PY, "-c", KERAS_STEP, str(args.threads), str(batch),
-                                  str(warm), str(steps), os.path.join(ROOT, "tests", "interop")],
-                                 input=spec, check=True, capture_output=True,
-                                 text=True).stdout.split()[-1])
-        classes = json.loads(spec)["config"]["layers"][-1]["config"]["units"]
-        pt = float("nan")
-        if tpy:
-            pt = float(subprocess.run([tpy, "-c", TORCH_STEP, str(args.threads), str(batch),
-                                       str(warm), str(steps), str(classes), name],
-                                      check=True, capture_output=True, text=True).stdout.split()[-1])
-        print("%-16s %10.2f %10.2f %10.2f %11.2fx %11.2fx" % (name, t, k, pt, k / t, pt / t))
+    models, frameworks = args.models.split(","), args.frameworks.split(",")
+    tpy = torch_python() if "torch" in frameworks else None
+    cpu_header(args.threads, tpy)
+    specs = {n: model_json(args.build, n) for n in models if "keras" in frameworks or tpy}
+    results = {}
+    for rep in range(args.repeats):
+        for name in models:
+            for fw in frameworks:
+                if "%s:%s" % (name, fw) in args.skip.split(","):
+                    continue
+                if fw in ("troupe", "troupe-base"):
+                    build = args.build if fw == "troupe" else args.baseline_build
+                    r = troupe_run(build, name, args.threads)
+                elif fw == "keras":
+                    r = keras_run(name, args.threads, specs[name])
+                else:
+                    classes = json.loads(specs[name])["config"]["layers"][-1]["config"]["units"]
+                    r = torch_run(tpy, name, args.threads, classes)
+                results.setdefault((name, fw), []).append(r)
+                print("# repeat %d %-15s %-7s %9.2f ms/step  %6.0f MiB" % ((rep, name, fw) + r),
+                      flush=True)
+    report(results, models, frameworks)
 
 
 if __name__ == "__main__":

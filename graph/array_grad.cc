@@ -150,6 +150,10 @@ void RegisterArrayGradients() {
     *dx = {ops::Mul(dy[0], ops::OnesLike(c.inputs[0])), Value()};
     return Status::OK();
   });
+  RegisterGradient("BroadcastTo", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {grad::ReduceLike(dy[0], c.inputs[0])};
+    return Status::OK();
+  });
   // TF's dense form of GatherV2's IndexedSlices gradient: the rows of dy summed into params'
   // rows by index (UnsortedSegmentSum, deterministic); indices get none.
   RegisterGradient("GatherV2", [](const OpCall& c, const V& dy, V* dx) {

@@ -4,27 +4,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "core/gpu.h"
+#include "graph/executor_state.h"
 #include "graph/graph_op.h"
 #include "graph/op_profile.h"
 
 namespace troupe {
-
-struct Executor::RunState : OpRunState {
-  int64_t allocations = 0;  // added to the executor's totals when the state is released
-  int64_t reuses = 0;
-  std::vector<Tensor> values;
-  std::vector<Tensor> in_scratch;
-  std::vector<Tensor> gop_outputs;
-  std::vector<std::vector<Tensor>> cache;      // per step, per output
-  std::vector<std::shared_ptr<void>> scratch;  // per node
-  bool scratch_used = false;
-  std::shared_ptr<void>& Scratch(int node) override {
-    scratch_used = true;
-    return scratch[static_cast<size_t>(node)];
-  }
-};
 
 Executor::Executor(std::shared_ptr<const FuncGraph> graph, Device device, ThreadPool* pool)
     : graph_(std::move(graph)), device_(device), pool_(pool) {}
@@ -251,35 +238,6 @@ Status Executor::PlaceConstants() {
   return Status::OK();
 }
 
-std::unique_ptr<Executor::RunState> Executor::AcquireState() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_states_.empty()) {
-      auto rs = std::move(free_states_.back());
-      free_states_.pop_back();
-      return rs;
-    }
-  }
-  auto rs = std::make_unique<RunState>();
-  rs->values.resize(static_cast<size_t>(num_slots_));
-  rs->in_scratch.resize(static_cast<size_t>(max_inputs_));
-  rs->cache.resize(steps_.size());
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    rs->cache[s].resize(static_cast<size_t>(steps_[s].num_outputs));
-  }
-  rs->scratch.resize(static_cast<size_t>(graph_->num_nodes()));
-  for (auto& [slot, t] : const_slots_) rs->values[static_cast<size_t>(slot)] = t;
-  return rs;
-}
-
-void Executor::ReleaseState(std::unique_ptr<RunState> state) {
-  allocations_.fetch_add(state->allocations, std::memory_order_relaxed);
-  reuses_.fetch_add(state->reuses, std::memory_order_relaxed);
-  state->allocations = state->reuses = 0;
-  std::lock_guard<std::mutex> lock(mu_);
-  free_states_.push_back(std::move(state));
-}
-
 Status Executor::RunFastStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];
   const Tensor& a = rs.values[static_cast<size_t>(step.in[0])];
@@ -304,8 +262,6 @@ Status Executor::RunFastStep(RunState& rs, size_t index) {
   for (int slot : step.rel) Release(rs, slot);
   return Status::OK();
 }
-
-void Executor::Release(RunState& rs, int slot) { rs.values[static_cast<size_t>(slot)] = Tensor(); }
 
 Status Executor::RunStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];
@@ -332,33 +288,10 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   std::span<const Tensor> inputs(rs.in_scratch.data(), n_in);
   Status status;
   if (step.kind == NodeKind::kKernel) {
-    std::vector<Tensor>& cache = rs.cache[index];
-    KernelContext ctx(
-        step.op, inputs, *step.attrs, device_, pool_,
-        [this, &rs, &cache](int i, DType dtype, const TensorShape& shape) -> Result<Tensor> {
-          if (static_cast<size_t>(i) >= cache.size()) cache.resize(static_cast<size_t>(i) + 1);
-          Tensor& cached = cache[static_cast<size_t>(i)];
-          if (cached.initialized() && cached.buffer().use_count() == 1) {
-            if (cached.dtype() == dtype && cached.shape() == shape) {
-              ++rs.reuses;
-              return cached;
-            }
-            const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(shape.num_elements());
-            if (dtype != DType::kString && cached.dtype() != DType::kString && bytes > 0 &&
-                bytes <= cached.buffer()->size()) {
-              Result<Tensor> view = Tensor::FromBuffer(dtype, shape, cached.buffer());
-              if (view.ok()) {
-                ++rs.reuses;
-                cached = *view;
-                return cached;
-              }
-            }
-          }
-          TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape, allocator_));
-          ++rs.allocations;
-          cached = t;
-          return t;
-        });
+    KernelContext ctx(step.op, inputs, *step.attrs, device_, pool_,
+                      [this, &rs, index](int i, DType dtype, const TensorShape& shape) {
+                        return AllocateOutput(rs, index, i, dtype, shape);
+                      });
     if (internal::OpProfileEnabled()) {
       if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
       const auto start = std::chrono::steady_clock::now();
@@ -420,6 +353,9 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs,
   }
   runs_.fetch_add(1, std::memory_order_relaxed);
   std::unique_ptr<RunState> rs = AcquireState();
+  // Outputs of the state's previous run that their holders have dropped are free again.
+  for (Tensor& t : rs->handed_out) rs->pool.Give(std::move(t));
+  rs->handed_out.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor& value = rs->values[static_cast<size_t>(input_slots_[i])];
     value = inputs[i];
@@ -461,6 +397,7 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs,
     for (int slot : output_slots_) outputs.push_back(rs->values[static_cast<size_t>(slot)]);
   }
   // Drop every reference this run still holds so that buffers are unique again next time.
+  if (status.ok() && device_.is_cpu()) rs->handed_out = outputs;
   if (status.ok()) {
     for (int slot : clear_slots_) Release(*rs, slot);
   } else {

@@ -2,11 +2,12 @@
 // outputs need plus every stateful node), fixes the schedule (creation order, which is
 // topological, with each output's Identity moved right after the step that makes its input),
 // resolves kernels once, assigns every value a slot and computes where each slot is last used.
-// Run() then walks the steps with no lookups: each kernel gets its outputs from a per-step
-// cache of buffers that is reused whenever the previous run's buffer is no longer referenced
-// and is large enough, and small elementwise steps (fast_elementwise.h) rewrite their output
-// buffer when nobody else holds it, so repeated same-shape runs allocate nothing for
-// intermediates.
+// Run() then walks the steps with no lookups. On the CPU each kernel gets its outputs from the
+// run state's buffer pool (buffer_pool.h), which takes every value's buffer back after its last
+// reader, so memory follows the bytes alive at once rather than the sum over the graph; on a
+// device from a per-step cache of buffers reused once the previous run's is no longer
+// referenced. Small elementwise steps (fast_elementwise.h) rewrite their output buffer when
+// nobody else holds it. Repeated same-shape runs allocate nothing for intermediates.
 //
 // Run() is thread-safe: concurrent calls use separate run states (each with its own buffers).
 #pragma once
@@ -93,6 +94,10 @@ class Executor {
   std::unique_ptr<RunState> AcquireState();
   void ReleaseState(std::unique_ptr<RunState> state);
   Status RunStep(RunState& rs, size_t index);
+  // Output i of step `index`: on the CPU from the run state's buffer pool (buffer_pool.h),
+  // on a device from the step's own cache.
+  Result<Tensor> AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
+                                const TensorShape& shape);
   Status RunFastStep(RunState& rs, size_t index);
   void Release(RunState& rs, int slot);
 

@@ -27,7 +27,9 @@ Value BroadcastBack(const Value& dy, const Value& x, std::vector<int64_t> axes, 
   if (!keep_dims) {
     for (int64_t a : axes) kept = ops::ExpandDims(kept, a);
   }
-  // dy * 1 is exact, so broadcasting by multiplication equals TF's tile.
+  // A copy when x's shape is known (one pass over x's size); otherwise dy * 1, which is exact,
+  // so either equals TF's tile bit for bit.
+  if (x.shape().IsFullyDefined()) return ops::BroadcastTo(kept, x.shape().dims());
   return ops::Mul(kept, ops::OnesLike(x));
 }
 
@@ -216,7 +218,9 @@ void RegisterMathGradients() {
       Value out_size = ops::Cast(ops::Prod(ops::Shape(y)), dy[0].dtype());
       factor = ops::Div(in_size, ops::Maximum(out_size, ops::OnesLike(out_size)));
     }
-    *dx = {ops::Div(grad::BroadcastBack(dy[0], x, AxesOf(c), KeepDims(c)), factor)};
+    // Dividing before broadcasting touches the reduced size only; the quotients are the same
+    // (dy * 1 / f == dy / f), so the bits equal TF's broadcast-then-divide.
+    *dx = {grad::BroadcastBack(ops::Div(dy[0], factor), x, AxesOf(c), KeepDims(c))};
     return Status::OK();
   });
   auto minmax_reduce = [](const OpCall& c, const V& dy, V* dx) {

@@ -134,6 +134,9 @@ Value ArgMax(const Value& x, int64_t axis, DType output_type) {
 Value Reshape(const Value& x, const std::vector<int64_t>& shape) {
   return Apply1("Reshape", {x}, {{"shape", shape}}, "Reshape");
 }
+Value BroadcastTo(const Value& x, const std::vector<int64_t>& shape) {
+  return Apply1("BroadcastTo", {x}, {{"shape", shape}}, "BroadcastTo");
+}
 Value ExpandDims(const Value& x, int64_t axis) {
   return Apply1("ExpandDims", {x}, {{"axis", axis}}, "ExpandDims");
 }

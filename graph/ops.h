@@ -80,6 +80,8 @@ Value Prod(const Value& x, const std::vector<int64_t>& axes = {}, bool keep_dims
 Value ArgMax(const Value& x, int64_t axis, DType output_type = DType::kInt64);
 
 Value Reshape(const Value& x, const std::vector<int64_t>& shape);
+// tf.broadcast_to with a fully defined `shape` (numpy broadcasting; gradient SumToShapeOf).
+Value BroadcastTo(const Value& x, const std::vector<int64_t>& shape);
 Value ExpandDims(const Value& x, int64_t axis);
 Value Squeeze(const Value& x, const std::vector<int64_t>& axes = {});
 Value Shape(const Value& x, DType out_type = DType::kInt32);

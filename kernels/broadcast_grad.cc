@@ -3,7 +3,10 @@
 //    gradient over (int32/int64 shape vectors in and out).
 //  - SumToShapeOf(grad, like): Troupe's fused form of TF's Sum(grad, r) + Reshape(.., shape(x)):
 //    grad summed over the axes along which `like` was broadcast, shaped like `like`.
+//  - BroadcastTo(input; shape): TF's op with the shape as an attribute: input copied to
+//    `shape` by numpy broadcasting (the gradient of reductions: a copy, exact, one pass).
 #include "kernels/broadcast.h"
+#include "kernels/elementwise_impl.h"
 #include "kernels/kernel_util.h"
 #include "kernels/reductions.h"
 #include "kernels/register_ops.h"
@@ -26,6 +29,44 @@ Result<SpecList> SumToShapeOfShape(Specs in, const AttrMap&) {
     }
   }
   return SpecList{TensorSpec{like, in[0].dtype, ""}};
+}
+
+Result<SpecList> BroadcastToShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "BroadcastTo";
+  TROUPE_RETURN_IF_ERROR(CheckDType(
+      kOp, "input", in[0].dtype, {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}));
+  Result<std::vector<int64_t>> shape = attrs.GetInts("shape");
+  if (!shape.ok()) return shape.status().WithContext(kOp);
+  const std::vector<int64_t>& dims = *shape;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return OpError(kOp, "'shape' must be fully defined, got " + TensorShape(dims).ToString());
+  }
+  const TensorShape target(dims);
+  if (!in[0].shape.unknown_rank()) {
+    TROUPE_ASSIGN_OR_RETURN(TensorShape b,
+                            BroadcastShapes(kOp, "input", in[0].shape, "shape", target));
+    if (b != target) {
+      return OpError(
+          kOp, "'input' " + in[0].shape.ToString() + " does not broadcast to " + target.ToString());
+    }
+  }
+  return SpecList{TensorSpec{target, in[0].dtype, ""}};
+}
+
+// y = x broadcast to y's shape: BinaryLoop against a broadcast scalar it ignores.
+Status BroadcastToKernel(KernelContext& ctx) {
+  TROUPE_ASSIGN_OR_RETURN(SpecList out, BroadcastToShape(InputSpecs(ctx), ctx.attrs()));
+  const Tensor& x = ctx.input(0);
+  TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
+  const BroadcastPlan plan = MakeBroadcastPlan(x.shape(), TensorShape{}, y.shape());
+  DispatchReal(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T unused{};
+    BinaryLoop<T, T>(ctx.pool(), plan, x.data<T>(), &unused, y.data<T>(), 1,
+                     [](const auto& a, const auto&) { return a; });
+  });
+  return Status::OK();
 }
 
 Result<SpecList> BroadcastGradientArgsShape(Specs in, const AttrMap&) {
@@ -67,6 +108,10 @@ void RegisterBroadcastGradOps(OpRegistry& r) {
              TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
              return SumToShapeInto(ctx.input(0), y, ctx.pool());
            });
+  Register(
+      r,
+      {.name = "BroadcastTo", .num_inputs = 1, .num_outputs = 1, .infer_shapes = BroadcastToShape},
+      BroadcastToKernel);
   Register(
       r,
       {.name = "BroadcastGradientArgs",

@@ -212,37 +212,54 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
   ParallelForBlocks(pool, g.n, 1, images);
 }
 
+// Per-thread buffer for Conv2DBackpropFilter's block partials, reused across calls.
+template <typename T>
+T* PartialScratch(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// dw = the sum over row blocks b = 0, 1, ... of col_b^T . dy_b, added in block order. The
+// blocks run in waves of a few partials (a bounded buffer, not one per block), and each wave is
+// added to dw in block order, in parallel over dw's elements: every element gets the same sums
+// in the same order as adding all partials one after another, so the bits depend on the shapes
+// only (not on the wave, nor on the thread count).
 template <typename T>
 void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy, T* dw) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropFilterDirectC1(pool, g, x, dy, dw);
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
-  const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g);
+  const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g), size = K * g.f;
   const int64_t nb = (rows + block - 1) / block;
-  Eigen::Map<RowMat<T>> DW(dw, K, g.f);
   if (nb == 0) {
-    DW.setZero();
+    Eigen::Map<RowMat<T>>(dw, K, g.f).setZero();
     return;
   }
-  std::unique_ptr<T[]> partial(nb > 1 ? new T[static_cast<size_t>(nb * K * g.f)] : nullptr);
-  auto run = [&](int64_t b0, int64_t b1) {
-    T* col = Scratch<T>(static_cast<size_t>(block * K));
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
-      Im2Col(g, x, r0, r1, col);
-      Gemm(true, false, K, g.f, r1 - r0, col, K, dy + r0 * g.f, g.f,
-           nb > 1 ? partial.get() + b * K * g.f : dw, g.f);
-    }
-  };
-  ParallelForBlocks(pool, nb, 1, run);
-  if (nb == 1) return;
-  // Fixed-order sum of the block partials.
-  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(dw, K * g.f);
-  acc = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.get(), K * g.f);
-  for (int64_t b = 1; b < nb; ++b) {
-    acc +=
-        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(partial.get() + b * K * g.f, K * g.f);
+  const int64_t wave = std::clamp<int64_t>(
+      (int64_t{32} << 20) / std::max<int64_t>(1, size * static_cast<int64_t>(sizeof(T))), 4, 16);
+  T* partial = PartialScratch<T>(static_cast<size_t>(std::min(wave, nb) * size));
+  using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+  for (int64_t w0 = 0; w0 < nb; w0 += wave) {
+    const int64_t w1 = std::min(nb, w0 + wave);
+    ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
+      T* col = Scratch<T>(static_cast<size_t>(block * K));
+      for (int64_t b = w0 + i0; b < w0 + i1; ++b) {
+        const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+        Im2Col(g, x, r0, r1, col);
+        Gemm(true, false, K, g.f, r1 - r0, col, K, dy + r0 * g.f, g.f,
+             b == 0 ? dw : partial + (b - w0) * size, g.f);
+      }
+    });
+    const int64_t first = std::max<int64_t>(w0, 1);
+    if (first >= w1) continue;
+    ParallelFor(pool, size, 2 * (w1 - first), [&](int64_t e0, int64_t e1) {
+      Eigen::Map<Arr> acc(dw + e0, e1 - e0);
+      for (int64_t b = first; b < w1; ++b) {
+        acc += Eigen::Map<const Arr>(partial + (b - w0) * size + e0, e1 - e0);
+      }
+    });
   }
 }
 

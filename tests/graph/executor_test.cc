@@ -44,6 +44,47 @@ TEST(ExecutorTest, RunsAndReusesBuffers) {
   EXPECT_GT((*ex)->stats().reuses, 0);
 }
 
+// A chain of kernels: each value's buffer goes back to the pool after its last reader, so the
+// first run needs about as many buffers as are alive at once (here 2 plus the output), not one
+// per step; an output the caller still holds is never written by a later run.
+TEST(ExecutorTest, ReusesBuffersOfDeadValuesAndKeepsHeldOutputs) {
+  constexpr int kSteps = 8;
+  auto g = std::make_shared<FuncGraph>("chain");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{32, 32}, DType::kFloat32, ""}, "x");
+    Value w = g->AddInput({TensorShape{32, 32}, DType::kFloat32, ""}, "w");
+    Value y = x;
+    for (int i = 0; i < kSteps; ++i) y = ops::MatMul(y, w);
+    g->outputs.push_back(ops::Identity(y).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  std::vector<float> ones(32 * 32, 1.0f), eye(32 * 32, 0.0f), twice(32 * 32, 0.0f);
+  for (int i = 0; i < 32; ++i) eye[static_cast<size_t>(i * 33)] = 1.0f;
+  for (int i = 0; i < 32; ++i) twice[static_cast<size_t>(i * 33)] = 2.0f;
+  Tensor inputs[] = {Floats(ones, {32, 32}), Floats(eye, {32, 32})};
+  Tensor held;
+  {
+    auto first = (*ex)->Run(inputs);
+    ASSERT_TRUE(first.ok()) << first.status();
+    held = (*first)[0];
+  }
+  EXPECT_LE((*ex)->stats().allocations, 3);
+  const int64_t after_first = (*ex)->stats().allocations;
+  inputs[1] = Floats(twice, {32, 32});
+  for (int i = 0; i < 3; ++i) {
+    auto out = (*ex)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].flat<float>()[5], 256.0f);  // 2^8
+    EXPECT_FALSE((*out)[0].SharesBufferWith(held));
+  }
+  EXPECT_EQ(held.flat<float>()[5], 1.0f);  // untouched by the later runs
+  // Only the held output's replacement is new; the rest comes from the pool.
+  EXPECT_LE((*ex)->stats().allocations, after_first + 1);
+}
+
 TEST(ExecutorTest, PrunesUnusedButKeepsStateful) {
   auto v = Variable::Create(Value(Tensor::Scalar(1.0f)), "v");
   ASSERT_TRUE(v.ok());

@@ -258,7 +258,8 @@ for begin, end, strides, bm, em, sm in SS:
 # depthwise convolutions, and Troupe's graph gradients of them against tf.GradientTape ---------
 # (cases named "grad:OP:i,j" run Troupe's registered gradient of OP w.r.t. inputs i, j; their last
 # input is the output gradient).
-EXACT_OPS = {"GatherV2", "UnsortedSegmentSum", "grad:GatherV2:0", "grad:UnsortedSegmentSum:0"}
+EXACT_OPS = {"GatherV2", "UnsortedSegmentSum", "grad:GatherV2:0", "grad:UnsortedSegmentSum:0",
+             "BroadcastTo", "grad:Sum:0", "grad:Mean:0"}
 
 
 def add_grad(op, inputs, attrs, tf_fn, wrt, tag=""):
@@ -297,6 +298,17 @@ for alpha in (0.2, 0.01, 1.5):
 add("LeakyRelu", [rand(4, 5, dtype=np.float64)], {"alpha": ("f", 0.3)},
     lambda t: tf.raw_ops.LeakyRelu(features=t, alpha=0.3), "_f64")
 add_grad("Erf", [xa], {}, lambda t: tf.math.erf(t), [0])
+# BroadcastTo (a copy) and the reduction gradients built on it (Mean divides, then copies): the
+# same bits as TF's tile-and-divide.
+for src, dst in [((6,), (4, 5, 6)), ((4, 1, 6), (4, 5, 6)), ((), (3, 2)), ((1, 1, 1, 16), (8, 7, 7, 16))]:
+    add("BroadcastTo", [rand(*src)], {"shape": ("li", list(dst))},
+        lambda t, dst=dst: tf.raw_ops.BroadcastTo(input=t, shape=list(dst)))
+rb = rand(8, 7, 7, 16)
+for op, fn in [("Sum", tf.reduce_sum), ("Mean", tf.reduce_mean)]:
+    for axis, keep in [([0, 1, 2], True), ([0, 1, 2], False), ([3], False)]:
+        add_grad(op, [rb], {"axis": ("li", axis), "keep_dims": ("b", keep)},
+                 lambda t, fn=fn, axis=axis, keep=keep: fn(t, axis=axis, keepdims=keep), [0],
+                 "_%s_%d" % ("".join(map(str, axis)), keep))
 add_grad("Elu", [xa], {}, lambda t: tf.nn.elu(t), [0])
 add_grad("Relu6", [x6], {}, lambda t: tf.nn.relu6(t), [0])
 add_grad("LeakyRelu", [xa], {"alpha": ("f", 0.1)}, lambda t: tf.nn.leaky_relu(t, alpha=0.1), [0])

@@ -189,5 +189,26 @@ TEST(ElementwiseTest, SameBitsAnyThreadCount) {
   EXPECT_TRUE((*RunOn(&one, "Tanh", {t}))[0].BitEqual((*RunOn(&four, "Tanh", {t}))[0]));
 }
 
+// BroadcastTo (the gradient of reductions) is a copy by numpy broadcasting: each case's
+// output equals the naive broadcast bit for bit, on 1 to 4 threads.
+TEST(ElementwiseTest, BroadcastToCopiesByBroadcasting) {
+  ThreadPool one(1, "one"), two(2, "two"), three(3, "three"), four(4, "four");
+  for (const Case& c : kCases) {
+    TensorShape out = *kernels::BroadcastShapes("t", "x", c.a, "y", c.b);
+    Tensor x = Random(c.a, 11);
+    Tensor want = NaiveBinary<float, float>(x, *Tensor::Zeros(DType::kFloat32, out),
+                                            [](float v, float) { return v; });
+    AttrMap attrs{{"shape", out.dims()}};
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &one, &two, &three, &four}) {
+      auto got = RunOn(pool, "BroadcastTo", {x}, attrs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_TRUE((*got)[0].BitEqual(want)) << c.a.ToString() << " -> " << out.ToString();
+    }
+  }
+  auto bad =
+      RunOn(nullptr, "BroadcastTo", {Random({2, 3}, 1)}, {{"shape", std::vector<int64_t>{4, 3}}});
+  EXPECT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace troupe

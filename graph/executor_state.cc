@@ -1,0 +1,80 @@
+// Run states and output buffers of the Executor (executor.h): acquiring and releasing a run
+// state, allocating a kernel's outputs and releasing a value after its last reader.
+#include <utility>
+
+#include "graph/executor_state.h"
+
+namespace troupe {
+
+std::unique_ptr<Executor::RunState> Executor::AcquireState() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_states_.empty()) {
+      auto rs = std::move(free_states_.back());
+      free_states_.pop_back();
+      return rs;
+    }
+  }
+  auto rs = std::make_unique<RunState>();
+  rs->values.resize(static_cast<size_t>(num_slots_));
+  rs->in_scratch.resize(static_cast<size_t>(max_inputs_));
+  if (!device_.is_cpu()) {
+    rs->cache.resize(steps_.size());
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      rs->cache[s].resize(static_cast<size_t>(steps_[s].num_outputs));
+    }
+  }
+  rs->scratch.resize(static_cast<size_t>(graph_->num_nodes()));
+  for (auto& [slot, t] : const_slots_) rs->values[static_cast<size_t>(slot)] = t;
+  return rs;
+}
+
+void Executor::ReleaseState(std::unique_ptr<RunState> state) {
+  allocations_.fetch_add(state->allocations, std::memory_order_relaxed);
+  reuses_.fetch_add(state->reuses, std::memory_order_relaxed);
+  state->allocations = state->reuses = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  free_states_.push_back(std::move(state));
+}
+
+Result<Tensor> Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
+                                        const TensorShape& shape) {
+  if (device_.is_cpu()) {
+    bool reused = false;
+    TROUPE_ASSIGN_OR_RETURN(Tensor t, rs.pool.Take(dtype, shape, allocator_, &reused));
+    ++(reused ? rs.reuses : rs.allocations);
+    return t;
+  }
+  // On a device, each step keeps its outputs' buffers and reuses them when nobody else holds
+  // them (kernels are asynchronous: the stream orders a step's writes after its last run's).
+  std::vector<Tensor>& cache = rs.cache[index];
+  if (static_cast<size_t>(i) >= cache.size()) cache.resize(static_cast<size_t>(i) + 1);
+  Tensor& cached = cache[static_cast<size_t>(i)];
+  if (cached.initialized() && cached.buffer().use_count() == 1) {
+    if (cached.dtype() == dtype && cached.shape() == shape) {
+      ++rs.reuses;
+      return cached;
+    }
+    const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(shape.num_elements());
+    if (dtype != DType::kString && cached.dtype() != DType::kString && bytes > 0 &&
+        bytes <= cached.buffer()->size()) {
+      Result<Tensor> view = Tensor::FromBuffer(dtype, shape, cached.buffer());
+      if (view.ok()) {
+        ++rs.reuses;
+        cached = *view;
+        return cached;
+      }
+    }
+  }
+  TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape, allocator_));
+  ++rs.allocations;
+  cached = t;
+  return t;
+}
+
+void Executor::Release(RunState& rs, int slot) {
+  Tensor t = std::exchange(rs.values[static_cast<size_t>(slot)], Tensor());
+  if (device_.is_cpu()) rs.pool.Give(std::move(t));
+}
+
+}  // namespace troupe

@@ -1,0 +1,32 @@
+// Internal to the executor (executor.cc, executor_state.cc): the per-run state, whose buffers
+// persist from run to run when the state goes back to the executor's free list.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "graph/buffer_pool.h"
+#include "graph/executor.h"
+#include "graph/graph_op.h"
+
+namespace troupe {
+
+struct Executor::RunState : OpRunState {
+  int64_t allocations = 0;  // added to the executor's totals when the state is released
+  int64_t reuses = 0;
+  std::vector<Tensor> values;
+  std::vector<Tensor> in_scratch;
+  std::vector<Tensor> gop_outputs;
+  std::vector<std::vector<Tensor>> cache;      // per step, per output (devices only)
+  internal::BufferPool pool;                   // CPU: free output buffers, by size
+  std::vector<Tensor> handed_out;              // the last run's outputs, pooled once dropped
+  std::vector<std::shared_ptr<void>> scratch;  // per node
+  bool scratch_used = false;
+  std::shared_ptr<void>& Scratch(int node) override {
+    scratch_used = true;
+    return scratch[static_cast<size_t>(node)];
+  }
+};
+
+}  // namespace troupe
