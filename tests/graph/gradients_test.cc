@@ -346,7 +346,9 @@ TEST(GradientsTest, ModernLayerOpsTraceWithUnknownBatch) {
     for (size_t k = 0; k < eager->size(); ++k) {
       Tensor e = *(*eager)[k].tensor();
       EXPECT_EQ((*traced)[k].shape(), e.shape()) << "gradient " << k;
-      if (k != 1 && k < 3) EXPECT_EQ(e.dim(0), batch) << "gradient " << k;  // q, img: batched
+      if (k != 1 && k < 3) {
+        EXPECT_EQ(e.dim(0), batch) << "gradient " << k;  // q, img: batched
+      }
       EXPECT_TRUE((*traced)[k].BitEqual(e)) << "gradient " << k;
     }
   }
