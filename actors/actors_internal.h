@@ -34,6 +34,7 @@ struct WorkerShared {
   std::atomic<int64_t> epoch{0};
   std::atomic<double> wait_ms{0};  // recent allreduce wait per step (moving average)
   std::atomic<bool> stop{false};
+  std::atomic<bool> ending{false};  // Finish called: losing the coordinator is no fault now
   std::mutex mu;
   std::string stop_reason;
   std::function<void(const StopOrder&)> stop_handler;

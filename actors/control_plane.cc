@@ -207,6 +207,7 @@ JobOutcome ControlPlane::Finish(const Status& result) {
   // Once the coordinator acknowledged this worker's end, it may finish the job and go away at
   // any moment; losing it then is the normal end, not a failure.
   bool acknowledged = false;
+  impl_->worker_shared->ending.store(true);
   if (impl_->worker && !stop_requested()) {
     caf::scoped_actor self{*impl_->system};
     self->request(impl_->worker, Seconds(impl_->options.peer_timeout_s), done_atom::value,

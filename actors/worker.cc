@@ -23,6 +23,13 @@ caf::behavior WorkerBehavior(caf::event_based_actor* self, caf::actor coordinato
                              std::shared_ptr<WorkerShared> shared) {
   self->monitor(coordinator);
   self->set_down_handler([=](caf::down_msg& dm) {
+    // Once this worker reported its end, the coordinator may finish the job and go away: the
+    // normal end, which Finish sorts out (no stop order to log, report or exit on).
+    if (shared->ending.load()) {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (!shared->stop.exchange(true)) shared->stop_reason = "lost the coordinator at the end";
+      return;
+    }
     shared->RequestStop(StopOrder{"lost the coordinator (rank 0) at " + coordinator_address + " (" +
                                       caf::to_string(dm.reason) + "); this rank (" +
                                       std::to_string(shared->rank) + ") was at step " +

@@ -6,13 +6,16 @@
 # limited by tc tbf; writes one line per limited run for `scaling_model.py --validate` and
 # prints the model's predicted step times beside the measured ones with the error.
 #   bench/cluster_scaling.sh [--hosts-list "2 4 8"] [--rates "50 200"] [--steps 200]
-#                            [--build build] [--out FILE]       (rates in Mbit/s)
+#                            [--burst 16kb] [--build build] [--out FILE]   (rates in Mbit/s)
+# The tbf burst is kept small: a bucket of 256 kB (netns_cluster.sh's) holds a whole LeNet
+# gradient, which then leaves at the veth's speed, and the link stops behaving like a link.
 # Needs root (namespaces); contacts nothing outside this machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 hosts_list="2 4 8"
 rates="50 200"
 steps=200
+burst=16kb
 build=$here/build
 out=""
 while [ $# -gt 0 ]; do
@@ -20,9 +23,10 @@ while [ $# -gt 0 ]; do
     --hosts-list) hosts_list=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --burst) burst=$2; shift 2 ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "cluster_scaling.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +43,7 @@ set_rate() {
       ip netns exec "$TROUPE_CLUSTER_ID-h$i" tc qdisc del dev eth0 root 2>/dev/null || true
     else
       ip netns exec "$TROUPE_CLUSTER_ID-h$i" tc qdisc replace dev eth0 root tbf \
-        rate "${1}mbit" burst 256kb latency 100ms
+        rate "${1}mbit" burst "$burst" latency 100ms
     fi
   done
 }
@@ -71,7 +75,7 @@ inside() {
       set_rate "$rate"
       measured=$(step_ms "$n")
       echo "hosts=$n devices=1 rate_mbit=$rate compute_ms=$compute step_ms=$measured" \
-        "grad_bytes=246824" | tee -a "$file"
+        "grad_bytes=246824 burst=$burst" | tee -a "$file"
     done
   done
   set_rate ""
@@ -84,4 +88,5 @@ if [ "${TROUPE_CLUSTER_SCALING_INSIDE:-}" = 1 ]; then
 fi
 export TROUPE_CLUSTER_SCALING_INSIDE=1
 exec "$here/tests/cluster/netns_cluster.sh" --hosts "$max_hosts" -- "$0" \
-  --hosts-list "$hosts_list" --rates "$rates" --steps "$steps" --build "$build" ${out:+--out "$out"}
+  --hosts-list "$hosts_list" --rates "$rates" --steps "$steps" --burst "$burst" \
+  --build "$build" ${out:+--out "$out"}
