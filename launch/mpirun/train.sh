@@ -35,6 +35,7 @@ cmd=("${mpi[@]}" "$troupe" train "$config" --set "train.replicas_per_process=$re
 if [ "$restarts" -gt 0 ]; then
   cmd=("${mpi[@]}" -x TROUPE_JOB_START_FILE -x TROUPE_JOB_END_FILE "$troupe" train "$config"
        --set "train.replicas_per_process=$replicas" "$@")
-  exec "$troupe" supervise --max-restarts "$restarts" ${supervise[@]+"${supervise[@]}"} -- "${cmd[@]}"
+  exec "$troupe" supervise --max-restarts "$restarts" ${supervise[@]+"${supervise[@]}"} -- \
+    "${cmd[@]}"
 fi
 exec "${cmd[@]}"
