@@ -1,11 +1,13 @@
 #include "actors/control_plane.h"
 
+#include <fcntl.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <caf/io/all.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -22,16 +24,32 @@ void AddMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<StopOrder>("StopOrder");
 }
 
+void WriteJobNotice(const char* env_var, int rank, const std::string& text) {
+  const char* path = std::getenv(env_var);
+  if (path == nullptr || *path == '\0') return;
+  std::string line = ::troupe::Hostname() + " rank " + std::to_string(rank) + " pid " +
+                     std::to_string(::getpid()) + ": " + text;
+  for (char& c : line) c = c == '\n' ? ' ' : c;
+  line += '\n';
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // e.g. a host without the supervisor's file system
+  ssize_t written = ::write(fd, line.data(), line.size());
+  (void)written;
+  ::close(fd);
+}
+
 namespace {
 
 caf::timespan Seconds(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(s));
 }
 
-// Logs the order and ends the process unless the training thread returns first: a peer is
-// gone, so collectives would otherwise wait for their own timeout.
-void DefaultStopHandler(const StopOrder& order) {
+// Logs the order, tells a supervisor (WriteJobNotice) and ends the process unless the
+// training thread returns first: a peer is gone, so collectives would otherwise wait for their
+// own timeout.
+void DefaultStopHandler(int rank, const StopOrder& order) {
   TROUPE_LOG(ERROR) << "stopping: " << order.reason;
+  WriteJobNotice(kJobEndFileEnv, rank, order.reason);
   int code = order.exit_code == 0 ? 1 : order.exit_code;
   std::thread([code] {
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -81,7 +99,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(const ControlOptions&
   impl->cfg.set("logger.verbosity", caf::atom("quiet"));
   impl->system = std::make_unique<caf::actor_system>(impl->cfg);
   impl->worker_shared->rank = options.rank;
-  impl->worker_shared->stop_handler = DefaultStopHandler;
+  impl->worker_shared->stop_handler = [rank = options.rank](const StopOrder& order) {
+    DefaultStopHandler(rank, order);
+  };
   return std::unique_ptr<ControlPlane>(new ControlPlane(std::move(impl)));
 }
 
@@ -145,12 +165,25 @@ Result<Assignment> ControlPlane::Join(const std::string& coordinator_host,
                                  std::to_string(impl_->options.connect_timeout_s) +
                                  " s: not every rank registered");
   }
-  return future.get();
+  Result<Assignment> assignment = future.get();
+  if (assignment.ok()) WriteJobNotice(kJobStartFileEnv, impl_->options.rank, "joined");
+  return assignment;
 }
 
 void ControlPlane::ReportProgress(int64_t step, int64_t epoch, const std::vector<double>&) {
   impl_->worker_shared->step.store(step);
   impl_->worker_shared->epoch.store(epoch);
+}
+
+void ControlPlane::ReportAllreduceWait(double ms) {
+  std::atomic<double>& avg = impl_->worker_shared->wait_ms;
+  avg.store(0.9 * avg.load() + 0.1 * ms);
+}
+
+std::string ControlPlane::straggler_note() const {
+  if (!impl_->coordinator_shared) return "";
+  std::lock_guard<std::mutex> lock(impl_->coordinator_shared->mu);
+  return impl_->coordinator_shared->straggler;
 }
 
 void ControlPlane::ReportCheckpoint(int64_t step, const std::string& path) {
@@ -174,6 +207,7 @@ JobOutcome ControlPlane::Finish(const Status& result) {
   // Once the coordinator acknowledged this worker's end, it may finish the job and go away at
   // any moment; losing it then is the normal end, not a failure.
   bool acknowledged = false;
+  impl_->worker_shared->ending.store(true);
   if (impl_->worker && !stop_requested()) {
     caf::scoped_actor self{*impl_->system};
     self->request(impl_->worker, Seconds(impl_->options.peer_timeout_s), done_atom::value,

@@ -48,6 +48,15 @@ struct JobOutcome {
   std::string last_checkpoint;
 };
 
+// Files a supervisor (launch/supervisor.h) names in the environment, so that it can end a
+// launcher that does not exit by itself (mpirun waiting for a host it cannot reach): every
+// process appends one line ("<host> rank <r> pid <p>: <text>") to TROUPE_JOB_START_FILE once
+// it joined the job (every rank registered), and to TROUPE_JOB_END_FILE when the job stopped
+// on a failure (why). Unset: nothing is written. Best effort; safe from any thread.
+inline constexpr char kJobStartFileEnv[] = "TROUPE_JOB_START_FILE";
+inline constexpr char kJobEndFileEnv[] = "TROUPE_JOB_END_FILE";
+void WriteJobNotice(const char* env_var, int rank, const std::string& text);
+
 class ControlPlane {
  public:
   static Result<std::unique_ptr<ControlPlane>> Create(const ControlOptions& options);
@@ -67,6 +76,11 @@ class ControlPlane {
   // Cheap, from the training thread: the next heartbeat carries `step` and `epoch` (a lost
   // peer's last step is named in the stop message). `metrics` are not sent anywhere.
   void ReportProgress(int64_t step, int64_t epoch, const std::vector<double>& metrics);
+  // Cheap, from the training thread after each step: its allreduce wait (ms). The heartbeats
+  // carry a moving average; the coordinator names a host every other one waits for.
+  void ReportAllreduceWait(double ms);
+  // Rank 0: "slowest host NAME (...)" while one host is consistently behind, else empty.
+  std::string straggler_note() const;
   // The coordinator keeps the latest as the job's last durable step (JobOutcome).
   void ReportCheckpoint(int64_t step, const std::string& path);
 

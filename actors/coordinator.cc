@@ -140,11 +140,12 @@ caf::behavior CoordinatorBehavior(Self* self, ControlOptions control, Coordinato
         if (static_cast<int>(st.workers.size()) == control.world_size)
           AssignAll(self, control, options);
       },
-      [=](heartbeat_atom, int32_t rank, int64_t step, int64_t epoch) {
+      [=](heartbeat_atom, int32_t rank, int64_t step, int64_t epoch, double wait_ms) {
         auto it = self->state.workers.find(rank);
         if (it == self->state.workers.end()) return;
         it->second.last_seen = Clock::now();
         it->second.last_step = step;
+        it->second.wait_ms = wait_ms;
       },
       [=](ckpt_atom, CheckpointDone& c) {
         self->state.last_durable_step = c.step;
@@ -191,6 +192,7 @@ caf::behavior CoordinatorBehavior(Self* self, ControlOptions control, Coordinato
             return;
           }
         }
+        WatchStragglers(st, *shared);
         self->delayed_send(self, interval, tick_atom::value);
       },
   };

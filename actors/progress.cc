@@ -29,7 +29,8 @@ std::string ProgressLine::FormatDuration(double seconds) {
 }
 
 double ProgressLine::Report(int64_t step, int64_t epoch, double loss, double accuracy,
-                            int64_t examples, double input_wait_s, double learning_rate) {
+                            int64_t examples, double input_wait_s, double learning_rate,
+                            const std::string& note) {
   auto now = std::chrono::steady_clock::now();
   double elapsed = std::chrono::duration<double>(now - last_time_).count();
   double rate = elapsed > 0 ? examples / elapsed : 0;
@@ -42,10 +43,11 @@ double ProgressLine::Report(int64_t step, int64_t epoch, double loss, double acc
   if (waited >= 0.01)
     std::snprintf(wait_text, sizeof(wait_text), "  input wait %.0f%%", 100 * waited);
   std::printf(
-      "%sepoch %lld/%lld  step %lld/%lld  loss %.4f  acc %.4f  lr %.3g  %.0f ex/s  ETA %s%s%s",
+      "%sepoch %lld/%lld  step %lld/%lld  loss %.4f  acc %.4f  lr %.3g  %.0f ex/s  ETA %s%s%s%s%s",
       tty_ ? "\r\033[K" : "", static_cast<long long>(epoch + 1), static_cast<long long>(epochs_),
       static_cast<long long>(step), static_cast<long long>(total_steps_), loss, accuracy,
-      learning_rate, rate, FormatDuration(eta).c_str(), wait_text, tty_ ? "" : "\n");
+      learning_rate, rate, FormatDuration(eta).c_str(), wait_text, note.empty() ? "" : "  ",
+      note.c_str(), tty_ ? "" : "\n");
   std::fflush(stdout);
   open_ = tty_;
   return rate;

@@ -1,6 +1,7 @@
 // ProgressLine: "epoch 2/5  step 1200/4685  loss 0.4123  acc 0.853  lr 1e-03  5210 ex/s  ETA 41s",
 // redrawn in place on a terminal, one line per report otherwise. When steps waited for their
-// input batches for 1 % or more of the window, it says so: "  input wait 12%".
+// input batches for 1 % or more of the window, it says so: "  input wait 12%"; a `note` (the
+// coordinator's "slowest host node2 (...)") is appended after two spaces.
 #pragma once
 
 #include <chrono>
@@ -16,7 +17,7 @@ class ProgressLine {
   // `input_wait_s`: time the window's steps spent waiting for input; `learning_rate`: the last
   // update's.
   double Report(int64_t step, int64_t epoch, double loss, double accuracy, int64_t examples,
-                double input_wait_s, double learning_rate);
+                double input_wait_s, double learning_rate, const std::string& note = "");
   // Ends the in-place line (before other output).
   void Break();
 

@@ -128,6 +128,7 @@ Result<TrainSummary> Trainer::Run() {
     ++window.steps;
     run_examples += m.examples;
     run_wait_s += m.allreduce_wait_s;
+    p.plane->ReportAllreduceWait(1000 * m.allreduce_wait_s);
     if (m.skipped) {
       ++summary.skipped_steps;
       if (p.chief && m.loss_scale_skipped) {
@@ -148,8 +149,9 @@ Result<TrainSummary> Trainer::Run() {
       const double loss = window.loss / n, acc = window.correct / n;
       // The learning rate of this step's update (a schedule's value at Keras' counter).
       const double lr = p.replicas->optimizer().LearningRateAt((step - 1) * p.accumulate_steps);
-      const double rate = progress.Report(step, (step - 1) / p.steps_per_epoch, loss, acc,
-                                          window.examples, window.input_wait_s, lr);
+      const double rate =
+          progress.Report(step, (step - 1) / p.steps_per_epoch, loss, acc, window.examples,
+                          window.input_wait_s, lr, p.plane->straggler_note());
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("learning_rate", lr, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("loss", loss, step));
       TROUPE_RETURN_IF_ERROR(p.events->AddScalar("accuracy", acc, step));

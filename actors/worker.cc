@@ -23,9 +23,18 @@ caf::behavior WorkerBehavior(caf::event_based_actor* self, caf::actor coordinato
                              std::shared_ptr<WorkerShared> shared) {
   self->monitor(coordinator);
   self->set_down_handler([=](caf::down_msg& dm) {
-    shared->RequestStop(StopOrder{
-        "lost the coordinator at " + coordinator_address + " (" + caf::to_string(dm.reason) + ")",
-        1});
+    // Once this worker reported its end, the coordinator may finish the job and go away: the
+    // normal end, which Finish sorts out (no stop order to log, report or exit on).
+    if (shared->ending.load()) {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (!shared->stop.exchange(true)) shared->stop_reason = "lost the coordinator at the end";
+      return;
+    }
+    shared->RequestStop(StopOrder{"lost the coordinator (rank 0) at " + coordinator_address + " (" +
+                                      caf::to_string(dm.reason) + "); this rank (" +
+                                      std::to_string(shared->rank) + ") was at step " +
+                                      std::to_string(shared->step.load()),
+                                  1});
   });
   self->request(coordinator, caf::infinite, register_atom::value, request)
       .then(
@@ -49,7 +58,7 @@ caf::behavior WorkerBehavior(caf::event_based_actor* self, caf::actor coordinato
   return {
       [=](tick_atom) {
         self->send(coordinator, heartbeat_atom::value, static_cast<int32_t>(shared->rank),
-                   shared->step.load(), shared->epoch.load());
+                   shared->step.load(), shared->epoch.load(), shared->wait_ms.load());
         self->delayed_send(self, interval, tick_atom::value);
       },
       [=](stop_atom, StopOrder& order) { shared->RequestStop(order); },

@@ -15,13 +15,21 @@ int RunSupervise(int argc, char** argv) {
   parser.AddFlag("max-restarts", "N", "restarts allowed after failures", "3");
   parser.AddFlag("backoff", "SECONDS", "first backoff; doubles per restart", "1");
   parser.AddFlag("max-backoff", "SECONDS", "cap of the doubling backoff", "30");
+  parser.AddFlag("start-timeout", "SECONDS",
+                 "end a launcher none of whose processes joined the job this long after its "
+                 "start (0: no limit)",
+                 "120");
+  parser.AddFlag("launcher-grace", "SECONDS",
+                 "end a launcher still running this long after its job reported a stop", "1");
   Status s = parser.Parse(argc, argv);
   if (parser.help_requested()) {
     std::printf("%s", parser.Usage("troupe supervise [flags] -- COMMAND [ARGS...]").c_str());
     std::printf(
         "\nRuns COMMAND; when it fails, restarts it with exponential backoff until the\n"
         "restart budget is spent. SIGTERM/SIGINT are forwarded to COMMAND's process group and\n"
-        "end supervision. Exit codes: 0 clean end, 2 configuration error (no restart),\n"
+        "end supervision. A launcher that outlives its stopped job (--launcher-grace) or whose\n"
+        "job never starts (--start-timeout) is ended (TERM, then KILL) and counts as a failure.\n"
+        "Exit codes: 0 clean end, 2 configuration error (no restart),\n"
         "3 still failing after N restarts, 128+N stopped by signal N.\n"
         "Example: troupe supervise --max-restarts 5 -- mpirun -np 4 build/troupe train cfg.toml\n");
     return kExitOk;
@@ -32,6 +40,15 @@ int RunSupervise(int argc, char** argv) {
       restarts.ok() ? parser.GetDouble("backoff") : Result<double>(restarts.status());
   Result<double> max_backoff =
       backoff.ok() ? parser.GetDouble("max-backoff") : Result<double>(backoff.status());
+  Result<double> start_timeout =
+      max_backoff.ok() ? parser.GetDouble("start-timeout") : Result<double>(max_backoff.status());
+  Result<double> grace = start_timeout.ok() ? parser.GetDouble("launcher-grace")
+                                            : Result<double>(start_timeout.status());
+  if (grace.ok() && (*start_timeout < 0 || *grace < 0)) {
+    grace =
+        InvalidArgumentError("troupe supervise: --start-timeout and --launcher-grace must be >= 0");
+  }
+  if (!grace.ok()) max_backoff = grace.status();
   if (max_backoff.ok() && (*backoff < 0 || *max_backoff < *backoff)) {
     max_backoff = InvalidArgumentError(
         "troupe supervise: need 0 <= --backoff <= --max-backoff, got --backoff " +
@@ -44,6 +61,8 @@ int RunSupervise(int argc, char** argv) {
   options.max_restarts = static_cast<int>(*restarts);
   options.initial_backoff_s = *backoff;
   options.max_backoff_s = *max_backoff;
+  options.start_timeout_s = *start_timeout;
+  options.launcher_grace_s = *grace;
   Result<SupervisorResult> r = Supervise(parser.positional(), options);
   if (!r.ok()) {
     std::fprintf(stderr, "troupe supervise: %s\n", r.status().message().c_str());

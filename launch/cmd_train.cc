@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "actors/control_plane.h"
 #include "actors/trainer.h"
 #include "launch/command.h"
 #include "launch/environment.h"
@@ -151,6 +152,9 @@ int RunTrain(int argc, char** argv) {
   if (!summary.ok()) {
     std::fprintf(stderr, "troupe train (rank %d on %s): %s\n", env->rank, env->hostname.c_str(),
                  summary.status().ToString().c_str());
+    if (summary.status().code() != StatusCode::kFailedPrecondition) {
+      actors::WriteJobNotice(actors::kJobEndFileEnv, env->rank, summary.status().ToString());
+    }
     return summary.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
   }
   if (env->rank == 0) PrintEndOfRun(*summary);

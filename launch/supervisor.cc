@@ -8,9 +8,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "actors/control_plane.h"
 #include "core/logging.h"
 
 namespace troupe::launch {
@@ -45,8 +49,95 @@ class SignalForwarding {
   struct sigaction old_int_ = {};
 };
 
-// Runs one attempt; returns the wait status.
-Result<int> RunOnce(const std::vector<std::string>& argv) {
+// The files an attempt's processes report their start and their job's stop in.
+struct AttemptFiles {
+  std::string start, end;  // both empty: not watched
+};
+
+// The first line of `path` (empty while nothing was written).
+std::string FirstLine(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return "";
+  char buf[1024] = {};
+  std::string line = std::fgets(buf, sizeof(buf), f) ? buf : "";
+  std::fclose(f);
+  if (!line.empty() && line.back() == '\n') line.pop_back();
+  return line;
+}
+
+// Ends `pid`'s process group (SIGTERM, then SIGKILL) when the launcher is stuck: the job it
+// runs reported its stop (a line in the end file) and the launcher outlived the grace, or no
+// process joined (the start file stays empty) within the start timeout.
+class StuckLauncherWatch {
+ public:
+  StuckLauncherWatch(pid_t pid, AttemptFiles files, const SupervisorOptions& options)
+      : pid_(pid), files_(std::move(files)), options_(options) {}
+
+  void Poll() {
+    if (files_.end.empty() || killed_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (!stuck_) Check(now);
+    if (!stuck_) return;
+    std::chrono::duration<double> since = now - stuck_at_;
+    if (!termed_) {
+      TROUPE_LOG(WARNING) << "supervisor: " << why_ << "; ending the launcher";
+      ::kill(-pid_, SIGTERM);
+      termed_ = true;
+    } else if (since.count() >= options_.kill_after_s) {
+      ::kill(-pid_, SIGKILL);
+      killed_ = true;
+    }
+  }
+
+ private:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  void Check(TimePoint now) {
+    if (!ended_) {
+      reason_ = FirstLine(files_.end);
+      if (!reason_.empty()) {
+        ended_ = true;
+        ended_at_ = now;
+      }
+    }
+    if (ended_ && Seconds(now - ended_at_) >= options_.launcher_grace_s) {
+      Stuck(now, "the job stopped (" + reason_ + ") but its launcher still runs " +
+                     Format(options_.launcher_grace_s) +
+                     " s later (waiting for a host it cannot reach?)");
+    } else if (!ended_ && options_.start_timeout_s > 0 && !started_) {
+      started_ = !FirstLine(files_.start).empty();
+      if (!started_ && Seconds(now - launched_) >= options_.start_timeout_s) {
+        Stuck(now, "no process of the job joined within " + Format(options_.start_timeout_s) +
+                       " s of the launch (a host the launcher cannot reach?)");
+      }
+    }
+  }
+  void Stuck(TimePoint now, std::string why) {
+    stuck_ = true;
+    stuck_at_ = now;
+    why_ = std::move(why);
+  }
+  static double Seconds(std::chrono::steady_clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+  }
+  static std::string Format(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", s);
+    return buf;
+  }
+
+  pid_t pid_;
+  AttemptFiles files_;
+  const SupervisorOptions& options_;
+  TimePoint launched_ = std::chrono::steady_clock::now();
+  bool ended_ = false, started_ = false, stuck_ = false, termed_ = false, killed_ = false;
+  std::string reason_, why_;
+  TimePoint ended_at_, stuck_at_;
+};
+
+// Runs one attempt, naming `files` in its environment when given; returns the wait status.
+Result<int> RunOnce(const std::vector<std::string>& argv, const AttemptFiles& files,
+                    const SupervisorOptions& options) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -54,19 +145,61 @@ Result<int> RunOnce(const std::vector<std::string>& argv) {
   if (pid < 0) return InternalError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);  // own group, so a forwarded signal reaches every descendant
+    if (!files.end.empty()) {
+      ::setenv(actors::kJobStartFileEnv, files.start.c_str(), 1);
+      ::setenv(actors::kJobEndFileEnv, files.end.c_str(), 1);
+    }
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "troupe supervise: cannot run '%s': %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
   ::setpgid(pid, pid);
   g_child.store(pid);
+  StuckLauncherWatch watch(pid, files, options);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return InternalError(std::string("waitpid: ") + std::strerror(errno));
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      return InternalError(std::string("waitpid: ") + std::strerror(errno));
+    }
+    watch.Poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   g_child.store(0);
   return status;
 }
+
+// A private directory for the attempts' job-end files; removed when supervision ends.
+class NoticeDir {
+ public:
+  NoticeDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/troupe-supervise.XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) != nullptr) dir_ = buf.data();
+  }
+  ~NoticeDir() {
+    for (const auto& f : files_) ::unlink(f.c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+  }
+  // Fresh file paths for attempt `n` (empty when no directory could be made).
+  AttemptFiles Next(int n) {
+    if (dir_.empty()) return {};
+    std::string base = dir_ + "/attempt-" + std::to_string(n);
+    AttemptFiles f{base + ".start", base + ".end"};
+    for (const std::string& path : {f.start, f.end}) {
+      ::unlink(path.c_str());
+      files_.push_back(path);
+    }
+    return f;
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::string> files_;
+};
 
 std::string Describe(int status) {
   if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
@@ -87,9 +220,10 @@ Result<SupervisorResult> Supervise(const std::vector<std::string>& argv,
   g_stop_signal.store(0);
   SupervisorResult result;
   double backoff = options.initial_backoff_s;
+  NoticeDir notices;
   for (;;) {
     auto started = std::chrono::steady_clock::now();
-    TROUPE_ASSIGN_OR_RETURN(int status, RunOnce(argv));
+    TROUPE_ASSIGN_OR_RETURN(int status, RunOnce(argv, notices.Next(result.restarts), options));
     if (int sig = g_stop_signal.load()) {
       result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + sig;
       result.summary = std::string("stopped by ") + strsignal(sig) + "; child ended with " +

@@ -111,6 +111,9 @@ TEST(ControlPlaneTest, AKeyThatCannotBeDerivedRefusesTheAssignment) {
 
 TEST(ControlPlaneTest, TwoProcessesGetConsecutiveReplicaIds) {
   auto plane = *ControlPlane::Create(Options(0, 2));
+  // The peer is killed at the end while this plane lives: the default handler would end the
+  // test binary 2 s after that stop, in the middle of a later test.
+  plane->SetStopHandler([](const StopOrder&) {});
   uint16_t port = *plane->StartCoordinator(CoordOptions());
   Peer peer = SpawnPeer("secret", 1, 2, port);
   auto a = plane->Join("", 0, 2, "cpu:0,cpu:0");

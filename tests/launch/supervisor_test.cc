@@ -60,5 +60,40 @@ TEST(SupervisorTest, BadArguments) {
   EXPECT_EQ(r.exit_code, kExitGaveUp);  // exec failure is exit 127, a failure like any other
 }
 
+// A launcher that outlives its job (mpirun waiting for a host it cannot reach) and ignores
+// SIGTERM: once a process reported the stop, the supervisor ends the group with SIGKILL.
+TEST(SupervisorTest, EndsALauncherThatOutlivesItsStoppedJob) {
+  SupervisorOptions o = Fast(0);
+  o.launcher_grace_s = 0.2;
+  o.kill_after_s = 0.2;
+  std::string script =
+      "trap '' TERM; echo 'h rank 0 pid 1: joined' >> \"$TROUPE_JOB_START_FILE\"; sleep 0.3; "
+      "echo 'h rank 0 pid 1: lost worker' >> \"$TROUPE_JOB_END_FILE\"; sleep 600 & wait";
+  auto r = *Supervise({"sh", "-c", script}, o);
+  EXPECT_EQ(r.exit_code, kExitGaveUp);
+  EXPECT_NE(r.summary.find("signal Killed"), std::string::npos) << r.summary;
+}
+
+// A launch that never starts the job (mpirun launching onto a host it cannot reach) is ended.
+TEST(SupervisorTest, EndsALaunchThatNeverStarts) {
+  SupervisorOptions o = Fast(1);
+  o.start_timeout_s = 0.3;
+  auto r = *Supervise({"sh", "-c", "sleep 600"}, o);
+  EXPECT_EQ(r.exit_code, kExitGaveUp);
+  EXPECT_EQ(r.restarts, 1);
+  EXPECT_NE(r.summary.find("signal Terminated"), std::string::npos) << r.summary;
+}
+
+// A job that reported its start outlives the start timeout; one without stop reports is not
+// ended however long it runs.
+TEST(SupervisorTest, LeavesAStartedJobAlone) {
+  SupervisorOptions o = Fast(0);
+  o.start_timeout_s = 0.2;
+  o.launcher_grace_s = 0.1;
+  std::string script = "echo 'h rank 0 pid 1: joined' >> \"$TROUPE_JOB_START_FILE\"; sleep 1";
+  auto r = *Supervise({"sh", "-c", script}, o);
+  EXPECT_EQ(r.exit_code, 0) << r.summary;
+}
+
 }  // namespace
 }  // namespace troupe::launch
