@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "actors/batches.h"
@@ -16,34 +15,12 @@
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/object_checkpoint.h"
 #include "core/gpu.h"
-#include "core/host.h"
 #include "core/logging.h"
 
 namespace troupe::actors {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The host rank 0 advertises for its coordinator (config, MPI's TCP interfaces, routes).
-Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config) {
-  AdvertiseRequest request;
-  request.address = config.advertise_address;
-  request.interface = config.advertise_interface;
-  if (const char* mpi = std::getenv("OMPI_MCA_btl_tcp_if_include")) {
-    request.mpi_tcp_if_include = mpi;
-  }
-  return ChooseAdvertiseAddress(request);
-}
-
-// An address given by --coordinator / TROUPE_COORDINATOR is what every rank connects to.
-void WarnAdvertiseIgnored(const TrainConfig& config) {
-  if (!config.advertise_address.empty() || !config.advertise_interface.empty()) {
-    TROUPE_LOG(WARNING)
-        << "control.advertise_address/advertise_interface unused: the "
-           "coordinator address is fixed by the launch (--coordinator, TROUPE_COORDINATOR "
-           "or Slurm's first node)";
-  }
-}
 
 // Rank 0 hosts the coordinator; every rank learns its address and registers with it.
 Status JoinControlPlane(Trainer::Parts& p) {

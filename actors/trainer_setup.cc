@@ -109,4 +109,23 @@ Result<std::vector<Device>> ReplicaDevices(const TrainConfig& config, int local_
   return devices;
 }
 
+Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config) {
+  AdvertiseRequest request;
+  request.address = config.advertise_address;
+  request.interface = config.advertise_interface;
+  if (const char* mpi = std::getenv("OMPI_MCA_btl_tcp_if_include")) {
+    request.mpi_tcp_if_include = mpi;
+  }
+  return ChooseAdvertiseAddress(request);
+}
+
+void WarnAdvertiseIgnored(const TrainConfig& config) {
+  if (!config.advertise_address.empty() || !config.advertise_interface.empty()) {
+    TROUPE_LOG(WARNING)
+        << "control.advertise_address/advertise_interface unused: the "
+           "coordinator address is fixed by the launch (--coordinator, TROUPE_COORDINATOR "
+           "or Slurm's first node)";
+  }
+}
+
 }  // namespace troupe::actors

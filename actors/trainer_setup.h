@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "collectives/communicator.h"
 #include "core/device.h"
+#include "core/host.h"
 #include "core/result.h"
 
 namespace troupe::actors {
@@ -36,5 +37,13 @@ Status CheckRecordedJob(const std::string& prefix, const JobShape& want);
 // rank L's replica r. FailedPrecondition naming the missing GPU and the fix when it is not
 // there (checked before anything else is touched).
 Result<std::vector<Device>> ReplicaDevices(const TrainConfig& config, int local_rank);
+
+// The host rank 0 advertises for its coordinator: control.advertise_address/_interface, else
+// MPI's TCP interface selection (OMPI_MCA_btl_tcp_if_include), routes and interfaces
+// (core/host.h).
+Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config);
+// Warns when control.advertise_* are set but the launch fixed the coordinator's address
+// (--coordinator, TROUPE_COORDINATOR or Slurm's first node), which every rank then uses.
+void WarnAdvertiseIgnored(const TrainConfig& config);
 
 }  // namespace troupe::actors
