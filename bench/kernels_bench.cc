@@ -128,6 +128,19 @@ void BM_MatMul(benchmark::State& state) {
   SetFlops(state, 2.0 * static_cast<double>(m * k * n));
 }
 
+// ResNet-50's stem pool, 3x3 stride 2 SAME on [batch, 112, 112, 64]: its gradient. Counter:
+// GB/s of the input scanned once (each window reads 9 pixels; windows overlap).
+void BM_MaxPoolGrad(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const AttrMap a{
+      {"ksize", V{1, 3, 3, 1}}, {"strides", V{1, 2, 2, 1}}, {"padding", std::string("SAME")}};
+  Tensor x = Random({n, 112, 112, 64}, 1);
+  Tensor y = (*RunOp("MaxPool", std::vector<Tensor>{x}, a))[0];
+  Run(state, "MaxPoolGrad", {x, y, Random(y.shape(), 2)}, a);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(x.byte_size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {0, 1}) {
     for (int batch : {8, 64}) b->Args({layer, batch});
@@ -152,6 +165,7 @@ BENCHMARK(BM_Conv2DEigenTensor)->Apply(ConvArgs)->UseRealTime()->MeasureProcessC
 BENCHMARK(BM_Conv2DBackpropInput)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_MaxPoolGrad)->Arg(8)->UseRealTime()->MeasureProcessCPUTime();
 // Peak: a large square SGEMM through the same MatMul kernel.
 BENCHMARK(BM_MatMul)
     ->Args({1024, 1024, 1024, 0, 0})

@@ -145,32 +145,47 @@ void AvgPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
   });
 }
 
+// Per output pixel the window is scanned in (h, w) order with all channels at once: the first
+// pixel seeds each channel's maximum, later ones replace it only when strictly greater, so each
+// channel keeps its first maximum as TF's per-channel scan does. Offsets within one image fit
+// 32 bits (checked by the caller), so values and offsets share a vector width and the
+// branch-free select vectorises.
+template <typename T>
+void ScanWindow(const PoolGeo& g, const Bounds& w, const T* img, T* best_val, int32_t* best) {
+  const int64_t first = (w.h0 * g.w + w.w0) * g.c;
+  for (int64_t c = 0; c < g.c; ++c) {
+    best_val[c] = img[first + c];
+    best[c] = static_cast<int32_t>(first + c);
+  }
+  for (int64_t h = w.h0; h < w.h1; ++h) {
+    for (int64_t ww = (h == w.h0 ? w.w0 + 1 : w.w0); ww < w.w1; ++ww) {
+      const int32_t base = static_cast<int32_t>((h * g.w + ww) * g.c);
+      const T* px = img + base;
+      for (int32_t c = 0; c < static_cast<int32_t>(g.c); ++c) {
+        const bool greater = px[c] > best_val[c];
+        best_val[c] = greater ? px[c] : best_val[c];
+        best[c] = greater ? base + c : best[c];
+      }
+    }
+  }
+}
+
 template <typename T>
 void MaxPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* x, const T* dy, T* dx) {
   const int64_t image = g.h * g.w * g.c;
   ParallelFor(pool, g.n, g.oh * g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+    std::vector<T> best_val(static_cast<size_t>(g.c));
+    std::vector<int32_t> best(static_cast<size_t>(g.c));
     for (int64_t n = b; n < e; ++n) {
       T* dimg = dx + n * image;
-      const T* img = x + n * image;
       std::fill(dimg, dimg + image, T(0));
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           const Bounds w = WindowAt(g, oh, ow);
+          if (w.h1 <= w.h0 || w.w1 <= w.w0) continue;
+          ScanWindow(g, w, x + n * image, best_val.data(), best.data());
           const T* grad = dy + ((n * g.oh + oh) * g.ow + ow) * g.c;
-          for (int64_t c = 0; c < g.c; ++c) {
-            int64_t best = -1;
-            T best_val = T(0);
-            for (int64_t h = w.h0; h < w.h1; ++h) {
-              for (int64_t ww = w.w0; ww < w.w1; ++ww) {
-                const int64_t idx = (h * g.w + ww) * g.c + c;
-                if (best < 0 || img[idx] > best_val) {
-                  best = idx;
-                  best_val = img[idx];
-                }
-              }
-            }
-            if (best >= 0) dimg[best] += grad[c];
-          }
+          for (int64_t c = 0; c < g.c; ++c) dimg[best[c]] += grad[c];
         }
       }
     }
@@ -240,6 +255,11 @@ void RegisterPoolingOps(OpRegistry& r) {
              TROUPE_ASSIGN_OR_RETURN(SpecList out, MaxPoolGradShape(InputSpecs(ctx), ctx.attrs()));
              TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(ctx.op_name(), ctx.attrs(),
                                                          ctx.input(0).shape(), "orig_input"));
+             if (g.h * g.w * g.c > std::numeric_limits<int32_t>::max()) {
+               return ctx.InvalidArgument("one image of 'orig_input' " +
+                                          ctx.input(0).shape().ToString() +
+                                          " holds 2^31 or more values; split the batch's images");
+             }
              TROUPE_ASSIGN_OR_RETURN(Tensor dx, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
              DispatchFloat(dx.dtype(), [&](auto tag) {
                using T = decltype(tag);

@@ -1,5 +1,7 @@
 // MaxPool/AvgPool against direct loops, their gradients against numerical derivatives (and
 // TF's first-maximum tie rule), errors, and thread-count independence.
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "tests/kernels/kernel_test_util.h"
@@ -97,6 +99,44 @@ TEST(PoolingTest, MaxPoolGradTiesGoToFirstMaximum) {
   Tensor y = Run1("MaxPool", {x}, a);
   Tensor dx = Run1("MaxPoolGrad", {x, y, Make<float>({3}, {1, 1, 1, 1})}, a);
   EXPECT_EQ(Values<float>(dx), (std::vector<float>{3, 0, 0, 0}));
+}
+
+// The gradient of a 3x3/2 SAME max pool (overlapping windows, padded edges) on values with
+// many ties and a NaN, against the definition: per channel, scan the window in (h, w) order,
+// keep the first maximum, add the output's gradient there (in output order).
+TEST(PoolingTest, MaxPoolGradMatchesThePerChannelScan) {
+  const int64_t n = 2, h = 9, w = 7, c = 5;
+  Tensor x = Random({n, h, w, c}, 7);
+  float* xv = x.data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i) xv[i] = std::floor(xv[i] * 3.0f);  // ties
+  xv[3 * c + 1] = std::numeric_limits<float>::quiet_NaN();
+  AttrMap a{{"ksize", V{1, 3, 3, 1}}, {"strides", V{1, 2, 2, 1}}, {"padding", std::string("SAME")}};
+  Tensor y = Run1("MaxPool", {x}, a);
+  Tensor dy = Random(y.shape(), 8);
+  Tensor dx = Run1("MaxPoolGrad", {x, y, dy}, a);
+  const int64_t oh_n = y.dim(1), ow_n = y.dim(2);
+  const int64_t top = std::max<int64_t>((oh_n - 1) * 2 + 3 - h, 0) / 2;  // SAME's padding
+  const int64_t left = std::max<int64_t>((ow_n - 1) * 2 + 3 - w, 0) / 2;
+  std::vector<float> want(static_cast<size_t>(x.num_elements()), 0.0f);
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t oh = 0; oh < oh_n; ++oh) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          int64_t best = -1;
+          const int64_t i0 = 2 * oh - top, j0 = 2 * ow - left;
+          for (int64_t i = std::max<int64_t>(0, i0); i < std::min(h, i0 + 3); ++i) {
+            for (int64_t j = std::max<int64_t>(0, j0); j < std::min(w, j0 + 3); ++j) {
+              const int64_t idx = ((b * h + i) * w + j) * c + ch;
+              if (best < 0 || xv[idx] > xv[best]) best = idx;
+            }
+          }
+          want[static_cast<size_t>(best)] +=
+              dy.data<float>()[((b * oh_n + oh) * ow_n + ow) * c + ch];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(Values<float>(dx), want);
 }
 
 TEST(PoolingTest, Errors) {
