@@ -43,7 +43,11 @@ def accuracy(p):
 shards = train(tmpdir(), 937, 2, extra=tfrecord("FILE") + ["data.shuffle_buffer=10000"])
 idx = train(tmpdir(), 937, 2, extra=["data.shuffle_buffer=10000"])
 print("one epoch: tfrecord FILE test accuracy %.4f, IDX %.4f" % (accuracy(shards), accuracy(idx)))
-assert abs(accuracy(shards) - accuracy(idx)) < 0.02
+# One epoch of Adam LeNet ends 2-3 points apart for different example orders alone: measured
+# with this build, seeds 1, 2, 3, 4, 42 gave IDX 0.8238, 0.8067, 0.8285, 0.8343, 0.8180 and FILE
+# (seeds 1, 2, 3, 42) 0.8314, 0.8246, 0.8301, 0.8413. Two single runs are "the same" within
+# 0.04; a broken shard reader (missing files, wrong labels or scale) lands far outside.
+assert abs(accuracy(shards) - accuracy(idx)) < 0.04
 
 # 2. Layouts.
 for policy in ("FILE", "DATA"):
