@@ -114,12 +114,20 @@ Result<std::string> KerasModelDTypePolicy(const json& model) {
   return policy;
 }
 
-Result<std::string> KerasModelFileDTypePolicy(const std::string& path) {
+namespace {
+// The model config a .json or .keras file holds, parsed.
+Result<json> ReadModelJson(const std::string& path) {
   TROUPE_ASSIGN_OR_RETURN(std::string text, ReadModelConfigText(path));
   json model = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (model.is_discarded()) {
     return InvalidArgumentError(path + " is not valid JSON (write it with model.to_json())");
   }
+  return model;
+}
+}  // namespace
+
+Result<std::string> KerasModelFileDTypePolicy(const std::string& path) {
+  TROUPE_ASSIGN_OR_RETURN(json model, ReadModelJson(path));
   Result<std::string> policy = KerasModelDTypePolicy(model);
   if (!policy.ok()) return policy.status().WithContext(path);
   return policy;
@@ -148,11 +156,7 @@ Result<std::unique_ptr<KerasModel>> KerasModel::Load(const json& model, int64_t 
 }
 
 Result<std::unique_ptr<KerasModel>> KerasModel::FromFile(const std::string& path, int64_t seed) {
-  TROUPE_ASSIGN_OR_RETURN(std::string text, ReadModelConfigText(path));
-  json model = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (model.is_discarded()) {
-    return InvalidArgumentError(path + " is not valid JSON (write it with model.to_json())");
-  }
+  TROUPE_ASSIGN_OR_RETURN(json model, ReadModelJson(path));
   Result<std::unique_ptr<KerasModel>> m = FromJson(model, seed);
   if (!m.ok()) return m.status().WithContext(path);
   return m;

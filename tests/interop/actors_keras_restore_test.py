@@ -12,24 +12,10 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fashion_mnist import test_set  # noqa: E402
+from keras_lenet import keras_lenet  # noqa: E402
 
 BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "troupe")
 CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lenet.toml")
-
-
-def keras_lenet():
-    L = tf.keras.layers
-    return tf.keras.Sequential([
-        tf.keras.Input((28, 28, 1)),
-        L.Conv2D(6, 5, padding="same", activation="relu"),
-        L.AveragePooling2D(2),
-        L.Conv2D(16, 5, padding="valid", activation="relu"),
-        L.AveragePooling2D(2),
-        L.Flatten(),
-        L.Dense(120, activation="relu"),
-        L.Dense(84, activation="relu"),
-        L.Dense(10),
-    ])
 
 
 run = tempfile.mkdtemp(prefix="troupe_keras_")

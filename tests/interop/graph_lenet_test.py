@@ -36,6 +36,7 @@ try:
     import keras
 except ImportError:
     sys.exit("graph_lenet_test: tensorflow is not installed for this Python; run scripts/setup")
+from keras_lenet import keras_lenet  # noqa: E402
 
 BIN = os.path.join(os.environ.get("TROUPE_BINARY_DIR", "build"), "tests", "graph", "lenet_driver")
 NAMES = ["conv1/filter", "conv1/bias", "conv2/filter", "conv2/bias", "fc1/weight", "fc1/bias",
@@ -64,21 +65,6 @@ def check(what, got, want, rtol):
     if bad.any():
         failures.append(f"{what}: {int(bad.sum())} of {bad.size} elements off, max diff "
                         f"{np.max(err):.3e}")
-
-
-def keras_lenet():
-    layers = keras.layers
-    return keras.Sequential([
-        keras.Input((28, 28, 1)),
-        layers.Conv2D(6, 5, padding="same", activation="relu"),
-        layers.AveragePooling2D(2),
-        layers.Conv2D(16, 5, activation="relu"),
-        layers.AveragePooling2D(2),
-        layers.Flatten(),
-        layers.Dense(120, activation="relu"),
-        layers.Dense(84, activation="relu"),
-        layers.Dense(10),
-    ])
 
 
 def run(*args):

@@ -26,6 +26,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
+from keras_lenet import keras_lenet  # noqa: E402
 
 BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "troupe")
 CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lenet.toml")
@@ -44,21 +45,6 @@ def train(precision, run, steps=STEPS, extra=()):
     rate = float(re.search(r"([0-9.]+) examples/s", done).group(1))
     skipped = len(re.findall(r"update skipped", r.stdout))
     return acc, rate, skipped, r.stdout
-
-
-def keras_lenet():
-    L = keras.layers
-    return keras.Sequential([
-        keras.Input((28, 28, 1)),
-        L.Conv2D(6, 5, padding="same", activation="relu"),
-        L.AveragePooling2D(2),
-        L.Conv2D(16, 5, padding="valid", activation="relu"),
-        L.AveragePooling2D(2),
-        L.Flatten(),
-        L.Dense(120, activation="relu"),
-        L.Dense(84, activation="relu"),
-        L.Dense(10),
-    ])
 
 
 def main():
