@@ -54,6 +54,9 @@ struct TrainConfig {
   int64_t max_steps = 0;  // 0: run all epochs
   int64_t global_batch_size = 64;
   int64_t replicas_per_process = 1;
+  // Threads running one process's kernels (0: its share of the usable cores, see
+  // core/cpu_budget.h). Results do not depend on it.
+  int64_t intra_op_threads = 0;
   // Micro-batches of global_batch_size whose gradients one update applies (summed locally,
   // allreduced once): the batch per update is accumulate_steps x global_batch_size.
   int64_t accumulate_steps = 1;

@@ -8,7 +8,7 @@
 namespace troupe {
 
 ThreadPool::ThreadPool(int num_threads, std::string name) : name_(std::move(name)) {
-  num_threads = std::max(1, num_threads);
+  num_threads = std::max(0, num_threads);
   workers_.reserve(static_cast<size_t>(num_threads));
   for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
@@ -23,6 +23,10 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::Schedule(std::function<void()> task) {
+  if (workers_.empty()) {
+    task();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
@@ -49,8 +53,9 @@ void ThreadPool::ParallelFor(int64_t n, int64_t block_size,
   if (n <= 0) return;
   block_size = std::max<int64_t>(1, block_size);
   const int64_t num_blocks = (n + block_size - 1) / block_size;
-  if (num_blocks == 1) {
-    fn(0, n);
+  if (num_blocks == 1 || workers_.empty()) {
+    for (int64_t begin = 0; begin < n; begin += block_size)
+      fn(begin, std::min(n, begin + block_size));
     return;
   }
   // Blocks are claimed from a shared counter; which thread runs a block does not matter
@@ -81,14 +86,27 @@ void ThreadPool::ParallelFor(int64_t n, int64_t block_size,
   shared->cv.wait(lock, [&] { return shared->done.load() == num_blocks; });
 }
 
+namespace {
+std::atomic<int> requested_default_threads{0};
+}  // namespace
+
 ThreadPool* ThreadPool::Default() {
   static ThreadPool* pool = [] {
-    int n = static_cast<int>(std::thread::hardware_concurrency());
-    if (const char* env = std::getenv("TROUPE_NUM_THREADS")) n = std::atoi(env);
+    int n = requested_default_threads.load();
+    if (n <= 0) {
+      n = static_cast<int>(std::thread::hardware_concurrency());
+      if (const char* env = std::getenv("TROUPE_NUM_THREADS")) n = std::atoi(env);
+    }
     // The caller participates in ParallelFor, so n-1 workers keep n cores busy.
-    return new ThreadPool(std::max(1, n - 1), "troupe-default");
+    return new ThreadPool(std::max(0, n - 1), "troupe-default");
   }();
   return pool;
+}
+
+bool ThreadPool::SetDefaultThreads(int threads) {
+  threads = std::max(1, threads);
+  requested_default_threads.store(threads);
+  return DefaultThreads() == threads;
 }
 
 }  // namespace troupe

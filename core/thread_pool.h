@@ -16,7 +16,8 @@ namespace troupe {
 
 class ThreadPool {
  public:
-  // num_threads >= 1 workers besides the calling thread.
+  // num_threads >= 0 workers besides the calling thread; with none, ParallelFor runs every
+  // block on the caller and Schedule runs the task before returning.
   ThreadPool(int num_threads, std::string name);
   ~ThreadPool();  // finishes queued work, then joins
   ThreadPool(const ThreadPool&) = delete;
@@ -32,8 +33,15 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t block_size,
                    const std::function<void(int64_t begin, int64_t end)>& fn);
 
-  // Shared pool sized by TROUPE_NUM_THREADS, else the hardware concurrency.
+  // The process's shared kernel pool: `SetDefaultThreads`' count when it was called before
+  // the first use, else TROUPE_NUM_THREADS, else the hardware concurrency. The count includes
+  // the calling thread, so the pool has one worker fewer.
   static ThreadPool* Default();
+  // Sizes the default pool (threads >= 1, the caller included). False when the pool already
+  // exists with another size: it is made once and never resized under running kernels.
+  static bool SetDefaultThreads(int threads);
+  // The thread count of the default pool, the caller included (makes the pool if needed).
+  static int DefaultThreads() { return Default()->num_threads() + 1; }
 
  private:
   void WorkerLoop();

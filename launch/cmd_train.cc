@@ -11,6 +11,9 @@
 
 #include "actors/control_plane.h"
 #include "actors/trainer.h"
+#include "core/cpu_budget.h"
+#include "core/logging.h"
+#include "core/thread_pool.h"
 #include "launch/command.h"
 #include "launch/environment.h"
 #include "launch/flags.h"
@@ -28,6 +31,23 @@ void OnStopSignal(int) { g_stop.store(true); }
 int Usage(const Status& s) {
   std::fprintf(stderr, "%s\n", s.message().c_str());
   return kExitUsage;
+}
+
+// Sizes the kernel pool before any kernel runs; rank 0 says how many threads and why.
+void SizeKernelThreads(const TrainConfig& config, const LaunchEnvironment& env) {
+  const char* env_threads = std::getenv("TROUPE_NUM_THREADS");
+  IntraOpChoice choice = ChooseIntraOpThreads(ReadCpuBudget(), env.local_size,
+                                              static_cast<int>(config.intra_op_threads),
+                                              env_threads ? std::atoi(env_threads) : 0);
+  if (!ThreadPool::SetDefaultThreads(choice.threads)) {
+    TROUPE_LOG(WARNING) << "kernel pool already has " << ThreadPool::DefaultThreads()
+                        << " threads; wanted " << choice.threads << " (" << choice.why << ")";
+    return;
+  }
+  if (env.rank == 0) {
+    TROUPE_LOG(INFO) << "intra-op threads: " << choice.threads << " per process (" << choice.why
+                     << ")";
+  }
 }
 
 // Re-runs this command without --max-restarts under the supervisor.
@@ -127,6 +147,8 @@ int RunTrain(int argc, char** argv) {
   if (!env.ok()) return Usage(env.status());
   Status valid = ValidateTrainEnvironment(*config, env->world_size * config->replicas_per_process);
   if (!valid.ok()) return Usage(valid);
+
+  SizeKernelThreads(*config, *env);
 
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;

@@ -249,6 +249,10 @@ std::vector<ConfigKey> BuildSchema() {
           "Examples per step over all replicas; the replica count must divide it."),
       Int("train.replicas_per_process", &C::replicas_per_process, 1,
           "Model replicas each process runs (the job's replicas: processes x this)."),
+      Int("train.intra_op_threads", &C::intra_op_threads, 0,
+          "Threads that run a process's kernels, shared by its replicas (0: the process's "
+          "share of the cores its affinity mask and cgroup quota allow; TROUPE_NUM_THREADS "
+          "overrides 0). The bits do not depend on it."),
       Int("train.accumulate_steps", &C::accumulate_steps, 1,
           "Micro-batches of train.global_batch_size per update: their gradients are summed "
           "locally and allreduced once, as Keras' gradient_accumulation_steps averages them "

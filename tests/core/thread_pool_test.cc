@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace troupe {
 namespace {
@@ -31,7 +32,25 @@ TEST(ThreadPoolTest, BlocksDependOnlyOnSizes) {
     return out;
   };
   EXPECT_EQ(blocks(1), blocks(4));
+  EXPECT_EQ(blocks(0), blocks(4));
   EXPECT_EQ(blocks(1).size(), 15u);
+}
+
+TEST(ThreadPoolTest, NoWorkersRunsEverythingOnTheCaller) {
+  ThreadPool pool(0, "inline");
+  EXPECT_EQ(pool.num_threads(), 0);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  std::atomic<int64_t> covered{0};
+  pool.ParallelFor(100, 7, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() != caller) elsewhere++;
+    covered += e - b;
+  });
+  bool ran = false;
+  pool.Schedule([&] { ran = std::this_thread::get_id() == caller; });
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(covered.load(), 100);
+  EXPECT_TRUE(ran);  // before Schedule returned, on the caller
 }
 
 TEST(ThreadPoolTest, ScheduleRunsBeforeDestruction) {

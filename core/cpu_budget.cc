@@ -1,0 +1,65 @@
+#include "core/cpu_budget.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace troupe {
+namespace {
+
+// cgroup v2: "max 100000" or "<quota> <period>"; v1: cfs_quota_us (-1 = none) and period.
+double CgroupQuota() {
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  double period = 0;
+  if (v2 >> quota >> period) {
+    if (quota == "max" || period <= 0) return 0;
+    return std::stod(quota) / period;
+  }
+  std::ifstream q("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+  std::ifstream p("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  double quota_us = 0;
+  if (q >> quota_us && p >> period && quota_us > 0 && period > 0) return quota_us / period;
+  return 0;
+}
+
+}  // namespace
+
+CpuBudget ReadCpuBudget() {
+  CpuBudget b;
+  b.online = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  b.affinity =
+      sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(1, CPU_COUNT(&set)) : b.online;
+  try {
+    b.quota = CgroupQuota();
+  } catch (const std::exception&) {
+    b.quota = 0;  // an unreadable quota file means no quota we can honour
+  }
+  return b;
+}
+
+IntraOpChoice ChooseIntraOpThreads(const CpuBudget& budget, int local_processes, int configured,
+                                   int env_threads) {
+  if (configured > 0) return {configured, "train.intra_op_threads"};
+  if (env_threads > 0) return {env_threads, "TROUPE_NUM_THREADS"};
+  int usable = budget.affinity;
+  std::string why = std::to_string(budget.affinity) + " cores in the affinity mask";
+  if (budget.quota > 0 && std::ceil(budget.quota) < usable) {
+    usable = std::max(1, static_cast<int>(std::ceil(budget.quota)));
+    std::ostringstream q;
+    q << "cgroup quota of " << budget.quota << " cores";
+    why = q.str();
+  }
+  const bool bound = budget.affinity < budget.online;
+  if (bound || local_processes <= 1) return {std::max(1, usable), why};
+  const int share = std::max(1, usable / local_processes);
+  return {share, why + " / " + std::to_string(local_processes) + " processes on this host"};
+}
+
+}  // namespace troupe
