@@ -53,6 +53,10 @@ chmod 0600 "$d/munge/key"
   { cat "$d/munge/stderr" >&2; exit 1; }
 
 cpus=${TROUPE_SLURM_CPUS:-4}
+# Job ids unique among the clusters alive on this machine (the id is netns_cluster.sh's pid):
+# Open MPI and PMIx name per-job files and directories after the job id and the host name,
+# and every emulated cluster has hosts node0, node1, ...
+first_job_id=$((100000 + (${TROUPE_CLUSTER_ID#tc} % 600000) * 100))
 {
   echo "# troupe emulated Slurm cluster ($TROUPE_CLUSTER_ID), tests/cluster/slurm_cluster.sh"
   cat <<CONF
@@ -82,6 +86,7 @@ SlurmctldLogFile=$d/slurmctld.log
 SlurmdLogFile=$d/slurmd-%n.log
 SlurmdParameters=config_overrides
 JobRequeue=0
+FirstJobId=$first_job_id
 CONF
   for i in "${!hosts[@]}"; do
     echo "NodeName=node$i NodeAddr=${hosts[$i]} CPUs=$cpus Boards=1 SocketsPerBoard=1" \
