@@ -1,12 +1,12 @@
 """LeNet trained by Slurm across an emulated cluster: netns_cluster.sh makes 4 hosts (network
 namespaces with their own host names node0..3 and eth0 10.77.0.1..4, which cannot resolve each
 other's names), slurm_cluster.sh runs slurmctld on node0 and one slurmd on every host, and
-`sbatch --nodes=4 --ntasks-per-node=2 launch/slurm/train.sbatch` trains 4 nodes x 2 tasks x 1
-replica (srun --mpi=pmix). Checks: the job completes, rank 0 advertised the coordinator by
-node0's IP (not by a node name from SLURM_JOB_NODELIST), the communicator split by host, and
-the checkpoint is bit-equal to the single-process 1x8 run. Exit 77 (skipped, reason printed)
-without root, network namespaces, Slurm with pmix, or OpenMPI. TROUPE_CLUSTER_STEPS sets the
-steps (60)."""
+`sbatch launch/slurm/train.sbatch` trains 4 nodes x 2 tasks x 1 replica (srun --mpi=pmix) and
+2 nodes x 1 task x 4 replicas (TROUPE_LAUNCHER=mpirun). Checks for each: the job completes,
+rank 0 advertised the coordinator by node0's IP (not by a node name from SLURM_JOB_NODELIST),
+the communicator split by host, and the checkpoint is bit-equal to the single-process 1x8 run.
+Exit 77 (skipped, reason printed) without root, network namespaces, Slurm with pmix, or
+OpenMPI. TROUPE_CLUSTER_STEPS sets the steps (60)."""
 import os
 import re
 import shlex
@@ -25,7 +25,6 @@ CLUSTER = os.path.join(HERE, "netns_cluster.sh")
 SLURM = os.path.join(HERE, "slurm_cluster.sh")
 SBATCH = os.path.join(SRC, "launch", "slurm", "train.sbatch")
 HOSTS = 4
-PER_HOST = 2
 
 
 def job_env(slurm_conf):
@@ -34,7 +33,8 @@ def job_env(slurm_conf):
     env = {k: v for k, v in MPI_ENV.items() if not k.startswith("OMPI_MCA_")}
     env.update(SLURM_CONF=slurm_conf, TROUPE_BIN=BIN, TROUPE_MAX_REQUEUES="0",
                TROUPE_LOG_LEVEL="info", OMPI_MCA_btl="tcp,self,vader",
-               OMPI_MCA_btl_tcp_if_include="eth0", OMPI_MCA_pml="ob1",
+               OMPI_MCA_btl_tcp_if_include="eth0", OMPI_MCA_oob_tcp_if_include="eth0",
+               OMPI_MCA_pml="ob1",
                OMPI_MCA_mpi_yield_when_idle="1")
     env.pop("TROUPE_COORDINATOR", None)
     return env
@@ -59,30 +59,39 @@ def inside(base):
     start = time.monotonic()
     train(os.path.join(base, "1x8"), STEPS, 8, extra=["checkpoint.every_steps=0"], timeout=900)
     print("1x8 single process: %.1f s" % (time.monotonic() - start), flush=True)
+    reference = os.path.join(base, "1x8", "checkpoints")
+    check_job(base, env, reference, HOSTS, 2, 1, "srun")
+    check_job(base, env, reference, 2, 1, 4, "mpirun")
 
-    run_dir = os.path.join(base, "slurm_4nodes_x2tasks")
-    out_file = os.path.join(base, "job.out")
-    cmd = ["sbatch", "--wait", "--nodes=%d" % HOSTS, "--ntasks-per-node=%d" % PER_HOST,
+
+def check_job(base, env, reference, nodes, per_node, replicas, launcher):
+    """sbatch of train.sbatch on `nodes` nodes x `per_node` tasks x `replicas` replicas, with
+    TROUPE_LAUNCHER=`launcher`: completes, coordinator advertised by node0's IP, communicator
+    split by host (so the tasks ran on every node), checkpoint bit-equal to `reference`."""
+    name = "%s_%dnodes_x%dtasks_x%drep" % (launcher, nodes, per_node, replicas)
+    run_dir = os.path.join(base, name)
+    out_file = os.path.join(base, name + ".out")
+    cmd = ["sbatch", "--wait", "--nodes=%d" % nodes, "--ntasks-per-node=%d" % per_node,
            "--chdir", base, "-o", out_file, SBATCH, CONFIG]
-    cmd += settings(run_dir, STEPS, 1, ["checkpoint.every_steps=0"])
+    cmd += settings(run_dir, STEPS, replicas, ["checkpoint.every_steps=0"])
     start = time.monotonic()
-    p = on_host("node0", cmd, env, timeout=900)
+    p = on_host("node0", cmd, dict(env, TROUPE_LAUNCHER=launcher), timeout=900)
     took = time.monotonic() - start
     out = open(out_file).read() if os.path.exists(out_file) else "(no job output)"
-    assert p.returncode == 0, "sbatch --wait failed (%d):\n%s%s\n%s" % (
-        p.returncode, p.stdout, p.stderr, out)
+    assert p.returncode == 0, "%s: sbatch --wait failed (%d):\n%s%s\n%s" % (
+        name, p.returncode, p.stdout, p.stderr, out)
     assert "done: %d steps" % STEPS in out, out
+    assert "launcher %s" % launcher in out, out
     coord = re.search(r"coordinator at (\S+):\d+ \((.*)\)$", out, re.M)
     assert coord and coord.group(1) == "10.77.0.1", "coordinator not advertised by IP:\n" + out
     assert "which MPI's TCP transport uses" in coord.group(2), coord.group(2)
-    # 4 distinct host names with 2 ranks each: the tasks ran on every emulated host.
     split = ("collectives hierarchical (shared memory among the %d process(es) of each of %d "
-             "hosts, MPI across hosts)" % (PER_HOST, HOSTS))
+             "hosts, MPI across hosts)" % (per_node, nodes))
     assert split in out, "expected '%s' in:\n%s" % (split, out)
-    r = ckpt_diff(os.path.join(base, "1x8", "checkpoints"), os.path.join(run_dir, "checkpoints"))
-    assert r.returncode == 0, "1x8 vs Slurm 4x2 differ:\n%s%s" % (r.stdout, r.stderr)
-    print("Slurm %d nodes x %d tasks == 1x8 after %d steps (%.1f s; coordinator %s: %s)"
-          % (HOSTS, PER_HOST, STEPS, took, coord.group(1), coord.group(2)), flush=True)
+    r = ckpt_diff(reference, os.path.join(run_dir, "checkpoints"))
+    assert r.returncode == 0, "1x8 vs %s differ:\n%s%s" % (name, r.stdout, r.stderr)
+    print("%s == 1x8 after %d steps (%.1f s; coordinator %s: %s)"
+          % (name, STEPS, took, coord.group(1), coord.group(2)), flush=True)
 
 
 def main():

@@ -103,26 +103,23 @@ echo "PMIxCliTmpDirBase=$d/pmix" >"$d/mpi.conf"
 mkdir -p "$d/pmix"
 
 # Runs CMD in host NODE's mount namespace (the agent's: `ip netns exec` made it) with
-#  - the cgroup v1 hierarchies mounted again: `ip netns exec` mounts a fresh /sys without them,
-#    and slurmd 22.05 loads its cgroup plugin even with proctrack/linuxproc and task/none
-#    ("can't stat /sys/fs/cgroup/systemd/"); these are the host's hierarchies, nothing new;
+#  - the host's cgroup mounts made again, as /proc/mounts lists them (v1 or v2): `ip netns exec`
+#    mounts a fresh /sys without them, and slurmd 22.05 loads its cgroup plugin even with
+#    proctrack/linuxproc and task/none ("can't stat /sys/fs/cgroup/systemd/"); mounting an
+#    existing hierarchy again shows the same one, nothing new is created;
 #  - $d/pmix-NODE at $d/pmix (above).
-cat >"$d/with_host_mounts" <<WRAP
-#!/bin/sh
-node=\$1; shift
-mkdir -p "$d/pmix-\$node"
-mount --bind "$d/pmix-\$node" "$d/pmix"
-WRAP
-cat >>"$d/with_host_mounts" <<'WRAP'
-mount -t tmpfs tmpfs /sys/fs/cgroup
-mkdir -p /sys/fs/cgroup/systemd
-mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd
-for c in freezer cpuset memory devices cpuacct cpu pids; do
-  mkdir -p /sys/fs/cgroup/$c
-  mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c 2>/dev/null || rmdir /sys/fs/cgroup/$c
-done
-exec "$@"
-WRAP
+{
+  echo '#!/bin/sh'
+  echo 'node=$1; shift'
+  echo "mkdir -p \"$d/pmix-\$node\""
+  echo "mount --bind \"$d/pmix-\$node\" \"$d/pmix\""
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ]; then
+    echo "mount -t tmpfs tmpfs /sys/fs/cgroup"
+  fi
+  awk '$3 == "cgroup" || $3 == "cgroup2" {
+         printf "mkdir -p %s && mount -t %s -o %s %s %s\n", $2, $3, $4, $3, $2 }' /proc/mounts
+  echo 'exec "$@"'
+} >"$d/with_host_mounts"
 chmod +x "$d/with_host_mounts"
 
 export SLURM_CONF=$conf
