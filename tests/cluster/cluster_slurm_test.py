@@ -5,6 +5,7 @@ other's names), slurm_cluster.sh runs slurmctld on node0 and one slurmd on every
 2 nodes x 1 task x 4 replicas (TROUPE_LAUNCHER=mpirun). Checks for each: the job completes,
 rank 0 advertised the coordinator by node0's IP (not by a node name from SLURM_JOB_NODELIST),
 the communicator split by host, and the checkpoint is bit-equal to the single-process 1x8 run.
+Plain srun (no MPI) of 2 tasks stops on every task with the error that names the fix.
 Exit 77 (skipped, reason printed) without root, network namespaces, Slurm with pmix, or
 OpenMPI. TROUPE_CLUSTER_STEPS sets the steps (60)."""
 import os
@@ -62,6 +63,21 @@ def inside(base):
     reference = os.path.join(base, "1x8", "checkpoints")
     check_job(base, env, reference, HOSTS, 2, 1, "srun")
     check_job(base, env, reference, 2, 1, 4, "mpirun")
+    check_plain_srun(base, env)
+
+
+def check_plain_srun(base, env):
+    """srun without MPI on 2 nodes: every task stops at once with the error naming the launch
+    that works, instead of trying to reach a coordinator at the node list's first name."""
+    cmd = ["srun", "--nodes=2", "--ntasks-per-node=1", "--mpi=none", BIN, "train", CONFIG]
+    cmd += settings(os.path.join(base, "plain_srun"), STEPS, 1)
+    p = on_host("node0", cmd, env, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0, "plain srun of 2 tasks trained:\n" + out
+    assert out.count("srun started 2 tasks without MPI") == 2, out
+    assert "--mpi=pmix" in out and "control.advertise_interface" in out, out
+    assert "cannot reach the coordinator" not in out, out
+    print("plain srun of 2 tasks: stopped with the error naming srun --mpi=pmix", flush=True)
 
 
 def check_job(base, env, reference, nodes, per_node, replicas, launcher):
