@@ -121,10 +121,9 @@ Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config) {
 
 void WarnAdvertiseIgnored(const TrainConfig& config) {
   if (!config.advertise_address.empty() || !config.advertise_interface.empty()) {
-    TROUPE_LOG(WARNING)
-        << "control.advertise_address/advertise_interface unused: the "
-           "coordinator address is fixed by the launch (--coordinator, TROUPE_COORDINATOR "
-           "or Slurm's first node)";
+    TROUPE_LOG(WARNING) << "control.advertise_address/advertise_interface unused: the "
+                           "coordinator address is fixed by the launch (--coordinator or "
+                           "TROUPE_COORDINATOR)";
   }
 }
 

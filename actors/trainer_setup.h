@@ -43,7 +43,7 @@ Result<std::vector<Device>> ReplicaDevices(const TrainConfig& config, int local_
 // (core/host.h).
 Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config);
 // Warns when control.advertise_* are set but the launch fixed the coordinator's address
-// (--coordinator, TROUPE_COORDINATOR or Slurm's first node), which every rank then uses.
+// (--coordinator or TROUPE_COORDINATOR), which every rank then uses.
 void WarnAdvertiseIgnored(const TrainConfig& config);
 
 }  // namespace troupe::actors

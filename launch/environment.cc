@@ -125,13 +125,18 @@ Result<LaunchEnvironment> DetectEnvironment(const LaunchFlags& flags, const EnvL
     TROUPE_RETURN_IF_ERROR(ParseHostPort(*c).status().WithContext("TROUPE_COORDINATOR"));
     out.coordinator = *c;
     out.reasons.push_back("coordinator from TROUPE_COORDINATOR");
-  } else if (auto nodes = env("SLURM_JOB_NODELIST"); nodes && !out.under_mpi) {
-    TROUPE_ASSIGN_OR_RETURN(auto hosts, ExpandSlurmNodeList(*nodes));
-    if (hosts.empty()) return InvalidArgumentError("SLURM_JOB_NODELIST is empty");
-    // A port derived from the job id keeps concurrent jobs on one node apart.
-    int port = 20000 + EnvInt(env, "SLURM_JOB_ID").value_or(0) % 20000;
-    out.coordinator = hosts.front() + ":" + std::to_string(port);
-    out.reasons.push_back("coordinator on the allocation's first node (SLURM_JOB_NODELIST)");
+  } else if (out.launcher == "slurm" && out.world_size > 1) {
+    // The allocation's first node name is no address: hosts of a cluster (containers, pods,
+    // namespaces) need not resolve each other's names, and rank 0 alone knows which of its
+    // addresses the others reach. Its choice travels over MPI, which the collectives need
+    // anyway, so plain srun cannot run a multi-process job.
+    return InvalidArgumentError(
+        "srun started " + std::to_string(out.world_size) +
+        " tasks without MPI (SLURM_PROCID is set, PMIX_RANK is not): Troupe's processes "
+        "share gradients and the coordinator's address over MPI; launch with `srun "
+        "--mpi=pmix` or mpirun inside the allocation (launch/slurm/train.sbatch does), and "
+        "pick the address rank 0 advertises with control.advertise_address or "
+        "control.advertise_interface if its default is not reachable from every node");
   } else if (out.world_size > 1 && out.under_mpi) {
     out.reasons.push_back("coordinator address shared by rank 0 over MPI broadcast");
   } else if (out.world_size > 1) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 namespace troupe::launch {
@@ -48,14 +49,65 @@ TEST(EnvironmentTest, SrunPmixHasNoOmpiVariables) {
   EXPECT_EQ(e.world_size, 2);
 }
 
-TEST(EnvironmentTest, PlainSrunGetsCoordinatorFromNodeList) {
-  auto e = *DetectEnvironment({}, Env({{"SLURM_PROCID", "1"},
-                                       {"SLURM_NTASKS", "2"},
+// Under Slurm the coordinator's address is rank 0's choice shared over MPI, never the node
+// list's first name (which other nodes may not resolve).
+TEST(EnvironmentTest, SrunPmixLeavesCoordinatorToRank0) {
+  auto e = *DetectEnvironment({}, Env({{"PMIX_RANK", "3"},
+                                       {"SLURM_PROCID", "3"},
+                                       {"SLURM_NTASKS", "8"},
                                        {"SLURM_STEP_ID", "0"},
                                        {"SLURM_JOB_ID", "41"},
+                                       {"SLURM_JOB_NODELIST", "node[0-3]"}}));
+  EXPECT_EQ(e.launcher, "srun (pmix)");
+  EXPECT_EQ(e.coordinator, "");
+  EXPECT_NE(std::find(e.reasons.begin(), e.reasons.end(),
+                      "coordinator address shared by rank 0 over MPI broadcast"),
+            e.reasons.end());
+}
+
+TEST(EnvironmentTest, MpirunInsideSlurmLeavesCoordinatorToRank0) {
+  auto e = *DetectEnvironment({}, Env({{"OMPI_COMM_WORLD_RANK", "1"},
+                                       {"OMPI_COMM_WORLD_SIZE", "2"},
+                                       {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"},
+                                       {"SLURM_PROCID", "0"},
+                                       {"SLURM_NTASKS", "2"},
+                                       {"SLURM_JOB_ID", "41"},
                                        {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
+  EXPECT_EQ(e.coordinator, "");
+}
+
+TEST(EnvironmentTest, PlainSrunWithSeveralTasksNamesTheFix) {
+  auto r = DetectEnvironment({}, Env({{"SLURM_PROCID", "1"},
+                                      {"SLURM_NTASKS", "2"},
+                                      {"SLURM_STEP_ID", "0"},
+                                      {"SLURM_JOB_ID", "41"},
+                                      {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
+  ASSERT_FALSE(r.ok());
+  const std::string m(r.status().message());
+  EXPECT_NE(m.find("srun started 2 tasks without MPI"), std::string::npos) << m;
+  EXPECT_NE(m.find("--mpi=pmix"), std::string::npos) << m;
+  EXPECT_NE(m.find("control.advertise_address"), std::string::npos) << m;
+  EXPECT_NE(m.find("control.advertise_interface"), std::string::npos) << m;
+  EXPECT_EQ(m.find("gpu07"), std::string::npos) << m;
+}
+
+TEST(EnvironmentTest, PlainSrunSingleTaskNeedsNoCoordinator) {
+  auto e = *DetectEnvironment({}, Env({{"SLURM_PROCID", "0"},
+                                       {"SLURM_NTASKS", "1"},
+                                       {"SLURM_STEP_ID", "0"},
+                                       {"SLURM_JOB_ID", "41"},
+                                       {"SLURM_JOB_NODELIST", "gpu07"}}));
   EXPECT_EQ(e.launcher, "slurm");
-  EXPECT_EQ(e.coordinator, "gpu07:20041");
+  EXPECT_EQ(e.coordinator, "");
+}
+
+TEST(EnvironmentTest, TroupeCoordinatorStillOverridesUnderSlurm) {
+  auto e = *DetectEnvironment({}, Env({{"PMIX_RANK", "0"},
+                                       {"SLURM_NTASKS", "2"},
+                                       {"SLURM_JOB_NODELIST", "gpu[07-08]"},
+                                       {"TROUPE_COORDINATOR", "10.0.0.7:29500"}}));
+  EXPECT_EQ(e.coordinator, "10.0.0.7:29500");
 }
 
 TEST(EnvironmentTest, FlagsThatDisagreeAreReported) {

@@ -29,6 +29,8 @@ case "$cmd" in
     chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
     if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
       runuser -u munge -- munged
+      # `stop` ends the munged it started (a munged that was already running stays).
+      touch /run/munge/troupe-test-started
     fi
     if [ -f "$conf" ] && [ ! -f "$conf.troupe-backup" ] && ! grep -q "troupe test cluster" "$conf"; then
       cp "$conf" "$conf.troupe-backup"
@@ -78,6 +80,10 @@ CONF
     stop_pid /run/slurmd.pid
     stop_pid /run/slurmctld.pid
     if [ -f "$conf.troupe-backup" ]; then mv "$conf.troupe-backup" "$conf"; fi
+    if [ -f /run/munge/troupe-test-started ]; then
+      stop_pid /run/munge/munged.pid
+      rm -f /run/munge/troupe-test-started
+    fi
     ;;
   *) echo "usage: cluster.sh start|stop" >&2; exit 2 ;;
 esac
