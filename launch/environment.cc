@@ -36,54 +36,6 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& text) {
   return std::make_pair(text.substr(0, colon), static_cast<int>(port));
 }
 
-Result<std::vector<std::string>> ExpandSlurmNodeList(const std::string& list) {
-  std::vector<std::string> hosts;
-  size_t i = 0;
-  while (i < list.size()) {
-    size_t name_end = list.find_first_of(",[", i);
-    std::string prefix = list.substr(i, name_end - i);
-    if (name_end == std::string::npos || list[name_end] == ',') {
-      if (!prefix.empty()) hosts.push_back(prefix);
-      i = name_end == std::string::npos ? list.size() : name_end + 1;
-      continue;
-    }
-    size_t close = list.find(']', name_end);
-    if (close == std::string::npos) {
-      return InvalidArgumentError("Slurm node list '" + list + "' has an unclosed '['");
-    }
-    std::string ranges = list.substr(name_end + 1, close - name_end - 1);
-    size_t r = 0;
-    while (r <= ranges.size()) {
-      size_t comma = ranges.find(',', r);
-      std::string part =
-          ranges.substr(r, comma == std::string::npos ? std::string::npos : comma - r);
-      size_t dash = part.find('-');
-      std::string lo = part.substr(0, dash);
-      std::string hi = dash == std::string::npos ? lo : part.substr(dash + 1);
-      if (lo.empty() || hi.empty() || lo.find_first_not_of("0123456789") != std::string::npos ||
-          hi.find_first_not_of("0123456789") != std::string::npos) {
-        return InvalidArgumentError("Slurm node list '" + list + "' has a bad range '" + part +
-                                    "'");
-      }
-      long a = std::stol(lo), b = std::stol(hi);
-      if (b < a || b - a > 100000) {
-        return InvalidArgumentError("Slurm node list '" + list + "' has a bad range '" + part +
-                                    "'");
-      }
-      for (long n = a; n <= b; ++n) {
-        std::string num = std::to_string(n);
-        if (num.size() < lo.size()) num.insert(0, lo.size() - num.size(), '0');  // keep padding
-        hosts.push_back(prefix + num);
-      }
-      if (comma == std::string::npos) break;
-      r = comma + 1;
-    }
-    i = close + 1;
-    if (i < list.size() && list[i] == ',') ++i;
-  }
-  return hosts;
-}
-
 Result<LaunchEnvironment> DetectEnvironment(const LaunchFlags& flags, const EnvLookup& env) {
   LaunchEnvironment out;
   out.hostname = Hostname();

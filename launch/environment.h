@@ -40,9 +40,6 @@ using ::troupe::ProcessEnv;
 Result<LaunchEnvironment> DetectEnvironment(const LaunchFlags& flags,
                                             const EnvLookup& env = ProcessEnv());
 
-// Expands a Slurm node list ("node[01-03,07],gpu5") into host names.
-Result<std::vector<std::string>> ExpandSlurmNodeList(const std::string& list);
-
 // Parses "host:port" (port 1..65535).
 Result<std::pair<std::string, int>> ParseHostPort(const std::string& text);
 

@@ -135,13 +135,5 @@ TEST(EnvironmentTest, FlagsAloneNeedCoordinator) {
   EXPECT_FALSE(DetectEnvironment(f, Env({})).ok());
 }
 
-TEST(EnvironmentTest, ExpandSlurmNodeList) {
-  EXPECT_EQ(*ExpandSlurmNodeList("node[01-03,07],gpu5"),
-            (std::vector<std::string>{"node01", "node02", "node03", "node07", "gpu5"}));
-  EXPECT_EQ(*ExpandSlurmNodeList("a,b"), (std::vector<std::string>{"a", "b"}));
-  EXPECT_FALSE(ExpandSlurmNodeList("n[1-").ok());
-  EXPECT_FALSE(ExpandSlurmNodeList("n[3-1]").ok());
-}
-
 }  // namespace
 }  // namespace troupe::launch
