@@ -7,12 +7,16 @@
 // reader, so memory follows the bytes alive at once rather than the sum over the graph; on a
 // device from a per-step cache of buffers reused once the previous run's is no longer
 // referenced. Small elementwise steps (fast_elementwise.h) rewrite their output buffer when
-// nobody else holds it. Repeated same-shape runs allocate nothing for intermediates.
+// nobody else holds it. Repeated same-shape runs allocate nothing for intermediates. Per
+// step the CPU loop only gathers inputs (moving a value whose last reader this is, so it
+// costs no refcount or shape copy), calls the pre-resolved kernel and stores its outputs:
+// the kernel context's output allocator and output vector are reused, not built per step.
 //
 // Run() is thread-safe: concurrent calls use separate run states (each with its own buffers).
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -70,6 +74,10 @@ class Executor {
     int out_base = 0;
     int num_outputs = 0;
     std::vector<int> release;  // slots whose last use is this step
+    // Bit i: input i is the only read of a slot released by this step, so the run moves the
+    // value into the kernel's input list instead of copying it (no refcount or shape copy)
+    // and gives it back from there.
+    uint64_t move_inputs = 0;
     // The same two lists, packed into flat_ after Build (fewer cache misses per step).
     std::span<const int> in, rel;
     // Small static-shape elementwise ops bypass the kernel (fast_elementwise.h).
@@ -99,6 +107,10 @@ class Executor {
   Result<Tensor> AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
                                 const TensorShape& shape);
   Status RunFastStep(RunState& rs, size_t index);
+  Status RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs);
+  Status RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs);
+  // Decides Step::move_inputs and drops the moved slots from Step::release.
+  void PlanInputMoves();
   void Release(RunState& rs, int slot);
 
   std::shared_ptr<const FuncGraph> graph_;

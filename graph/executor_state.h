@@ -18,6 +18,8 @@ struct Executor::RunState : OpRunState {
   std::vector<Tensor> values;
   std::vector<Tensor> in_scratch;
   std::vector<Tensor> gop_outputs;
+  std::vector<Tensor> kernel_outputs;          // KernelContext::UseOutputStorage: capacity kept
+  size_t step = 0;                             // the step running now (for AllocateOutput)
   std::vector<std::vector<Tensor>> cache;      // per step, per output (devices only)
   internal::BufferPool pool;                   // CPU: free output buffers, by size
   std::vector<Tensor> handed_out;              // the last run's outputs, pooled once dropped
