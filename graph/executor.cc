@@ -101,7 +101,8 @@ Status Executor::Build() {
     for (NodeOut in : node.inputs) step.in_slots.push_back(slot_of(in));
     step.out_base = slot_base[static_cast<size_t>(i)];
     step.num_outputs = node.num_outputs();
-    max_inputs_ = std::max(max_inputs_, static_cast<int>(step.in_slots.size()));
+    step.in_offset = total_inputs_;
+    total_inputs_ += step.in_slots.size();
     steps_.push_back(std::move(step));
   }
 
@@ -175,6 +176,10 @@ void Executor::PlanInputMoves() {
     const size_t n = std::min<size_t>(st.in_slots.size(), 64);
     for (size_t i = 0; i < n; ++i) {
       const int slot = st.in_slots[i];
+      if (is_const_[static_cast<size_t>(slot)]) {
+        st.const_inputs |= uint64_t{1} << i;
+        continue;
+      }
       auto rel = std::find(st.release.begin(), st.release.end(), slot);
       if (rel == st.release.end() ||
           std::count(st.in_slots.begin(), st.in_slots.end(), slot) != 1) {
@@ -289,22 +294,24 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];
   if (step.fast != nullptr) return RunFastStep(rs, index);
   const size_t n_in = step.in.size();
+  Tensor* ins = rs.step_inputs.data() + step.in_offset;
   for (size_t i = 0; i < n_in; ++i) {
+    if (i < 64 && (step.const_inputs >> i) & 1) continue;  // set since AcquireState
     Tensor& value = rs.values[static_cast<size_t>(step.in[i])];
     if (i < 64 && (step.move_inputs >> i) & 1) {
-      rs.in_scratch[i] = std::move(value);
+      ins[i] = std::move(value);
     } else {
-      rs.in_scratch[i] = value;
+      ins[i] = value;
     }
   }
   if (!device_.is_cpu() && step.kind == NodeKind::kKernel) {
     // Feeds and graph-op results (variable reads) live on the host: the kernel gets a copy.
     for (size_t i = 0; i < n_in; ++i) {
-      Tensor& t = rs.in_scratch[i];
+      Tensor& t = ins[i];
       if (t.initialized() && t.device() != device_ && t.dtype() != DType::kString) {
         Result<Tensor> moved = gpu::CopyTo(t, device_);
         if (!moved.ok()) {
-          for (size_t j = 0; j < n_in; ++j) rs.in_scratch[j] = Tensor();
+          for (size_t j = 0; j < n_in; ++j) ins[j] = Tensor();
           const Node& node = graph_->node(step.node);
           return moved.status().WithContext("graph '" + graph_->name() + "' node '" + node.name +
                                             "' (" + node.op + "): input " + std::to_string(i));
@@ -313,12 +320,13 @@ Status Executor::RunStep(RunState& rs, size_t index) {
       }
     }
   }
-  std::span<const Tensor> inputs(rs.in_scratch.data(), n_in);
+  std::span<const Tensor> inputs(ins, n_in);
   rs.step = index;
   Status status =
       step.kind == NodeKind::kKernel ? RunKernel(rs, step, inputs) : RunGraphOp(rs, step, inputs);
   for (size_t i = 0; i < n_in; ++i) {
-    Tensor t = std::move(rs.in_scratch[i]);
+    if (i < 64 && (step.const_inputs >> i) & 1) continue;
+    Tensor t = std::move(ins[i]);
     // A moved input's slot was read here last: its buffer goes back to the pool.
     if (i < 64 && (step.move_inputs >> i) & 1) rs.pool.Give(std::move(t));
   }

@@ -78,6 +78,10 @@ class Executor {
     // value into the kernel's input list instead of copying it (no refcount or shape copy)
     // and gives it back from there.
     uint64_t move_inputs = 0;
+    // Bit i: input i is a constant, kept in the run state's input array for this step from
+    // run to run (CPU only), so it is never copied in or dropped per step.
+    uint64_t const_inputs = 0;
+    size_t in_offset = 0;  // of this step's inputs in RunState::step_inputs
     // The same two lists, packed into flat_ after Build (fewer cache misses per step).
     std::span<const int> in, rel;
     // Small static-shape elementwise ops bypass the kernel (fast_elementwise.h).
@@ -109,7 +113,8 @@ class Executor {
   Status RunFastStep(RunState& rs, size_t index);
   Status RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs);
   Status RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs);
-  // Decides Step::move_inputs and drops the moved slots from Step::release.
+  // Decides Step::move_inputs (dropping the moved slots from Step::release) and
+  // Step::const_inputs.
   void PlanInputMoves();
   void Release(RunState& rs, int slot);
 
@@ -121,7 +126,7 @@ class Executor {
   ThreadPool* pool_;
   std::vector<Step> steps_;
   int num_slots_ = 0;
-  int max_inputs_ = 0;
+  size_t total_inputs_ = 0;  // over all steps: the size of RunState::step_inputs
   std::vector<int> input_slots_;
   std::vector<std::pair<int, Tensor>> const_slots_;
   std::vector<int> output_slots_;
