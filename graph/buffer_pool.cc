@@ -13,9 +13,10 @@ Result<Tensor> BufferPool::Take(DType dtype, const TensorShape& shape, Allocator
   if (dtype != DType::kString && bytes > 0) {
     auto it = free_.lower_bound(bytes);
     if (it != free_.end() && it->first <= 2 * bytes) {
-      std::shared_ptr<TensorBuffer> buffer = std::move(it->second);
       free_bytes_ -= it->first;
-      free_.erase(it);
+      FreeMap::node_type node = free_.extract(it);
+      std::shared_ptr<TensorBuffer> buffer = std::move(node.mapped());
+      spare_nodes_.push_back(std::move(node));
       Result<Tensor> view = Tensor::FromBuffer(dtype, shape, std::move(buffer));
       if (view.ok()) *reused = true;
       return view;
@@ -40,7 +41,16 @@ void BufferPool::Give(Tensor t) {
     return;
   }
   const size_t size = buffer->size();
-  free_.emplace(size, buffer);  // the map's copy outlives `t`
+  // The map's copy outlives `t`.
+  if (spare_nodes_.empty()) {
+    free_.emplace(size, buffer);
+  } else {
+    FreeMap::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = size;
+    node.mapped() = buffer;
+    free_.insert(std::move(node));
+  }
   free_bytes_ += size;
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "core/result.h"
 #include "core/tensor.h"
@@ -35,7 +36,11 @@ class BufferPool {
   // Forgets buffers that died elsewhere (a tensor handed out and freed by its holder).
   void SweepOwned();
 
-  std::multimap<size_t, std::shared_ptr<TensorBuffer>> free_;  // by byte size
+  using FreeMap = std::multimap<size_t, std::shared_ptr<TensorBuffer>>;
+  FreeMap free_;  // by byte size
+  // Map nodes taken out of free_, reused by Give() so that a step's take and give allocate
+  // nothing (each holds no buffer).
+  std::vector<FreeMap::node_type> spare_nodes_;
   // Every live buffer Take() made; the weak_ptr tells a new buffer at a dead one's address apart.
   std::unordered_map<const TensorBuffer*, std::weak_ptr<TensorBuffer>> owned_;
   size_t sweep_at_ = 1024;

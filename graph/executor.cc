@@ -1,5 +1,6 @@
 #include "graph/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -100,7 +101,8 @@ Status Executor::Build() {
     for (NodeOut in : node.inputs) step.in_slots.push_back(slot_of(in));
     step.out_base = slot_base[static_cast<size_t>(i)];
     step.num_outputs = node.num_outputs();
-    max_inputs_ = std::max(max_inputs_, static_cast<int>(step.in_slots.size()));
+    step.in_offset = total_inputs_;
+    total_inputs_ += step.in_slots.size();
     steps_.push_back(std::move(step));
   }
 
@@ -151,6 +153,7 @@ Status Executor::Build() {
       steps_[static_cast<size_t>(s)].release.push_back(slot);
     }
   }
+  PlanInputMoves();
   size_t total = 0;
   for (const Step& st : steps_) total += st.in_slots.size() + st.release.size();
   flat_.reserve(total);
@@ -162,6 +165,30 @@ Status Executor::Build() {
     st.rel = std::span<const int>(flat_.data() + at + st.in_slots.size(), st.release.size());
   }
   return Status::OK();
+}
+
+void Executor::PlanInputMoves() {
+  // On a device a host input's copy may still be in flight after the kernel is enqueued:
+  // there the values keep their slots until the step's releases, as before.
+  if (!device_.is_cpu()) return;
+  for (Step& st : steps_) {
+    if (st.fast != nullptr) continue;  // reads its inputs in place
+    const size_t n = std::min<size_t>(st.in_slots.size(), 64);
+    for (size_t i = 0; i < n; ++i) {
+      const int slot = st.in_slots[i];
+      if (is_const_[static_cast<size_t>(slot)]) {
+        st.const_inputs |= uint64_t{1} << i;
+        continue;
+      }
+      auto rel = std::find(st.release.begin(), st.release.end(), slot);
+      if (rel == st.release.end() ||
+          std::count(st.in_slots.begin(), st.in_slots.end(), slot) != 1) {
+        continue;
+      }
+      st.move_inputs |= uint64_t{1} << i;
+      st.release.erase(rel);
+    }
+  }
 }
 
 std::vector<int> Executor::StepMakingEachSlot() const {
@@ -267,16 +294,24 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];
   if (step.fast != nullptr) return RunFastStep(rs, index);
   const size_t n_in = step.in.size();
+  Tensor* ins = rs.step_inputs.data() + step.in_offset;
   for (size_t i = 0; i < n_in; ++i) {
-    rs.in_scratch[i] = rs.values[static_cast<size_t>(step.in[i])];
+    if (i < 64 && (step.const_inputs >> i) & 1) continue;  // set since AcquireState
+    Tensor& value = rs.values[static_cast<size_t>(step.in[i])];
+    if (i < 64 && (step.move_inputs >> i) & 1) {
+      ins[i] = std::move(value);
+    } else {
+      ins[i] = value;
+    }
   }
   if (!device_.is_cpu() && step.kind == NodeKind::kKernel) {
     // Feeds and graph-op results (variable reads) live on the host: the kernel gets a copy.
     for (size_t i = 0; i < n_in; ++i) {
-      Tensor& t = rs.in_scratch[i];
+      Tensor& t = ins[i];
       if (t.initialized() && t.device() != device_ && t.dtype() != DType::kString) {
         Result<Tensor> moved = gpu::CopyTo(t, device_);
         if (!moved.ok()) {
+          for (size_t j = 0; j < n_in; ++j) ins[j] = Tensor();
           const Node& node = graph_->node(step.node);
           return moved.status().WithContext("graph '" + graph_->name() + "' node '" + node.name +
                                             "' (" + node.op + "): input " + std::to_string(i));
@@ -285,61 +320,74 @@ Status Executor::RunStep(RunState& rs, size_t index) {
       }
     }
   }
-  std::span<const Tensor> inputs(rs.in_scratch.data(), n_in);
-  Status status;
-  if (step.kind == NodeKind::kKernel) {
-    KernelContext ctx(step.op, inputs, *step.attrs, device_, pool_,
-                      [this, &rs, index](int i, DType dtype, const TensorShape& shape) {
-                        return AllocateOutput(rs, index, i, dtype, shape);
-                      });
-    if (internal::OpProfileEnabled()) {
-      if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
-      const auto start = std::chrono::steady_clock::now();
-      status = (*step.kernel)(ctx);
-      if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
-      internal::RecordOpTime(
-          device_, step.op,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    } else {
-      status = (*step.kernel)(ctx);
-    }
-    if (status.ok() && sync_each_op_) {
-      status = gpu::Synchronize(device_.index);
-      if (status.ok()) status = gpu::CheckLastError(device_.index, step.op);
-    }
-    if (status.ok()) {
-      std::vector<Tensor>& outs = ctx.outputs();
-      if (static_cast<int>(outs.size()) < step.num_outputs) {
-        status = InternalError("kernel produced " + std::to_string(outs.size()) + " of " +
-                               std::to_string(step.num_outputs) + " outputs");
-      } else {
-        for (int k = 0; k < step.num_outputs; ++k) {
-          rs.values[static_cast<size_t>(step.out_base + k)] =
-              std::move(outs[static_cast<size_t>(k)]);
-        }
-      }
-    }
-  } else {
-    rs.gop_outputs.clear();
-    status = step.graph_op->Run(inputs, rs.gop_outputs, GraphOpContext{step.node, &rs, device_});
-    if (status.ok()) {
-      if (static_cast<int>(rs.gop_outputs.size()) < step.num_outputs) {
-        status = InternalError("produced " + std::to_string(rs.gop_outputs.size()) + " of " +
-                               std::to_string(step.num_outputs) + " outputs");
-      } else {
-        for (int k = 0; k < step.num_outputs; ++k) {
-          rs.values[static_cast<size_t>(step.out_base + k)] =
-              std::move(rs.gop_outputs[static_cast<size_t>(k)]);
-        }
-      }
-    }
+  std::span<const Tensor> inputs(ins, n_in);
+  rs.step = index;
+  Status status =
+      step.kind == NodeKind::kKernel ? RunKernel(rs, step, inputs) : RunGraphOp(rs, step, inputs);
+  for (size_t i = 0; i < n_in; ++i) {
+    if (i < 64 && (step.const_inputs >> i) & 1) continue;
+    Tensor t = std::move(ins[i]);
+    // A moved input's slot was read here last: its buffer goes back to the pool.
+    if (i < 64 && (step.move_inputs >> i) & 1) rs.pool.Give(std::move(t));
   }
-  for (size_t i = 0; i < n_in; ++i) rs.in_scratch[i] = Tensor();
   for (int slot : step.rel) Release(rs, slot);
   if (!status.ok()) {
     const Node& node = graph_->node(step.node);
     return status.WithContext("graph '" + graph_->name() + "' node '" + node.name + "' (" +
                               node.op + ")");
+  }
+  return Status::OK();
+}
+
+Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs) {
+  // Captures two pointers, which std::function keeps inline (no allocation per step).
+  KernelContext ctx(step.op, inputs, *step.attrs, device_, pool_,
+                    [this, &rs](int i, DType dtype, const TensorShape& shape) {
+                      return AllocateOutput(rs, rs.step, i, dtype, shape);
+                    });
+  ctx.UseOutputStorage(&rs.kernel_outputs);
+  Status status;
+  if (internal::OpProfileEnabled()) {
+    if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
+    const auto start = std::chrono::steady_clock::now();
+    status = (*step.kernel)(ctx);
+    if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
+    internal::RecordOpTime(
+        device_, step.op,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  } else {
+    status = (*step.kernel)(ctx);
+  }
+  if (status.ok() && sync_each_op_) {
+    status = gpu::Synchronize(device_.index);
+    if (status.ok()) status = gpu::CheckLastError(device_.index, step.op);
+  }
+  std::vector<Tensor>& outs = ctx.outputs();
+  if (status.ok() && static_cast<int>(outs.size()) < step.num_outputs) {
+    status = InternalError("kernel produced " + std::to_string(outs.size()) + " of " +
+                           std::to_string(step.num_outputs) + " outputs");
+  }
+  if (status.ok()) {
+    for (int k = 0; k < step.num_outputs; ++k) {
+      rs.values[static_cast<size_t>(step.out_base + k)] = std::move(outs[static_cast<size_t>(k)]);
+    }
+  }
+  outs.clear();  // an extra or failed kernel's outputs are not kept until the next step
+  return status;
+}
+
+Status Executor::RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs) {
+  rs.gop_outputs.clear();
+  Status status =
+      step.graph_op->Run(inputs, rs.gop_outputs, GraphOpContext{step.node, &rs, device_});
+  if (!status.ok()) return status;
+  if (static_cast<int>(rs.gop_outputs.size()) < step.num_outputs) {
+    return InternalError("produced " + std::to_string(rs.gop_outputs.size()) + " of " +
+                         std::to_string(step.num_outputs) + " outputs");
+  }
+  for (int k = 0; k < step.num_outputs; ++k) {
+    rs.values[static_cast<size_t>(step.out_base + k)] =
+        std::move(rs.gop_outputs[static_cast<size_t>(k)]);
   }
   return Status::OK();
 }

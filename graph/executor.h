@@ -7,12 +7,16 @@
 // reader, so memory follows the bytes alive at once rather than the sum over the graph; on a
 // device from a per-step cache of buffers reused once the previous run's is no longer
 // referenced. Small elementwise steps (fast_elementwise.h) rewrite their output buffer when
-// nobody else holds it. Repeated same-shape runs allocate nothing for intermediates.
+// nobody else holds it. Repeated same-shape runs allocate nothing for intermediates. Per
+// step the CPU loop only gathers inputs (moving a value whose last reader this is, so it
+// costs no refcount or shape copy), calls the pre-resolved kernel and stores its outputs:
+// the kernel context's output allocator and output vector are reused, not built per step.
 //
 // Run() is thread-safe: concurrent calls use separate run states (each with its own buffers).
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -70,6 +74,14 @@ class Executor {
     int out_base = 0;
     int num_outputs = 0;
     std::vector<int> release;  // slots whose last use is this step
+    // Bit i: input i is the only read of a slot released by this step, so the run moves the
+    // value into the kernel's input list instead of copying it (no refcount or shape copy)
+    // and gives it back from there.
+    uint64_t move_inputs = 0;
+    // Bit i: input i is a constant, kept in the run state's input array for this step from
+    // run to run (CPU only), so it is never copied in or dropped per step.
+    uint64_t const_inputs = 0;
+    size_t in_offset = 0;  // of this step's inputs in RunState::step_inputs
     // The same two lists, packed into flat_ after Build (fewer cache misses per step).
     std::span<const int> in, rel;
     // Small static-shape elementwise ops bypass the kernel (fast_elementwise.h).
@@ -99,6 +111,11 @@ class Executor {
   Result<Tensor> AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
                                 const TensorShape& shape);
   Status RunFastStep(RunState& rs, size_t index);
+  Status RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs);
+  Status RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs);
+  // Decides Step::move_inputs (dropping the moved slots from Step::release) and
+  // Step::const_inputs.
+  void PlanInputMoves();
   void Release(RunState& rs, int slot);
 
   std::shared_ptr<const FuncGraph> graph_;
@@ -109,7 +126,7 @@ class Executor {
   ThreadPool* pool_;
   std::vector<Step> steps_;
   int num_slots_ = 0;
-  int max_inputs_ = 0;
+  size_t total_inputs_ = 0;  // over all steps: the size of RunState::step_inputs
   std::vector<int> input_slots_;
   std::vector<std::pair<int, Tensor>> const_slots_;
   std::vector<int> output_slots_;

@@ -17,7 +17,7 @@ std::unique_ptr<Executor::RunState> Executor::AcquireState() {
   }
   auto rs = std::make_unique<RunState>();
   rs->values.resize(static_cast<size_t>(num_slots_));
-  rs->in_scratch.resize(static_cast<size_t>(max_inputs_));
+  rs->step_inputs.resize(total_inputs_);
   if (!device_.is_cpu()) {
     rs->cache.resize(steps_.size());
     for (size_t s = 0; s < steps_.size(); ++s) {
@@ -26,6 +26,13 @@ std::unique_ptr<Executor::RunState> Executor::AcquireState() {
   }
   rs->scratch.resize(static_cast<size_t>(graph_->num_nodes()));
   for (auto& [slot, t] : const_slots_) rs->values[static_cast<size_t>(slot)] = t;
+  for (const Step& st : steps_) {
+    for (size_t i = 0; i < st.in.size() && i < 64; ++i) {
+      if ((st.const_inputs >> i) & 1) {
+        rs->step_inputs[st.in_offset + i] = rs->values[static_cast<size_t>(st.in[i])];
+      }
+    }
+  }
   return rs;
 }
 

@@ -16,8 +16,12 @@ struct Executor::RunState : OpRunState {
   int64_t allocations = 0;  // added to the executor's totals when the state is released
   int64_t reuses = 0;
   std::vector<Tensor> values;
-  std::vector<Tensor> in_scratch;
+  // Every step's input list, back to back (Step::in_offset); between steps only the
+  // constants (Step::const_inputs) stay set.
+  std::vector<Tensor> step_inputs;
   std::vector<Tensor> gop_outputs;
+  std::vector<Tensor> kernel_outputs;          // KernelContext::UseOutputStorage: capacity kept
+  size_t step = 0;                             // the step running now (for AllocateOutput)
   std::vector<std::vector<Tensor>> cache;      // per step, per output (devices only)
   internal::BufferPool pool;                   // CPU: free output buffers, by size
   std::vector<Tensor> handed_out;              // the last run's outputs, pooled once dropped

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype_traits.h"
@@ -33,6 +34,30 @@ void UnaryLoop(ThreadPool* pool, const Tin* in, Tout* out, int64_t n, int64_t co
 
 // out = f(a, b) with numpy broadcasting described by `plan`. f takes two Eigen array
 // expressions (a broadcast scalar arrives as a constant array).
+// po[0, len) = f(pa, pb) where an operand with stride 0 is the constant at its pointer.
+template <typename Tin, typename Tout, typename F>
+void BinaryRun(const Tin* pa, int64_t sa, const Tin* pb, int64_t sb, Tout* po, int64_t len,
+               const F& f) {
+  ArrayMap<Tout> o(po, len);
+  if (sa != 0 && sb != 0) {
+    o = f(ConstArrayMap<Tin>(pa, len), ConstArrayMap<Tin>(pb, len));
+  } else if (sa != 0) {
+    o = f(ConstArrayMap<Tin>(pa, len), ArrayX<Tin>::Constant(len, *pb));
+  } else {
+    o = f(ArrayX<Tin>::Constant(len, *pa), ConstArrayMap<Tin>(pb, len));
+  }
+}
+
+// out[0, n) = f(a, b) over one flat run, each operand either contiguous (stride 1) or a
+// broadcast scalar (stride 0): what BinaryLoop does for a plan of one dim, without the plan.
+template <typename Tin, typename Tout, typename F>
+void FlatBinaryLoop(ThreadPool* pool, int64_t n, const Tin* a, int64_t sa, const Tin* b, int64_t sb,
+                    Tout* out, int64_t cost, const F& f) {
+  ParallelFor(pool, n, cost, [&](int64_t begin, int64_t end) {
+    BinaryRun(a + begin * sa, sa, b + begin * sb, sb, out + begin, end - begin, f);
+  });
+}
+
 template <typename Tin, typename Tout, typename F>
 void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const Tin* a, const Tin* b, Tout* out,
                 int64_t cost, const F& f) {
@@ -42,19 +67,10 @@ void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const Tin* a, const
   const int64_t inner = plan.dims[k - 1];
   const int64_t sa = plan.a_strides[k - 1], sb = plan.b_strides[k - 1];
   auto run_inner = [&](const Tin* pa, const Tin* pb, Tout* po, int64_t len) {
-    ArrayMap<Tout> o(po, len);
-    if (sa != 0 && sb != 0) {
-      o = f(ConstArrayMap<Tin>(pa, len), ConstArrayMap<Tin>(pb, len));
-    } else if (sa != 0) {
-      o = f(ConstArrayMap<Tin>(pa, len), ArrayX<Tin>::Constant(len, *pb));
-    } else {
-      o = f(ArrayX<Tin>::Constant(len, *pa), ConstArrayMap<Tin>(pb, len));
-    }
+    BinaryRun(pa, sa, pb, sb, po, len, f);
   };
   if (k == 1) {
-    ParallelFor(pool, inner, cost, [&](int64_t begin, int64_t end) {
-      run_inner(a + begin * sa, b + begin * sb, out + begin, end - begin);
-    });
+    FlatBinaryLoop(pool, inner, a, sa, b, sb, out, cost, f);
     return;
   }
   const int64_t outer = plan.num_elements / inner;
@@ -129,19 +145,26 @@ inline ShapeFn UnaryShapeFn(std::string op, TypeSet set) {
   };
 }
 
-// Shape function of a binary op; `broadcast` false demands equal shapes (gradient ops).
+// The checks of a binary op and its output shape; `broadcast` false demands equal shapes
+// (gradient ops). Shared by the shape function and the kernel, which runs it on its inputs'
+// shapes directly (no spec lists per call).
+inline Result<TensorShape> BinaryOutputShape(std::string_view op, TypeSet set, const char* arg_a,
+                                             const char* arg_b, bool broadcast, DType da,
+                                             const TensorShape& a, DType db, const TensorShape& b) {
+  TROUPE_RETURN_IF_ERROR(CheckDType(op, arg_a, da, DTypesOf(set)));
+  TROUPE_RETURN_IF_ERROR(CheckSameDType(op, arg_a, da, arg_b, db));
+  if (broadcast) return BroadcastShapes(op, arg_a, a, arg_b, b);
+  TROUPE_RETURN_IF_ERROR(CheckSameShape(op, arg_a, a, arg_b, b));
+  return a.MergeWith(b);
+}
+
+// Shape function of a binary op (see BinaryOutputShape).
 inline ShapeFn BinaryShapeFn(std::string op, TypeSet set, const char* arg_a, const char* arg_b,
                              bool broadcast, bool bool_output) {
   return [=](Specs in, const AttrMap&) -> Result<SpecList> {
-    TROUPE_RETURN_IF_ERROR(CheckDType(op, arg_a, in[0].dtype, DTypesOf(set)));
-    TROUPE_RETURN_IF_ERROR(CheckSameDType(op, arg_a, in[0].dtype, arg_b, in[1].dtype));
-    TensorShape shape;
-    if (broadcast) {
-      TROUPE_ASSIGN_OR_RETURN(shape, BroadcastShapes(op, arg_a, in[0].shape, arg_b, in[1].shape));
-    } else {
-      TROUPE_RETURN_IF_ERROR(CheckSameShape(op, arg_a, in[0].shape, arg_b, in[1].shape));
-      TROUPE_ASSIGN_OR_RETURN(shape, in[0].shape.MergeWith(in[1].shape));
-    }
+    TROUPE_ASSIGN_OR_RETURN(TensorShape shape,
+                            BinaryOutputShape(op, set, arg_a, arg_b, broadcast, in[0].dtype,
+                                              in[0].shape, in[1].dtype, in[1].shape));
     return SpecList{TensorSpec{shape, bool_output ? DType::kBool : in[0].dtype, ""}};
   };
 }
@@ -151,9 +174,10 @@ template <typename F>
 void RegisterUnary(OpRegistry& r, const std::string& op, TypeSet set, int64_t cost, F f) {
   ShapeFn shape_fn = UnaryShapeFn(op, set);
   Register(r, {.name = op, .num_inputs = 1, .num_outputs = 1, .infer_shapes = shape_fn},
-           [shape_fn, set, cost, f](KernelContext& ctx) -> Status {
-             TROUPE_ASSIGN_OR_RETURN(SpecList out, shape_fn(InputSpecs(ctx), ctx.attrs()));
+           [op, set, cost, f](KernelContext& ctx) -> Status {
              const Tensor& x = ctx.input(0);
+             // UnaryShapeFn's check; the output has x's shape.
+             TROUPE_RETURN_IF_ERROR(CheckDType(op, "x", x.dtype(), DTypesOf(set)));
              TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, x.dtype(), x.shape()));
              Dispatch(set, x.dtype(), [&](auto tag) {
                using T = decltype(tag);
@@ -169,15 +193,38 @@ void RegisterBinary(OpRegistry& r, const std::string& op, TypeSet set, const cha
                     const char* arg_b, bool broadcast, int64_t cost, F f) {
   ShapeFn shape_fn = BinaryShapeFn(op, set, arg_a, arg_b, broadcast, kBoolOut);
   Register(r, {.name = op, .num_inputs = 2, .num_outputs = 1, .infer_shapes = shape_fn},
-           [shape_fn, set, cost, f](KernelContext& ctx) -> Status {
-             TROUPE_ASSIGN_OR_RETURN(SpecList out, shape_fn(InputSpecs(ctx), ctx.attrs()));
+           [op, set, arg_a, arg_b, broadcast, cost, f](KernelContext& ctx) -> Status {
              const Tensor& a = ctx.input(0);
              const Tensor& b = ctx.input(1);
-             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
-             BroadcastPlan plan = MakeBroadcastPlan(a.shape(), b.shape(), y.shape());
+             const DType out_dtype = kBoolOut ? DType::kBool : a.dtype();
+             const TensorShape* shape = &a.shape();
+             TensorShape broadcast_shape;
+             if (a.shape() == b.shape() && a.dtype() == b.dtype()) {
+               // Equal shapes pass every shape check and give the same shape.
+               TROUPE_RETURN_IF_ERROR(CheckDType(op, arg_a, a.dtype(), DTypesOf(set)));
+             } else {
+               TROUPE_ASSIGN_OR_RETURN(
+                   broadcast_shape, BinaryOutputShape(op, set, arg_a, arg_b, broadcast, a.dtype(),
+                                                      a.shape(), b.dtype(), b.shape()));
+               shape = &broadcast_shape;
+             }
+             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out_dtype, *shape));
+             const int64_t n = y.num_elements();
+             // Each operand either covers the output elementwise or is one broadcast value:
+             // the one-dim plan MakeBroadcastPlan would make, without building it.
+             const bool flat = (a.num_elements() == n || a.num_elements() == 1) &&
+                               (b.num_elements() == n || b.num_elements() == 1);
              Dispatch(set, a.dtype(), [&](auto tag) {
                using T = decltype(tag);
                using Tout = std::conditional_t<kBoolOut, bool, T>;
+               if (flat) {
+                 if (n == 0) return;
+                 FlatBinaryLoop<T, Tout>(ctx.pool(), n, a.data<T>(), a.num_elements() == n ? 1 : 0,
+                                         b.data<T>(), b.num_elements() == n ? 1 : 0, y.data<Tout>(),
+                                         cost, f);
+                 return;
+               }
+               BroadcastPlan plan = MakeBroadcastPlan(a.shape(), b.shape(), y.shape());
                BinaryLoop<T, Tout>(ctx.pool(), plan, a.data<T>(), b.data<T>(), y.data<Tout>(), cost,
                                    f);
              });

@@ -113,12 +113,6 @@ int64_t BlockSize(int64_t n, int64_t cost_per_unit) {
   return std::clamp<int64_t>(block, 1, std::max<int64_t>(1, n));
 }
 
-void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
-                 const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  ParallelForBlocks(pool, n, BlockSize(n, cost_per_unit), fn);
-}
-
 void ParallelForBlocks(ThreadPool* pool, int64_t n, int64_t block,
                        const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;

@@ -64,14 +64,24 @@ std::string IntsToString(std::span<const int64_t> v);  // "[1,2,2,1]"
 // each. Depends only on sizes, never on the thread count, so per-block reductions are
 // reproducible.
 int64_t BlockSize(int64_t n, int64_t cost_per_unit);
-// pool->ParallelFor with BlockSize(n, cost_per_unit) (serial when pool is null).
-void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
-                 const std::function<void(int64_t, int64_t)>& fn);
-
 // Runs fn over [0, n) in blocks of exactly `block` (the last may be shorter), in parallel when
 // a pool is given and serially otherwise; the blocks are the same either way.
 void ParallelForBlocks(ThreadPool* pool, int64_t n, int64_t block,
                        const std::function<void(int64_t, int64_t)>& fn);
+
+// pool->ParallelFor with BlockSize(n, cost_per_unit) (serial when pool is null). Work that
+// fits one block runs inline without wrapping fn in a std::function (small ops would
+// otherwise pay a heap allocation per call); the blocks are the same either way.
+template <typename Fn>
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit, const Fn& fn) {
+  if (n <= 0) return;
+  const int64_t block = BlockSize(n, cost_per_unit);
+  if (block >= n) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  ParallelForBlocks(pool, n, block, fn);
+}
 
 // Registers `def` and its CPU kernel; aborts on duplicate registration (a programming error).
 void Register(OpRegistry& registry, OpDef def, KernelFn kernel);

@@ -36,9 +36,9 @@ Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const Tenso
 }
 
 void KernelContext::SetOutput(int index, Tensor tensor) {
-  if (outputs_.size() <= static_cast<size_t>(index))
-    outputs_.resize(static_cast<size_t>(index) + 1);
-  outputs_[static_cast<size_t>(index)] = std::move(tensor);
+  if (outputs_->size() <= static_cast<size_t>(index))
+    outputs_->resize(static_cast<size_t>(index) + 1);
+  (*outputs_)[static_cast<size_t>(index)] = std::move(tensor);
 }
 
 Status KernelContext::InvalidArgument(std::string_view message) const {

@@ -47,7 +47,13 @@ class KernelContext {
   Result<Tensor> AllocateOutput(int index, DType dtype, const TensorShape& shape);
   // Forwards an existing tensor as output `index` (e.g. Reshape, Identity).
   void SetOutput(int index, Tensor tensor);
-  std::vector<Tensor>& outputs() { return outputs_; }
+  std::vector<Tensor>& outputs() { return *outputs_; }
+  // Outputs go into *storage (cleared here) instead of the context's own vector, so a caller
+  // running many kernels reuses one vector's capacity rather than allocating per kernel.
+  void UseOutputStorage(std::vector<Tensor>* storage) {
+    storage->clear();
+    outputs_ = storage;
+  }
 
   // InvalidArgument prefixed with the op name: "Conv2D: input must be rank 4, got [3,3]".
   Status InvalidArgument(std::string_view message) const;
@@ -59,7 +65,8 @@ class KernelContext {
   Device device_;
   ThreadPool* pool_;
   OutputAllocator allocate_;
-  std::vector<Tensor> outputs_;
+  std::vector<Tensor> own_outputs_;
+  std::vector<Tensor>* outputs_ = &own_outputs_;
 };
 
 using KernelFn = std::function<Status(KernelContext&)>;

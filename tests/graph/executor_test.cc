@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "graph/ops.h"
 #include "graph/print_op.h"
 #include "graph/variable.h"
@@ -156,6 +159,97 @@ TEST(ExecutorTest, ReportsEachOutputAsSoonAsItIsMade) {
     EXPECT_EQ(reported[i].raw_data(), (*out)[i].raw_data()) << "output " << i;
   }
   EXPECT_EQ(reported[0].flat<float>()[1], 5.0f);
+}
+
+// out[i][j] = f(x[i][j], y[i][j]) with rank-2 numpy broadcasting (a dim of 1 stretches).
+std::vector<float> Broadcast2(const Tensor& x, const Tensor& y,
+                              const std::function<float(float, float)>& f) {
+  const int64_t rows = std::max(x.dim(0), y.dim(0)), cols = std::max(x.dim(1), y.dim(1));
+  std::vector<float> out;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const float a = x.data<float>()[(x.dim(0) == 1 ? 0 : i) * x.dim(1) + (x.dim(1) == 1 ? 0 : j)];
+      const float b = y.data<float>()[(y.dim(0) == 1 ? 0 : i) * y.dim(1) + (y.dim(1) == 1 ? 0 : j)];
+      out.push_back(f(a, b));
+    }
+  }
+  return out;
+}
+
+std::vector<float> FloatsOf(const Tensor& t) {
+  return std::vector<float>(t.flat<float>().begin(), t.flat<float>().end());
+}
+
+// One executor (its precomputed schedule, moved last-use inputs and pooled buffers) serves
+// runs whose shapes change from run to run: same-shape, broadcast and scalar-like operands,
+// and a value read twice by one step (x * x, never moved).
+TEST(ExecutorTest, ReusedAcrossRunsWithDifferentShapes) {
+  auto g = std::make_shared<FuncGraph>("shapes");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{-1, -1}, DType::kFloat32, ""}, "x");
+    Value y = g->AddInput({TensorShape{-1, -1}, DType::kFloat32, ""}, "y");
+    g->outputs.push_back(ops::Sub(ops::Add(ops::Mul(x, y), x), y).node_out());
+    g->outputs.push_back(ops::Mul(ops::Maximum(x, y), ops::Mul(x, x)).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
+      {{2, 3}, {2, 3}}, {{2, 3}, {1, 3}}, {{1, 1}, {4, 2}}, {{3, 1}, {1, 4}}, {{2, 3}, {2, 3}}};
+  float v = 0.25f;
+  auto fill = [&](const TensorShape& s) {
+    std::vector<float> values(static_cast<size_t>(s.num_elements()));
+    for (float& e : values) e = (v = v * 1.7f - static_cast<float>(static_cast<int>(v * 1.7f)));
+    return Floats(values, s);
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [xs, ys] : shapes) {
+      SCOPED_TRACE(xs.ToString() + " " + ys.ToString());
+      Tensor in[] = {fill(xs), fill(ys)};
+      auto out = (*ex)->Run(in);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const std::vector<float> x = FloatsOf(in[0]), y = FloatsOf(in[1]);
+      EXPECT_EQ(FloatsOf((*out)[0]), Broadcast2(in[0], in[1], [](float a, float b) {
+                  volatile float product = a * b;  // no fused multiply-add: the graph has none
+                  return (product + a) - b;
+                }));
+      EXPECT_EQ(FloatsOf((*out)[1]), Broadcast2(in[0], in[1], [](float a, float b) {
+                  return std::max(a, b) * (a * a);
+                }));
+    }
+  }
+}
+
+// A kernel error names the graph, the node and its op even when the failing step's inputs
+// were moved into it (their last use); the executor stays usable and its buffers pooled.
+TEST(ExecutorTest, KernelErrorWithMovedInputsLeavesExecutorUsable) {
+  auto g = std::make_shared<FuncGraph>("f");
+  {
+    BuildScope scope(g);
+    Value a = g->AddInput({TensorShape{-1}, DType::kFloat32, ""}, "a");
+    Value b = g->AddInput({TensorShape{-1}, DType::kFloat32, ""}, "b");
+    g->outputs.push_back(ops::Neg(ops::Add(ops::Mul(a, a), ops::Neg(b))).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok());
+  Tensor bad[] = {Floats({1, 2}, {2}), Floats({1, 2, 3}, {3})};
+  auto failed = (*ex)->Run(bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("graph 'f' node 'add"), std::string::npos)
+      << failed.status();
+  EXPECT_NE(failed.status().message().find("incompatible shapes"), std::string::npos)
+      << failed.status();
+  Tensor good[] = {Floats({1, 2, 3}, {3}), Floats({0.5f, 1, 2}, {3})};
+  for (int i = 0; i < 3; ++i) {
+    auto out = (*ex)->Run(good);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(FloatsOf((*out)[0]), (std::vector<float>{-0.5f, -3, -7}));
+  }
+  const int64_t allocations = (*ex)->stats().allocations;
+  ASSERT_TRUE((*ex)->Run(good).ok());
+  EXPECT_EQ((*ex)->stats().allocations, allocations);
 }
 
 TEST(PrintTest, FormatsLikeTfPrint) {

@@ -189,6 +189,28 @@ TEST(ElementwiseTest, SameBitsAnyThreadCount) {
   EXPECT_TRUE((*RunOn(&one, "Tanh", {t}))[0].BitEqual((*RunOn(&four, "Tanh", {t}))[0]));
 }
 
+// Operands that cover the output or are a single value run as one flat loop (no broadcast
+// plan): over many blocks and any thread count the bits equal the naive loop's.
+TEST(ElementwiseTest, FlatOperandsOverManyBlocks) {
+  ThreadPool four(4, "four");
+  Tensor big = Random({3, 100001}, 11), one = Random({1, 1}, 12), other = Random({3, 100001}, 13);
+  const std::vector<std::pair<Tensor, Tensor>> cases = {
+      {big, one}, {one, big}, {big, other}, {one, Random({}, 14)}, {Random({1}, 15), one}};
+  for (const auto& [a, b] : cases) {
+    SCOPED_TRACE(a.shape().ToString() + " " + b.shape().ToString());
+    // Two naive passes, so that no fused multiply-add can change the reference's bits.
+    Tensor want = NaiveBinary<float, float>(
+        NaiveBinary<float, float>(a, b, [](float x, float y) { return x * y; }), a,
+        [](float x, float y) { return x + y; });
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &four}) {
+      Tensor prod = (*RunOn(pool, "Mul", {a, b}))[0];
+      Tensor got = (*RunOn(pool, "Add", {prod, a}))[0];
+      EXPECT_EQ(got.shape(), want.shape());
+      EXPECT_TRUE(got.BitEqual(want));
+    }
+  }
+}
+
 // BroadcastTo (the gradient of reductions) is a copy by numpy broadcasting: each case's
 // output equals the naive broadcast bit for bit, on 1 to 4 threads.
 TEST(ElementwiseTest, BroadcastToCopiesByBroadcasting) {
