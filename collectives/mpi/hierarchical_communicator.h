@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "collectives/mpi/chain_allreduce.h"
 #include "collectives/mpi/mpi_channel.h"
 #include "collectives/mpi/mpi_communicator.h"
 #include "collectives/shm_collectives.h"
@@ -39,15 +40,11 @@ class HierarchicalCommunicator : public MpiCommunicator {
   Status RunAllReduce(Op& op) override;
 
  private:
-  struct Run_ {
-    int host;
-    int begin;  // [begin, end) into the host's contributions in fold order
-    int end;
-  };
   HierarchicalCommunicator(ProcessGroup group, CollectiveOptions options,
                            std::unique_ptr<MpiChannel> world);
-  Status ChainStep(const Op& op, int64_t n, const std::vector<const void*>& srcs,
-                   const std::vector<void*>& dsts, Deadline deadline);
+  // The cross-host stage of this process's segment (n elements, staged in staging_):
+  // leaves the result in `result` on every host.
+  Status CrossHosts(const Op& op, int64_t n, void* result, Deadline deadline);
 
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<MpiChannel> cross_;  // local rank i of every host, ordered by host
@@ -55,8 +52,8 @@ class HierarchicalCommunicator : public MpiCommunicator {
   ShmLayout per_process_;
   std::vector<int> host_ranks_;                  // world ranks on this host
   std::vector<std::pair<int, int>> host_order_;  // host contributions by replica id
-  std::vector<Run_> runs_;                       // deterministic chain over hosts
-  std::vector<char> chain_buffer_;
+  std::vector<ChainRun> runs_;                   // deterministic chain over hosts
+  std::vector<char> staging_;  // this host's contributions to my segment (fast: their sum)
 };
 
 }  // namespace troupe
