@@ -178,8 +178,14 @@ Status MpiChannel::WaitSome(Batch& batch, Deadline deadline, const std::string& 
       return Status::OK();
     }
     // No progress: poll flat out for a few microseconds (messages usually arrive that fast),
-    // then yield between polls so oversubscribed hosts keep moving.
-    if (++idle > 256) sched_yield();
+    // then yield between polls so oversubscribed hosts keep moving, and after ~1k idle polls
+    // sleep briefly: a rank waiting on a slow link otherwise takes the CPU that the kernel's
+    // TCP stack (and every other rank) needs to move the data it waits for.
+    if (++idle > 1024) {
+      usleep(20);
+    } else if (idle > 256) {
+      sched_yield();
+    }
     if ((idle & 63) != 0) continue;
     const auto now = CollectiveClock::now();
     if (now < next_check && now < deadline) continue;
