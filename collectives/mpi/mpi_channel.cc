@@ -181,12 +181,13 @@ Status MpiChannel::WaitSome(Batch& batch, Deadline deadline, const std::string& 
     // then yield between polls so oversubscribed hosts keep moving, and after ~1k idle polls
     // sleep briefly: a rank waiting on a slow link otherwise takes the CPU that the kernel's
     // TCP stack (and every other rank) needs to move the data it waits for.
-    if (++idle > 1024) {
+    const bool sleeping = ++idle > 1024;
+    if (sleeping) {
       usleep(20);
     } else if (idle > 256) {
       sched_yield();
     }
-    if ((idle & 63) != 0) continue;
+    if (!sleeping && (idle & 63) != 0) continue;  // sleeping polls are slow: check every one
     const auto now = CollectiveClock::now();
     if (now < next_check && now < deadline) continue;
     next_check = now + std::chrono::milliseconds(20);
