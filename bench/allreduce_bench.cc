@@ -3,6 +3,7 @@
 //   mpirun -np 2 --oversubscribe build/bench/allreduce_bench [--min-kib 4] [--max-mib 256]
 //          [--fake-host K] [--replicas L] [--iters-bytes B] [--trials T]
 //          [--backends mpi,shm,hierarchical] [--shm-piece-kib 1024] [--mpi-piece-kib 4096]
+//          [--cross-piece-kib 0]
 //          [--settle-ms 50]
 //
 // For float32 sums from 4 KiB to 256 MiB it times, per size: raw MPI_Allreduce (blocking,
@@ -47,6 +48,7 @@ struct Args {
   std::string backends = "mpi,shm,hierarchical";
   size_t shm_piece = size_t{1} << 20;
   size_t mpi_piece = size_t{1} << 22;
+  size_t cross_piece = 0;  // hierarchical: cap on cross-host messages (0: by size)
 };
 
 // Seconds per call of fn over `iters` calls (after one warm-up), as seen by the slowest rank.
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
     if (k == "--backends") args.backends = argv[i + 1];
     if (k == "--shm-piece-kib") args.shm_piece = static_cast<size_t>(v) << 10;
     if (k == "--mpi-piece-kib") args.mpi_piece = static_cast<size_t>(v) << 10;
+    if (k == "--cross-piece-kib") args.cross_piece = static_cast<size_t>(v) << 10;
     if (k == "--min-kib") args.min_bytes = v << 10;
     if (k == "--max-mib") args.max_bytes = v << 20;
     if (k == "--fake-host") args.fake_host = static_cast<int>(v);
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
       o.deterministic = det;
       o.timeout = std::chrono::seconds(120);
       o.piece_bytes = std::string(backend) == "mpi" ? args.mpi_piece : args.shm_piece;
+      o.cross_piece_bytes = args.cross_piece;
       auto c = CreateCommunicator(backend, *group, o, MPI_COMM_WORLD, *token);
       if (!c.ok()) {
         std::fprintf(stderr, "%s: %s\n", backend, c.status().ToString().c_str());

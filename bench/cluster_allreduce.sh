@@ -6,16 +6,19 @@
 # ratios hier/raw. Needs root (namespaces); contacts nothing outside this machine.
 #   bench/cluster_allreduce.sh [--hosts 4] [--ranks 2] [--rate 1gbit] [--build build]
 #                              [allreduce_bench flags...]   (default: --min-kib 1024 --max-mib 64)
-# Measured 2026-11-26 (2-core VM under load, 4 hosts x 2 ranks, 1 Gbit/s): busbw GB/s
-#   bytes   raw_MPI  hier/det  hier/fast   ratio det/raw  fast/raw
-#   1 MiB     0.06     0.04      0.05           0.65       0.75
-#   4 MiB     0.08     0.04      0.05           0.51       0.60
-#   16 MiB    0.08     0.05      0.05           0.63       0.63
-#   64 MiB    0.07     0.04      0.05           0.57       0.72
-# Below 1.0: across hosts the deterministic path moves a segment's partial sum host to host and
-# then broadcasts it from the last host (per piece, unpipelined: ~(N-1) + log2 N transfers of
-# the segment on the critical path, vs a ring's 2(N-1)/N), and the fast path's MPI_Iallreduce
-# only advances when the progress thread polls.
+# Measured 2026-11-26 13:30 (2-core VM, load 3-12 from other builds, 4 hosts x 2 ranks,
+# 1 Gbit/s), busbw GB/s, run interleaved with the previous version (--build of main 30a6b4c):
+#   bytes   raw_MPI  hier/det  hier/fast   ratio det/raw  fast/raw   (before: det/raw fast/raw)
+#   1 MiB     0.09     0.09      0.09           0.99       1.02              0.60     0.48
+#   4 MiB     0.09     0.09      0.10           1.00       1.14              0.38     0.70
+#   16 MiB    0.08     0.12      0.12           1.48       1.52              0.57     0.65
+#   64 MiB    0.07     0.13      0.13           1.75       1.78              0.69     0.74
+# Under load 14-16 (raw MPI starved at small sizes): det/raw 1.95 1.15 1.42 1.75, fast/raw
+# 2.56 1.14 1.39 1.70, before 0.32 0.47 0.42 0.37; one run had det/raw 0.90 at 16 MiB.
+# At 1-4 MiB latency dominates (three shared-memory passes, the pipeline's fill). The limit:
+# tbf shapes each host's egress at 0.125 GB/s. A flat ring sends 1.75x the data out of each
+# host (busbw 0.125); the hierarchical chain 2(H-1)/H = 1.5x (busbw 0.146, ~0.14 after TCP/IP
+# headers), so 0.12-0.13 is ~90% of what the links allow.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 hosts=4

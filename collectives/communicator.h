@@ -50,6 +50,9 @@ struct CollectiveOptions {
   std::chrono::milliseconds timeout{30000};
   // Staging granularity of the shared-memory and MPI pipelines (bytes per replica slot).
   size_t piece_bytes = size_t{1} << 20;
+  // Hierarchical backend: at most this many bytes per cross-host message of its pipelines
+  // (0: picked by size). Never changes the bits.
+  size_t cross_piece_bytes = 0;
   // Shared-memory backend: bytes per process reserved in the segment for AllocateTensor().
   // Allreduces whose tensors all live there skip staging (each segment's owner folds straight
   // from every process's buffer into every process's buffer). 0 = off.

@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "collectives/backend_plans.h"
+#include "collectives/mpi/chain_allreduce.h"
 #include "collectives/mpi/mpi_bootstrap.h"
-#include "collectives/mpi/mpi_collectives.h"
 
 namespace troupe {
 
@@ -81,80 +81,91 @@ HierarchicalCommunicator::HierarchicalCommunicator(ProcessGroup group, Collectiv
 
 HierarchicalCommunicator::~HierarchicalCommunicator() { Shutdown(); }
 
-Status HierarchicalCommunicator::ChainStep(const Op& op, int64_t n,
-                                           const std::vector<const void*>& srcs,
-                                           const std::vector<void*>& dsts, Deadline deadline) {
-  const int64_t esize = static_cast<int64_t>(DTypeSize(op.dtype));
-  const int me = group_.host();
-  void* acc = dsts.back();  // the published result slot
-  chain_buffer_.resize(static_cast<size_t>(n * esize));
-  const ReduceOp partial_op = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
-  for (size_t t = 0; t < runs_.size(); ++t) {
-    const Run_& run = runs_[t];
-    if (run.host != me) continue;
-    std::vector<const void*> fold;
-    if (t > 0) {
-      MpiChannel::Batch b(cross_.get());
-      TROUPE_RETURN_IF_ERROR(
-          b.Recv(chain_buffer_.data(), n * esize, runs_[t - 1].host, MpiChannel::kTagChain));
-      TROUPE_RETURN_IF_ERROR(cross_->Wait(b, deadline, "chain reduction (partial sum)"));
-      fold.push_back(chain_buffer_.data());
-    }
-    for (int i = run.begin; i < run.end; ++i) fold.push_back(srcs[i]);
-    const bool last = t + 1 == runs_.size();
-    FoldElements(op.dtype, last ? op.reduce_op : partial_op, fold.data(),
-                 static_cast<int>(fold.size()), &acc, 1, n, last ? group_.num_replicas() : 1);
-    if (!last) {
-      MpiChannel::Batch b(cross_.get());
-      TROUPE_RETURN_IF_ERROR(b.Send(acc, n * esize, runs_[t + 1].host, MpiChannel::kTagChain));
-      TROUPE_RETURN_IF_ERROR(cross_->Wait(b, deadline, "chain reduction (partial sum)"));
-    }
-  }
-  if (cross_->size() > 1) {
-    TROUPE_RETURN_IF_ERROR(
-        MpiBroadcast(*cross_, runs_.back().host, acc, static_cast<size_t>(n * esize), deadline));
-  }
-  for (size_t d = 0; d + 1 < dsts.size(); ++d) std::memcpy(dsts[d], acc, n * esize);
-  return Status::OK();
-}
-
+// Three stages, so that the cross-host pipeline spans this process's whole segment instead of
+// one shared-memory piece at a time (a piece-sized pipeline would fill and drain per piece):
+// the host's contributions to the segment land in private memory (deterministic: copied as
+// they are; fast: folded), cross the hosts, and the result is published through shared memory.
 Status HierarchicalCommunicator::RunAllReduce(Op& op) {
-  const size_t esize = DTypeSize(op.dtype);
+  const int64_t esize = static_cast<int64_t>(DTypeSize(op.dtype));
   const std::vector<void*> outs = DataPointers(op.outputs);
+  const Deadline deadline = op.deadline;
   ReducePlan plan;
   plan.dtype = op.dtype;
   plan.op = op.reduce_op;
+  AddAllReduceSegments(op.count, group_.local_size, group_.local_rank, outs, &plan);
+  const int64_t begin = plan.segments[group_.local_rank].begin;
+  const int64_t n = plan.segments[group_.local_rank].end - begin;
+  ReducePlan gather = plan;
+  for (auto& s : gather.segments) {
+    s.dsts.clear();
+    s.publish = false;
+  }
+  gather.copy_out.clear();
   const ShmLayout* layout = &per_replica_;
-  const Deadline deadline = op.deadline;
+  char* result = static_cast<char*>(outs[0]) + begin * esize;  // free once staged
   if (options_.deterministic) {
-    plan.order = host_order_;
-    plan.my_inputs = ConstDataPointers(op.inputs);
-    plan.owner_step = [&](int, int64_t, int64_t n, const std::vector<const void*>& srcs,
-                          const std::vector<void*>& dsts) {
-      return ChainStep(op, n, srcs, dsts, deadline);
+    gather.order = host_order_;
+    gather.my_inputs = ConstDataPointers(op.inputs);
+    staging_.resize(static_cast<size_t>(host_order_.size() * n * esize));
+    gather.owner_step = [&](int, int64_t offset, int64_t len, const std::vector<const void*>& srcs,
+                            const std::vector<void*>&) {
+      for (size_t k = 0; k < srcs.size(); ++k) {
+        std::memcpy(&staging_[(k * n + offset - begin) * esize], srcs[k], len * esize);
+      }
+      return Status::OK();
     };
   } else {
     const ReduceOp local = op.reduce_op == ReduceOp::kMean ? ReduceOp::kSum : op.reduce_op;
     PreReduceLocal(op.dtype, op.reduce_op, op.inputs, outs[0], op.count);
     layout = &per_process_;
-    for (int r = 0; r < group_.local_size; ++r) plan.order.push_back({r, 0});
-    plan.my_inputs = {outs[0]};
-    plan.owner_step = [&, local](int, int64_t, int64_t n, const std::vector<const void*>& srcs,
-                                 const std::vector<void*>& dsts) -> Status {
-      void* acc = dsts.back();
-      FoldElements(op.dtype, local, srcs.data(), static_cast<int>(srcs.size()), &acc, 1, n, 1);
-      if (cross_->size() > 1) {
-        TROUPE_RETURN_IF_ERROR(MpiNativeAllReduce(*cross_, op.dtype, op.reduce_op, acc, n,
-                                                  group_.num_replicas(), deadline));
-      } else if (op.reduce_op == ReduceOp::kMean) {
-        DivideElements(op.dtype, acc, n, group_.num_replicas());
-      }
-      for (size_t d = 0; d + 1 < dsts.size(); ++d) std::memcpy(dsts[d], acc, n * esize);
+    for (int r = 0; r < group_.local_size; ++r) gather.order.push_back({r, 0});
+    gather.my_inputs = {outs[0]};
+    staging_.resize(static_cast<size_t>(n * esize));
+    gather.owner_step = [&, local](int, int64_t offset, int64_t len,
+                                   const std::vector<const void*>& srcs,
+                                   const std::vector<void*>&) {
+      void* dst = &staging_[(offset - begin) * esize];
+      FoldElements(op.dtype, local, srcs.data(), static_cast<int>(srcs.size()), &dst, 1, len, 1);
       return Status::OK();
     };
   }
-  AddAllReduceSegments(op.count, group_.local_size, group_.local_rank, outs, &plan);
-  return ShmReduce(*layout, plan, op.deadline);
+  TROUPE_RETURN_IF_ERROR(ShmReduce(*layout, gather, deadline));
+  TROUPE_RETURN_IF_ERROR(CrossHosts(op, n, result, deadline));
+  // Publish: the owner copies its result into its outputs and the result slot; no inputs.
+  plan.owner_step = [&](int, int64_t offset, int64_t len, const std::vector<const void*>&,
+                        const std::vector<void*>& dsts) {
+    const char* src = result + (offset - begin) * esize;
+    for (void* d : dsts) {
+      if (d != src) std::memcpy(d, src, len * esize);
+    }
+    return Status::OK();
+  };
+  return ShmReduce(per_process_, plan, deadline);
+}
+
+Status HierarchicalCommunicator::CrossHosts(const Op& op, int64_t n, void* result,
+                                            Deadline deadline) {
+  const int64_t esize = static_cast<int64_t>(DTypeSize(op.dtype));
+  ChainArgs args;
+  args.dtype = op.dtype;
+  args.op = op.reduce_op;
+  args.mean_divisor = group_.num_replicas();
+  args.count = n;
+  args.piece_elems = ChainPieceElems(n, static_cast<size_t>(esize), options_.cross_piece_bytes);
+  args.result = result;
+  if (options_.deterministic) {
+    args.runs = runs_;
+    for (size_t k = 0; k < host_order_.size(); ++k) {
+      args.contributions.push_back(&staging_[k * n * esize]);
+    }
+  } else {
+    // Fast mode: each host's pre-folded sum is its one contribution, hosts in index order.
+    // The same pipeline as the deterministic chain, which beats MPI_Iallreduce here: OpenMPI's
+    // non-blocking schedule moves one round per poll and does not pipeline across hosts.
+    for (int h = 0; h < cross_->size(); ++h) args.runs.push_back({h, 0, 1});
+    args.contributions.push_back(staging_.data());
+  }
+  return ChainAllReduce(*cross_, args, deadline);
 }
 
 }  // namespace troupe

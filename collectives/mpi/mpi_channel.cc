@@ -135,15 +135,27 @@ std::string MpiChannel::DeadPeers(const std::vector<int>& peers) const {
 }
 
 Status MpiChannel::Wait(Batch& batch, Deadline deadline, const std::string& what) {
+  std::vector<int> done;
+  auto pending = [&] {
+    return std::any_of(batch.requests_.begin(), batch.requests_.end(),
+                       [](MPI_Request r) { return r != MPI_REQUEST_NULL; });
+  };
+  while (pending()) {
+    done.clear();
+    TROUPE_RETURN_IF_ERROR(WaitSome(batch, deadline, what, &done));
+  }
+  return Status::OK();
+}
+
+Status MpiChannel::WaitSome(Batch& batch, Deadline deadline, const std::string& what,
+                            std::vector<int>* completed) {
   auto& reqs = batch.requests_;
   const int count = static_cast<int>(reqs.size());
-  int remaining = static_cast<int>(
-      std::count_if(reqs.begin(), reqs.end(), [](MPI_Request r) { return r != MPI_REQUEST_NULL; }));
   std::vector<int> indices(static_cast<size_t>(count));
   std::vector<MPI_Status> statuses(static_cast<size_t>(count));
   int idle = 0;
   auto next_check = CollectiveClock::now() + std::chrono::milliseconds(20);
-  while (remaining > 0) {
+  while (true) {
     int done = 0;
     int rc = MPI_Testsome(count, reqs.data(), &done, indices.data(), statuses.data());
     if (rc != MPI_SUCCESS) {
@@ -160,15 +172,22 @@ Status MpiChannel::Wait(Batch& batch, Deadline deadline, const std::string& what
       }
       return UnavailableError(what + ": MPI failed: " + detail);
     }
-    if (done != MPI_UNDEFINED && done > 0) {
-      remaining -= done;
-      idle = 0;
-      continue;
+    if (done == MPI_UNDEFINED) return Status::OK();  // nothing pending
+    if (done > 0) {
+      completed->insert(completed->end(), indices.begin(), indices.begin() + done);
+      return Status::OK();
     }
     // No progress: poll flat out for a few microseconds (messages usually arrive that fast),
-    // then yield between polls so oversubscribed hosts keep moving.
-    if (++idle > 256) sched_yield();
-    if ((idle & 63) != 0) continue;
+    // then yield between polls so oversubscribed hosts keep moving, and after ~1k idle polls
+    // sleep briefly: a rank waiting on a slow link otherwise takes the CPU that the kernel's
+    // TCP stack (and every other rank) needs to move the data it waits for.
+    const bool sleeping = ++idle > 1024;
+    if (sleeping) {
+      usleep(20);
+    } else if (idle > 256) {
+      sched_yield();
+    }
+    if (!sleeping && (idle & 63) != 0) continue;  // sleeping polls are slow: check every one
     const auto now = CollectiveClock::now();
     if (now < next_check && now < deadline) continue;
     next_check = now + std::chrono::milliseconds(20);

@@ -42,6 +42,8 @@ class MpiChannel {
     // A request from a non-blocking collective over the whole channel.
     void AddCollective(MPI_Request request);
     bool empty() const { return requests_.empty(); }
+    // Requests added so far; a Send or Recv under 1 GiB adds exactly one, with this index.
+    int size() const { return static_cast<int>(requests_.size()); }
 
    private:
     friend class MpiChannel;
@@ -54,6 +56,9 @@ class MpiChannel {
   // Polls until every request in `batch` completes. Unavailable when a peer on this host has
   // exited; DeadlineExceeded naming the ranks still missing at `deadline`.
   Status Wait(Batch& batch, Deadline deadline, const std::string& what);
+  // Like Wait, but returns once at least one request completes (at once when none is
+  // pending), appending the indices of those that completed to `done`.
+  Status WaitSome(Batch& batch, Deadline deadline, const std::string& what, std::vector<int>* done);
 
   // Exchanges fixed-size headers with every rank (point to point, so a missing rank can be
   // named); (*all)[r] = comm rank r's header.
@@ -67,6 +72,7 @@ class MpiChannel {
   static constexpr int kTagAllGather = 2;
   static constexpr int kTagPublish = 3;
   static constexpr int kTagChain = 4;
+  static constexpr int kTagResult = 5;
   static constexpr int kTagContribution = 100;  // + contribution index
 
  private:

@@ -271,6 +271,48 @@ TEST(MpiDeterminism, OneByFourTwoByTwoFourByOneBitIdentical) {
   }
 }
 
+// The hierarchical chain cuts each process's segment into cross-host messages: pieces that do
+// not divide the segment, a segment smaller than one piece and a 1-element tensor must still
+// give the serial id-order bits (checked inside the worker) and the in-process backend's hash.
+TEST(MpiDeterminism, HierarchicalChainPiecesThatDoNotDivideTheSegment) {
+  struct Layout {
+    int np, replicas, fake_host;
+    std::string backend;
+  };
+  // Four replicas each (hashes comparable), plus 3 hosts x 2 replicas (three result classes;
+  // checked against the serial reference inside the worker only).
+  const std::vector<Layout> layouts = {{1, 4, 0, "in-process"},
+                                       {4, 1, 1, "hierarchical"},   // 4 hosts x 1 process
+                                       {4, 1, 2, "hierarchical"},   // 2 hosts x 2 processes
+                                       {2, 2, 1, "hierarchical"},   // 2 hosts x 1 process x 2
+                                       {3, 2, 1, "hierarchical"}};  // 3 hosts x 1 process x 2
+  // cross_piece 4100 bytes: 1025 float32 / 2050 bfloat16 per message, dividing no segment here.
+  for (const std::string size : {"1", "7", "300007"}) {
+    for (const std::string dtype : {"float32", "bfloat16"}) {
+      std::set<std::string> hashes;
+      for (const Layout& l : layouts) {
+        MpiRun run =
+            RunMpi(l.np,
+                   {"determinism", "backend=" + l.backend, "replicas=" + std::to_string(l.replicas),
+                    "fake_host=" + std::to_string(l.fake_host), "dtype=" + dtype, "op=mean",
+                    "size=" + size, "piece=65536", "cross_piece=4100"},
+                   120);
+        SCOPED_TRACE(dtype + " size " + size + " " + l.backend + " " + std::to_string(l.np) + "x" +
+                     std::to_string(l.replicas));
+        ExpectAllPass(run, l.np);
+        if (l.np * l.replicas != 4) continue;
+        for (const auto& [r, result] : run.ranks) {
+          std::smatch m;
+          if (std::regex_search(result.second, m, std::regex("HASH ([0-9a-f]+)"))) {
+            hashes.insert(m[1]);
+          }
+        }
+      }
+      EXPECT_EQ(hashes.size(), 1u) << dtype << " size " << size;
+    }
+  }
+}
+
 // --- 2. failure: a rank exits / is SIGKILLed / stalls mid-allreduce --------------------------
 
 struct FailureCase {

@@ -6,6 +6,7 @@
 //   scenarios: ops, determinism, failure, mismatch, overlap
 //   keys: backend=mpi|shm|hierarchical|in-process  replicas=L  fake_host=K  det=1|0
 //         sizes=0,1,7  ops=sum,mean,max,min  dtypes=float32,...  timeout_ms=  piece=
+//         cross_piece=
 //         mode=exit|kill|stall  victim=r  tag=<ignored, marks processes for leak checks>
 #include <signal.h>
 #include <unistd.h>
@@ -78,6 +79,7 @@ Result<Setup> MakeSetup() {
   opts.timeout = timeout;
   opts.piece_bytes = static_cast<size_t>(IntArg("piece", 1 << 20));
   opts.shm_heap_bytes = static_cast<size_t>(IntArg("heap", 0));
+  opts.cross_piece_bytes = static_cast<size_t>(IntArg("cross_piece", 0));
   TROUPE_ASSIGN_OR_RETURN(std::string token, MakeJobToken(MPI_COMM_WORLD, timeout));
   TROUPE_ASSIGN_OR_RETURN(
       s.comm, CreateCommunicator(Arg("backend", "mpi"), s.group, opts, MPI_COMM_WORLD, token));
