@@ -96,7 +96,7 @@ Status Forward(KernelContext& ctx) {
   {
     float* outs[1] = {mean};
     auto x1 = [xp](int64_t i, int64_t) { return std::array<float, 1>{xp[i]}; };
-    ChannelSums<1>(ctx.pool(), rows, c, x1, outs);
+    ChannelSums<1, float>(ctx.pool(), rows, c, x1, outs);
     if (rows > 0)
       for (int64_t j = 0; j < c; ++j) mean[j] /= count;
   }
@@ -107,7 +107,7 @@ Status Forward(KernelContext& ctx) {
       const float d = xp[i] - m[w];
       return std::array<float, 1>{d * d};
     };
-    ChannelSums<1>(ctx.pool(), rows, c, sq, outs);
+    ChannelSums<1, float>(ctx.pool(), rows, c, sq, outs);
     if (rows > 0)
       for (int64_t j = 0; j < c; ++j) var[j] /= count;
   }
@@ -150,24 +150,27 @@ Status Backward(KernelContext& ctx) {
   const float* var = ctx.input(4).data<float>();
   float* dgamma = dgamma_t.data<float>();
   float* dbeta = dbeta_t.data<float>();
-  // dbeta = sum(dy); dgamma holds sum(dy * (x - mean)) until it is scaled by rstd below.
-  float* outs[2] = {dbeta, dgamma};
+  // Per channel, in double: sum(dy) and sum(dy * (x - mean)).
+  std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
+  double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
   auto terms = [dyp, xp, m = rep.data()](int64_t i, int64_t w) {
-    return std::array<float, 2>{dyp[i], dyp[i] * (xp[i] - m[w])};
+    const float xc = xp[i] - m[w];
+    return std::array<double, 2>{dyp[i], static_cast<double>(dyp[i]) * xc};
   };
-  ChannelSums<2>(ctx.pool(), rows, c, terms, outs);
+  ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
   // dx = a * dy + b * (x - mean) + d per channel; the coefficients in double, rounded once.
   std::vector<float> a(static_cast<size_t>(c)), bcoef(a.size()), d(a.size());
   const double n = static_cast<double>(std::max<int64_t>(rows, 1));
   for (int64_t j = 0; j < c; ++j) {
     const double rstd = 1.0 / std::sqrt(static_cast<double>(var[j]) + eps);
     const double g = gamma[j];
-    const double sum_dy = dbeta[j], sum_dyxc = dgamma[j];
+    const double sdy = sum_dy[static_cast<size_t>(j)], sdyxc = sum_dyxc[static_cast<size_t>(j)];
     a[j] = static_cast<float>(g * rstd);
-    bcoef[j] = static_cast<float>(-g * rstd * rstd * rstd * sum_dyxc / n);
-    d[j] = static_cast<float>(-g * rstd * sum_dy / n);
-    dgamma[j] = static_cast<float>(sum_dyxc * rstd);
+    bcoef[j] = static_cast<float>(-g * rstd * rstd * rstd * sdyxc / n);
+    d[j] = static_cast<float>(-g * rstd * sdy / n);
+    dgamma[j] = static_cast<float>(sdyxc * rstd);
+    dbeta[j] = static_cast<float>(sdy);
   }
   const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
                            dr = Repeat(d.data(), c);

@@ -39,11 +39,11 @@ inline ChunkPlan PlanChunks(int64_t rows, int64_t c) {
 // partials that are then folded in order. f(i, w) returns the K summands (std::array) of flat
 // element i = r * C + j, where w = i - (first row of its group) * C, so w % C == j and callers
 // can index per-channel arrays repeated m times by w without a division.
-template <int K, typename F>
-inline void ChunkSums(int64_t r0, int64_t r1, int64_t c, int64_t m, const F& f, float* out[K]) {
+template <int K, typename Acc, typename F>
+inline void ChunkSums(int64_t r0, int64_t r1, int64_t c, int64_t m, const F& f, Acc* out[K]) {
   const int64_t width = m * c;
-  std::vector<float> wide(static_cast<size_t>(K * width));
-  float* w[K];
+  std::vector<Acc> wide(static_cast<size_t>(K * width));
+  Acc* w[K];
   for (int k = 0; k < K; ++k) w[k] = wide.data() + k * width;
   for (int64_t j = 0; j < width; ++j) {
     const auto v = f(r0 * c + j, j);
@@ -59,7 +59,7 @@ inline void ChunkSums(int64_t r0, int64_t r1, int64_t c, int64_t m, const F& f, 
   }
   for (int k = 0; k < K; ++k) {
     for (int64_t j = 0; j < c; ++j) {
-      float v = w[k][j];
+      Acc v = w[k][j];
       for (int64_t i = 1; i < m; ++i) v += w[k][i * c + j];
       out[k][j] = v;
     }
@@ -79,27 +79,29 @@ inline std::vector<float> Repeat(const float* v, int64_t c) {
   return out;
 }
 
-// K per-channel sums over all rows: chunks in parallel, then combined in chunk order.
-template <int K, typename F>
-void ChannelSums(ThreadPool* pool, int64_t rows, int64_t c, const F& f, float* out[K]) {
+// K per-channel sums over all rows: chunks in parallel, then combined in chunk order. Acc is
+// the accumulator type: float reproduces the Sum op's bits, double is for sums that only need
+// to be accurate (gradients).
+template <int K, typename Acc, typename F>
+void ChannelSums(ThreadPool* pool, int64_t rows, int64_t c, const F& f, Acc* out[K]) {
   if (rows == 0) {
-    for (int k = 0; k < K; ++k) std::fill(out[k], out[k] + c, 0.0f);
+    for (int k = 0; k < K; ++k) std::fill(out[k], out[k] + c, Acc(0));
     return;
   }
   const ChunkPlan p = PlanChunks(rows, c);
-  std::vector<float> partial(static_cast<size_t>(p.num_chunks * K * c));
+  std::vector<Acc> partial(static_cast<size_t>(p.num_chunks * K * c));
   ParallelForBlocks(pool, p.num_chunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
-      float* dst[K];
+      Acc* dst[K];
       for (int k = 0; k < K; ++k) dst[k] = partial.data() + (u * K + k) * c;
       const int64_t r0 = u * p.rows_per_chunk, r1 = std::min(rows, r0 + p.rows_per_chunk);
-      ChunkSums<K>(r0, r1, c, Interleave(r1 - r0, c), f, dst);
+      ChunkSums<K, Acc>(r0, r1, c, Interleave(r1 - r0, c), f, dst);
     }
   });
   for (int k = 0; k < K; ++k) {
     std::copy_n(partial.data() + k * c, c, out[k]);
     for (int64_t u = 1; u < p.num_chunks; ++u) {
-      const float* src = partial.data() + (u * K + k) * c;
+      const Acc* src = partial.data() + (u * K + k) * c;
       for (int64_t j = 0; j < c; ++j) out[k][j] += src[j];
     }
   }

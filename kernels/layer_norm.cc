@@ -176,14 +176,19 @@ Status Backward(KernelContext& ctx) {
       }
     }
   });
-  float* outs[2] = {dbeta.data<float>(), dgamma.data<float>()};
+  std::vector<double> sums(static_cast<size_t>(2 * d));
+  double* outs[2] = {sums.data(), sums.data() + d};
   const float* tp = dy_xhat.data();
-  channel_sums::ChannelSums<2>(
+  channel_sums::ChannelSums<2, double>(
       ctx.pool(), rows, d,
       [dyp, tp](int64_t i, int64_t) {
-        return std::array<float, 2>{dyp[i], tp[i]};
+        return std::array<double, 2>{dyp[i], tp[i]};
       },
       outs);
+  for (int64_t j = 0; j < d; ++j) {
+    dbeta.data<float>()[j] = static_cast<float>(outs[0][j]);
+    dgamma.data<float>()[j] = static_cast<float>(outs[1][j]);
+  }
   return Status::OK();
 }
 

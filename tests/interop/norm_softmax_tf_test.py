@@ -6,7 +6,8 @@ FusedBatchNormTraining (kernels/batch_norm.cc) against what Keras 3's BatchNorma
 training mode (tf.nn.moments, tf.nn.batch_normalization), and its registered gradient
 (FusedBatchNormTrainingGrad) against tf.GradientTape of that graph; Softmax and its gradient
 (SoftmaxGrad) against tf.nn.softmax. Agreement as in kernels_tf_test.py: |troupe - tf| <=
-RTOL * |tf| + ATOL * max|tf| with RTOL = 1e-5, ATOL = 1e-6. Then kernel_runner runs again with
+RTOL * |tf| + ATOL * max|tf| with RTOL = 1e-5, ATOL = 1e-6, or, where float32 sums over many
+rows round differently, closer to TF's float64 result than TF float32 is. Then kernel_runner runs again with
 TROUPE_CPU_AVX512=0 and with TROUPE_NUM_THREADS = 1 and 3: every output must keep its bits.
 
 Env: TROUPE_BINARY_DIR (build dir holding tests/kernels/kernel_runner).
@@ -84,18 +85,30 @@ def run(runner, d, env_extra):
     return out
 
 
-def compare(name, k, got, want, failures, worst):
+def compare(name, k, got, want, ref64, failures, worst, arbitrated):
+    """As kernels_tf_test.py: within tolerance of TF float32, or else (float32 sums over 131072
+    rows round differently in TF and Troupe) within tolerance of TF's float64 result or at least
+    as close to it as TF float32 is, element by element."""
     if got.shape != want.shape or got.dtype != want.dtype:
         failures.append(f"{name} out{k}: {got.shape} {got.dtype} vs TF {want.shape} {want.dtype}")
         return
     scale = float(np.max(np.abs(want)))
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     allowed = RTOL * np.abs(want.astype(np.float64)) + ATOL * scale
-    worst[name] = float(np.max(diff / np.maximum(allowed, 1e-300)))
-    if not np.all(diff <= allowed):
-        i = np.unravel_index(np.argmax(diff - allowed), want.shape)
-        failures.append(f"{name} out{k}: at {tuple(int(v) for v in i)} Troupe {got[i]!r} vs TF "
-                        f"{want[i]!r} (|diff| {diff[i]:.3g} > allowed {allowed[i]:.3g})")
+    worst[f"{name}/{k}"] = float(np.max(diff / np.maximum(allowed, 1e-300)))
+    if np.all(diff <= allowed):
+        return
+    i = np.unravel_index(np.argmax(diff - allowed), want.shape)
+    where = (f"{name} out{k}: at {tuple(int(v) for v in i)} Troupe {got[i]!r} vs TF {want[i]!r} "
+             f"(|diff| {diff[i]:.3g} > allowed {allowed[i]:.3g})")
+    err_troupe = np.abs(got.astype(np.float64) - ref64)
+    err_tf = np.abs(want.astype(np.float64) - ref64)
+    tol64 = RTOL * np.abs(ref64) + ATOL * float(np.max(np.abs(ref64)))
+    note = f"; max error vs float64: Troupe {err_troupe.max():.3g}, TF {err_tf.max():.3g}"
+    if np.all(err_troupe <= np.maximum(err_tf, tol64)):
+        arbitrated.append(where + note)
+    else:
+        failures.append(where + note)
 
 
 def main():
@@ -105,7 +118,7 @@ def main():
     runner = os.path.join(binary_dir, "tests", "kernels", "kernel_runner")
     if not os.path.exists(runner):
         sys.exit(f"norm_softmax_tf_test: {runner} not built (ninja kernel_runner)")
-    failures, worst = [], {}
+    failures, worst, arbitrated = [], {}, []
     with tempfile.TemporaryDirectory(prefix="troupe_norm_") as d:
         with open(os.path.join(d, "plan.txt"), "w") as plan:
             for name, op, inputs, attrs, _ in cases:
@@ -115,6 +128,7 @@ def main():
         base = run(runner, d, {})
         for name, _, inputs, _, fn in cases:
             want = [w.numpy() for w in fn(*[tf.constant(x) for x in inputs])]
+            ref64 = [w.numpy() for w in fn(*[tf.constant(x.astype(np.float64)) for x in inputs])]
             for k, w in enumerate(want):
                 path = os.path.join(base, f"{name}.out{k}.npy")
                 if not os.path.exists(path):
@@ -122,7 +136,7 @@ def main():
                     failures.append(f"{name}: output {k} missing" +
                                     (f" ({open(err).read()})" if os.path.exists(err) else ""))
                     continue
-                compare(name, k, np.load(path), w, failures, worst)
+                compare(name, k, np.load(path), w, ref64[k], failures, worst, arbitrated)
         outputs = sorted(f for f in os.listdir(base) if ".out" in f)
         variants = [{"TROUPE_CPU_AVX512": "0"}, {"TROUPE_NUM_THREADS": "1"},
                     {"TROUPE_NUM_THREADS": "3"}]
@@ -136,6 +150,11 @@ def main():
     print(f"norm_softmax_tf_test: {len(cases)} cases against TF {tf.__version__} (rtol {RTOL}, "
           f"atol {ATOL} x max|TF|), bits compared across {len(variants)} run variants")
     print("worst error / allowed: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(worst.items())))
+    if arbitrated:
+        print(f"{len(arbitrated)} outputs differ from TF float32 beyond tolerance but Troupe is "
+              "closer to (or within tolerance of) TF's float64 result:")
+        for a in arbitrated:
+            print("  " + a)
     if failures:
         print(f"{len(failures)} FAILURES:")
         for f in failures:
