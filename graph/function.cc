@@ -1,6 +1,7 @@
 #include "graph/function.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/logging.h"
@@ -180,6 +181,13 @@ namespace {
 thread_local Device t_tracing_device = Device::Cpu();
 }  // namespace
 Device TracingDevice() { return t_tracing_device; }
+bool UseCpuFusedOps() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TROUPE_FUSED_OPS");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled && t_tracing_device.is_cpu();
+}
 
 // ------------------------------------------------------------------------------ Function
 

@@ -156,7 +156,7 @@ void RegisterNnGradients() {
   });
   RegisterGradient("Softmax", [](const OpCall& c, const V& dy, V* dx) {
     const Value& y = c.outputs[0];
-    if (TracingDevice().is_cpu()) {
+    if (UseCpuFusedOps()) {
       // One op with the bits of the chain below (SoftmaxGrad has a CPU kernel only).
       *dx = {Apply1("SoftmaxGrad", {y, dy[0]}, {}, "SoftmaxGrad")};
       return Status::OK();

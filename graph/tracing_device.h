@@ -10,4 +10,9 @@ namespace troupe {
 // Lets layers use ops that only have CPU kernels (the fused normalizations) where they run.
 Device TracingDevice();
 
+// Whether graph/ emits its CPU-only fused ops (FusedBatchNormTraining, FusedLayerNorm,
+// SoftmaxGrad) here: tracing for the CPU, unless TROUPE_FUSED_OPS=0 is set (for before/after
+// comparisons; the unfused graphs give the same forward bits).
+bool UseCpuFusedOps();
+
 }  // namespace troupe

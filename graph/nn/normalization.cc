@@ -129,7 +129,7 @@ Value BatchNormalization::Call(const Value& input, bool training) {
                                              std::string(DTypeName(x.dtype()))));
     }
     if (training && options_.trainable && !options_.synchronized && axis_ == rank_ - 1 &&
-        TracingDevice().is_cpu()) {
+        UseCpuFusedOps()) {
       return FusedTrainingCall(x);
     }
     Value mean, variance;
@@ -229,7 +229,7 @@ Value LayerNormalization::Call(const Value& x, bool) {
                                              std::string(DTypeName(x.dtype()))));
     }
     if (options_.scale && options_.center && axes_.size() == 1 &&
-        axes_[0] == static_cast<int64_t>(broadcast_shape_.size()) - 1 && TracingDevice().is_cpu()) {
+        axes_[0] == static_cast<int64_t>(broadcast_shape_.size()) - 1 && UseCpuFusedOps()) {
       // The scaled, centered layer over the last axis (the common case) as one FusedLayerNorm
       // op (CPU only), with the bits of the graph below.
       AttrMap attrs;
