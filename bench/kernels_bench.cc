@@ -141,6 +141,88 @@ void BM_MaxPoolGrad(benchmark::State& state) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Training-mode batch norm over ResNet-20's activations [batch, h, w, c] (args: h, c; batch
+// 128), fused and as the op chain the unfused graph ran. Counter: GB/s of the fused op's
+// minimal traffic (forward: x read 3 times + y written; backward: x, dy read twice + dx written).
+std::vector<Tensor> BnInputs(benchmark::State& state) {
+  const int64_t h = state.range(0), c = state.range(1);
+  return {Random({128, h, h, c}, 1), Random({c}, 2), Random({c}, 3), Random({128, h, h, c}, 4)};
+}
+void SetBytes(benchmark::State& state, const Tensor& x, double passes) {
+  state.counters["GB/s"] = benchmark::Counter(passes * static_cast<double>(x.byte_size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+const AttrMap kBnAttrs{{"epsilon", 1e-3}};
+void BM_FusedBatchNorm(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  Run(state, "FusedBatchNormTraining", {in[0], in[1], in[2]}, kBnAttrs);
+  SetBytes(state, in[0], 4);
+}
+void BM_FusedBatchNormGrad(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  std::vector<Tensor> f =
+      *RunOp("FusedBatchNormTraining", std::vector<Tensor>{in[0], in[1], in[2]}, kBnAttrs);
+  Run(state, "FusedBatchNormTrainingGrad", {in[3], in[0], in[1], f[1], f[2]}, kBnAttrs);
+  SetBytes(state, in[0], 5);
+}
+Tensor Op1(const char* op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
+  return (*RunOp(op, in, attrs))[0];
+}
+// The unfused forward: Mean, SquaredDifference, Mean, Rsqrt, Mul, Mul, Sub, Mul, Add.
+void BM_UnfusedBatchNorm(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  const AttrMap axes{{"axis", V{0, 1, 2}}};
+  Tensor eps = *Tensor::FromVector<float>({1e-3f}, TensorShape({}));
+  for (auto _ : state) {
+    Tensor mean = Op1("Mean", {in[0]}, axes);
+    Tensor var = Op1("Mean", {Op1("SquaredDifference", {in[0], mean})}, axes);
+    Tensor inv = Op1("Mul", {Op1("Rsqrt", {Op1("Add", {var, eps})}), in[1]});
+    Tensor shift = Op1("Sub", {in[2], Op1("Mul", {mean, inv})});
+    benchmark::DoNotOptimize(Op1("Add", {Op1("Mul", {in[0], inv}), shift}));
+  }
+  SetBytes(state, in[0], 4);
+}
+// The full-size ops autodiff of the unfused graph runs (its [C]-sized ops left out): dy*inv,
+// Sum(dy*x), Sum(dy), the SquaredDifference gradient 2*(x-mean)*dvar, Mean's broadcast
+// gradient, and the AddN of the three dx terms.
+void BM_UnfusedBatchNormGrad(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  const AttrMap axes{{"axis", V{0, 1, 2}}};
+  Tensor two = *Tensor::FromVector<float>({2.0f}, TensorShape({}));
+  for (auto _ : state) {
+    Tensor dx1 = Op1("Mul", {in[3], in[1]});
+    Tensor dinv = Op1("Sum", {Op1("Mul", {in[3], in[0]})}, axes);
+    Tensor dshift = Op1("Sum", {in[3]}, axes);
+    Tensor dsq = Op1("BroadcastTo", {dshift}, {{"shape", in[0].shape().dims()}});
+    Tensor dx2 = Op1("Mul", {Op1("Mul", {Op1("Sub", {in[0], in[2]}), two}), dsq});
+    Tensor dx3 = Op1("BroadcastTo", {dinv}, {{"shape", in[0].shape().dims()}});
+    benchmark::DoNotOptimize(Op1("AddN", {dx1, dx2, dx3}));
+  }
+  SetBytes(state, in[0], 5);
+}
+void BnArgs(benchmark::internal::Benchmark* b) {
+  for (auto [h, c] : {std::pair{32, 16}, std::pair{16, 32}, std::pair{8, 64}}) b->Args({h, c});
+}
+
+// Softmax over the last dim at the transformer_lm's attention shape [12, 4, 64, 64], and its
+// gradient: the fused SoftmaxGrad op against the Mul, Sum, Sub, Mul chain it replaces.
+void BM_Softmax(benchmark::State& state) {
+  Run(state, "Softmax", {Random({12, 4, 64, 64}, 1)}, {});
+}
+void BM_SoftmaxGrad(benchmark::State& state) {
+  Tensor y = Op1("Softmax", {Random({12, 4, 64, 64}, 1)});
+  Run(state, "SoftmaxGrad", {y, Random({12, 4, 64, 64}, 2)}, {});
+}
+void BM_UnfusedSoftmaxGrad(benchmark::State& state) {
+  Tensor y = Op1("Softmax", {Random({12, 4, 64, 64}, 1)});
+  Tensor dy = Random({12, 4, 64, 64}, 2);
+  const AttrMap last{{"axis", V{-1}}, {"keep_dims", true}};
+  for (auto _ : state) {
+    Tensor sum = Op1("Sum", {Op1("Mul", {dy, y})}, last);
+    benchmark::DoNotOptimize(Op1("Mul", {Op1("Sub", {dy, sum}), y}));
+  }
+}
+
 void ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {0, 1}) {
     for (int batch : {8, 64}) b->Args({layer, batch});
@@ -166,6 +248,13 @@ BENCHMARK(BM_Conv2DBackpropInput)->Apply(ConvArgs)->UseRealTime()->MeasureProces
 BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MaxPoolGrad)->Arg(8)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_UnfusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_UnfusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Softmax)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_SoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_UnfusedSoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();
 // Peak: a large square SGEMM through the same MatMul kernel.
 BENCHMARK(BM_MatMul)
     ->Args({1024, 1024, 1024, 0, 0})

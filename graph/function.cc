@@ -1,11 +1,13 @@
 #include "graph/function.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/logging.h"
 #include "graph/function_internal.h"
 #include "graph/tape.h"
+#include "graph/tracing_device.h"
 
 namespace troupe {
 namespace {
@@ -175,6 +177,18 @@ class RetracingDetector {
 void RunFunctionsEagerly(bool enable) { g_run_eagerly.store(enable); }
 bool FunctionsRunEagerly() { return g_run_eagerly.load(); }
 
+namespace {
+thread_local Device t_tracing_device = Device::Cpu();
+}  // namespace
+Device TracingDevice() { return t_tracing_device; }
+bool UseCpuFusedOps() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TROUPE_FUSED_OPS");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled && t_tracing_device.is_cpu();
+}
+
 // ------------------------------------------------------------------------------ Function
 
 Function::Function(std::string name, FunctionBody body, FunctionOptions options)
@@ -341,6 +355,8 @@ Result<std::shared_ptr<ConcreteFunction>> Function::TraceOnce(const std::vector<
     BuildScope scope(graph);
     internal::VariableCreationPolicy* saved = internal::CurrentVariablePolicy();
     internal::CurrentVariablePolicy() = &policy;
+    const Device saved_device = t_tracing_device;
+    if (saved_device.is_cpu()) t_tracing_device = options_.device;
     for (size_t i = 0; i < key_args.size(); ++i) {
       const std::string& pname =
           i < options_.params.size() ? options_.params[i] : "a" + std::to_string(i);
@@ -351,6 +367,7 @@ Result<std::shared_ptr<ConcreteFunction>> Function::TraceOnce(const std::vector<
     Args args(symbolic, &options_.params);
     outputs = body_(args);
     internal::CurrentVariablePolicy() = saved;
+    t_tracing_device = saved_device;
     if (outputs.status().ok() && graph->status().ok()) {
       for (const Value& v : outputs.values()) {
         if (!v.defined()) continue;  // a None output

@@ -1,7 +1,10 @@
 // Gradients of activations and neural-network ops (TF's nn_grad.py formulas).
+#include <algorithm>
+
 #include "graph/grad_util.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
+#include "graph/tracing_device.h"
 
 namespace troupe::internal {
 namespace {
@@ -29,6 +32,40 @@ Result<std::vector<int64_t>> SizesOf(const Value& x, const std::string& what) {
     }
   }
   return s.dims();
+}
+// Gradient of FusedBatchNormTraining (statistics per channel, over rows) or FusedLayerNorm
+// (statistics per row, over the last axis); see RegisterNnGradients.
+Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<Value>* dx,
+                     const char* grad_op, bool per_row) {
+  const Value& x = c.inputs[0];
+  const Value& mean = c.outputs[1];
+  Value dy0 = dy[0].defined() ? dy[0] : ops::ZerosLike(c.outputs[0]);
+  AttrMap attrs;
+  attrs.Set("epsilon", c.attrs.values().at("epsilon"));
+  std::vector<Value> g = Apply(grad_op, {dy0, x, c.inputs[1], mean, c.outputs[2]}, attrs, grad_op);
+  if (g.size() != 3) return InternalError(std::string(grad_op) + ": expected 3 outputs");
+  Value dxv = g[0];
+  if (dy[1].defined() || dy[2].defined()) {
+    const TensorShape& s = x.shape();
+    if (s.unknown_rank() || s.num_elements() < 0) {
+      return UnimplementedError(std::string(c.op) +
+                                " gradient of its statistics needs a fully "
+                                "known input shape, got " +
+                                s.ToString());
+    }
+    const int64_t last = s.dim(s.rank() - 1);
+    const int64_t n = per_row ? last : (last == 0 ? 1 : s.num_elements() / last);
+    auto stat = [&](const Value& v) { return per_row ? ops::ExpandDims(v, -1) : v; };
+    const double inv_n = 1.0 / static_cast<double>(std::max<int64_t>(n, 1));
+    if (dy[1].defined())
+      dxv = ops::Add(dxv, stat(ops::Mul(dy[1], ops::ScalarOf(inv_n, x.dtype()))));
+    if (dy[2].defined()) {
+      Value scale = stat(ops::Mul(dy[2], ops::ScalarOf(2 * inv_n, x.dtype())));
+      dxv = ops::Add(dxv, ops::Mul(ops::Sub(x, stat(mean)), scale));
+    }
+  }
+  *dx = {dxv, g[1], g[2]};
+  return Status::OK();
 }
 }  // namespace
 
@@ -108,8 +145,22 @@ void RegisterNnGradients() {
     *dx = {Apply1("AvgPoolGrad", {dy[0]}, attrs, "AvgPoolGrad")};
     return Status::OK();
   });
+  // The fused normalizations: dx, dgamma, dbeta from one *Grad op. Gradients reaching the
+  // mean and variance outputs (rare: Keras only feeds batch norm's to its moving statistics)
+  // add d mean / n and d variance * 2 (x - mean) / n to dx.
+  RegisterGradient("FusedBatchNormTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormGrad(c, dy, dx, "FusedBatchNormTrainingGrad", /*per_row=*/false);
+  });
+  RegisterGradient("FusedLayerNorm", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormGrad(c, dy, dx, "FusedLayerNormGrad", /*per_row=*/true);
+  });
   RegisterGradient("Softmax", [](const OpCall& c, const V& dy, V* dx) {
     const Value& y = c.outputs[0];
+    if (UseCpuFusedOps()) {
+      // One op with the bits of the chain below (SoftmaxGrad has a CPU kernel only).
+      *dx = {Apply1("SoftmaxGrad", {y, dy[0]}, {}, "SoftmaxGrad")};
+      return Status::OK();
+    }
     Value sum = ops::Sum(ops::Mul(dy[0], y), {-1}, /*keep_dims=*/true);
     *dx = {ops::Mul(ops::Sub(dy[0], sum), y)};
     return Status::OK();

@@ -26,6 +26,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterPoolingOps(registry);
   RegisterSoftmaxOps(registry);
   RegisterBiasOps(registry);
+  RegisterBatchNormOps(registry);
   RegisterReductionOps(registry);
   RegisterBroadcastGradOps(registry);
 #if TROUPE_HAVE_CUDA

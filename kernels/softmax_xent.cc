@@ -2,7 +2,8 @@
 //   SparseSoftmaxCrossEntropyWithLogits(features [B,C], labels [B] int32/int64)
 //     -> loss [B], backprop [B,C] = softmax - onehot. Labels outside [0, C) are an error.
 //   SoftmaxCrossEntropyWithLogits(features [B,C], labels [B,C]) -> loss [B], backprop [B,C].
-// TF has no Softmax gradient op; the gradient is expressed as (dy - sum(dy*y, -1)) * y.
+// TF has no Softmax gradient op; graph/ differentiates Softmax with SoftmaxGrad(y, dy) =
+// (dy - sum(dy*y, -1)) * y in one pass, with the bits of that Mul, Sum, Sub, Mul chain.
 #include <Eigen/Core>
 #include <cmath>
 
@@ -32,12 +33,13 @@ void SoftmaxRows(ThreadPool* pool, const T* x, T* y, int64_t rows, int64_t c, bo
       ConstRow<T> in(x + r * c, c);
       Row<T> out(y + r * c, c);
       const T m = in.maxCoeff();
-      out = in - m;
       if (log) {
+        out = in - m;
         const T lse = std::log(out.exp().sum());
         out -= lse;
       } else {
-        out = out.exp();
+        // One pass for the shift and exp: the same bits as storing in - m first.
+        out = (in - m).exp();
         out *= T(1) / out.sum();
       }
     }
@@ -128,6 +130,8 @@ void DenseXent(ThreadPool* pool, const Tensor& feat, const Tensor& labels, Tenso
 }  // namespace
 }  // namespace kernels
 
+void RegisterSoftmaxGradOp(OpRegistry& r);
+
 void RegisterSoftmaxOps(OpRegistry& r) {
   using namespace kernels;  // NOLINT
   for (const char* name : {"Softmax", "LogSoftmax"}) {
@@ -147,6 +151,7 @@ void RegisterSoftmaxOps(OpRegistry& r) {
                return Status::OK();
              });
   }
+  RegisterSoftmaxGradOp(r);  // softmax_grad.cc
   for (bool sparse : {true, false}) {
     const char* name =
         sparse ? "SparseSoftmaxCrossEntropyWithLogits" : "SoftmaxCrossEntropyWithLogits";

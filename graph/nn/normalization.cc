@@ -6,6 +6,7 @@
 #include "graph/nn/state_updates.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
+#include "graph/tracing_device.h"
 
 namespace troupe::nn {
 namespace {
@@ -127,6 +128,10 @@ Value BatchNormalization::Call(const Value& input, bool training) {
                                              "' supports float32 inputs only, got " +
                                              std::string(DTypeName(x.dtype()))));
     }
+    if (training && options_.trainable && !options_.synchronized && axis_ == rank_ - 1 &&
+        UseCpuFusedOps()) {
+      return FusedTrainingCall(x);
+    }
     Value mean, variance;
     if (training && options_.trainable) {
       std::vector<Value> m = Moments(x);
@@ -150,6 +155,23 @@ Value BatchNormalization::Call(const Value& input, bool training) {
     }
     return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
   });
+}
+
+// The training-mode call over the last axis as one FusedBatchNormTraining op (CPU only): the
+// same bits as the unfused Moments + Normalize graph, in three passes over x, and one
+// FusedBatchNormTrainingGrad op for the gradient.
+Value BatchNormalization::FusedTrainingCall(const Value& x) {
+  Value mm = moving_mean_.Read();
+  // A missing gamma (beta) acts as ones (zeros): x * (inv * 1) + (0 - mean * inv) has the bits
+  // of the unscaled (uncentered) graph.
+  Value gamma = options_.scale ? gamma_.Read() : ops::OnesLike(mm);
+  Value beta = options_.center ? beta_.Read() : ops::ZerosLike(mm);
+  AttrMap attrs;
+  attrs.Set("epsilon", options_.epsilon);
+  std::vector<Value> out = Apply("FusedBatchNormTraining", {x, gamma, beta}, attrs, "BatchNorm");
+  if (out.size() != 3) return out.empty() ? Value::Error(InternalError("no outputs")) : out[0];
+  if (Status s = UpdateMovingStats(out[1], out[2]); !s.ok()) return Value::Error(s);
+  return out[0];
 }
 
 // --------------------------------------------------------------------- LayerNormalization
@@ -205,6 +227,14 @@ Value LayerNormalization::Call(const Value& x, bool) {
       return Value::Error(UnimplementedError("LayerNormalization '" + name() +
                                              "' supports float32 inputs only, got " +
                                              std::string(DTypeName(x.dtype()))));
+    }
+    if (options_.scale && options_.center && axes_.size() == 1 &&
+        axes_[0] == static_cast<int64_t>(broadcast_shape_.size()) - 1 && UseCpuFusedOps()) {
+      // The scaled, centered layer over the last axis (the common case) as one FusedLayerNorm
+      // op (CPU only), with the bits of the graph below.
+      AttrMap attrs;
+      attrs.Set("epsilon", options_.epsilon);
+      return Apply("FusedLayerNorm", {x, gamma_.Read(), beta_.Read()}, attrs, "LayerNorm")[0];
     }
     // keras.ops.layer_normalization: inv = rsqrt(var + eps) * gamma; res = -mean*inv + beta;
     // out = x*inv + res.

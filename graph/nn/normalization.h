@@ -58,6 +58,7 @@ class BatchNormalization : public Layer {
   std::vector<Value> Moments(const Value& x);
   std::vector<Value> SyncMoments(const Value& x);
   Status UpdateMovingStats(const Value& mean, const Value& variance);
+  Value FusedTrainingCall(const Value& x);
 
   BatchNormOptions options_;
   int rank_ = 0;

@@ -1,6 +1,7 @@
 // Softmax/LogSoftmax, the fused cross-entropy losses (values and their backprop output against
 // numerical gradients of the loss), BiasAdd/BiasAddGrad, and errors.
 #include <cmath>
+#include <memory>
 
 #include "tests/kernels/kernel_test_util.h"
 
@@ -8,6 +9,32 @@ namespace troupe {
 namespace {
 
 using namespace testing_util;  // NOLINT
+
+// SoftmaxGrad(y, dy) has the bits of the chain it replaced in Softmax's gradient,
+// (dy - Sum(dy * y, -1, keep_dims)) * y, for any thread count: at the transformer_lm's attention
+// shape, short rows, and rows longer than one reduction chunk.
+TEST(SoftmaxTest, SoftmaxGradEqualsUnfusedChainBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int n = 1; n <= 3; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "sm"));
+  uint32_t seed = 7;
+  for (TensorShape shape :
+       {TensorShape{12, 4, 64, 64}, TensorShape{3, 17}, TensorShape{2, 20000}}) {
+    Tensor y = Run1("Softmax", {Random(shape, seed++, -4, 4)});
+    Tensor dy = Random(shape, seed++);
+    AttrMap last;
+    last.Set("axis", int64_t{-1});
+    last.Set("keep_dims", true);
+    Tensor sum = Run1("Sum", {Run1("Mul", {dy, y})}, last);
+    const std::vector<float> want = Values<float>(Run1("Mul", {Run1("Sub", {dy, sum}), y}));
+    EXPECT_EQ(Values<float>(Run1("SoftmaxGrad", {y, dy})), want) << shape.ToString();
+    for (const auto& pool : pools) {
+      auto got = RunOn(pool.get(), "SoftmaxGrad", {y, dy});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(Values<float>((*got)[0]), want) << shape.ToString();
+    }
+  }
+  EXPECT_INVALID(RunStatus("SoftmaxGrad", {Random({2, 3}, 1), Random({2, 4}, 2)}), "SoftmaxGrad:");
+}
 
 TEST(SoftmaxTest, MatchesFormula) {
   Tensor x = Random({4, 10}, 1, -5, 5);

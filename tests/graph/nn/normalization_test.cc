@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "graph/nn/activations.h"
 #include "graph/ops.h"
+#include "graph/tape.h"
 
 namespace troupe {
 namespace {
@@ -111,6 +114,87 @@ TEST(LayerNormalizationTest, NormalizesTheLastAxis) {
   std::vector<std::string> names;
   for (auto& [path, v] : ln.NamedVariables()) names.push_back(path);
   EXPECT_EQ(names, (std::vector<std::string>{"gamma", "beta"}));
+}
+
+Tensor RandomFloats(TensorShape shape, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(static_cast<size_t>(shape.num_elements()));
+  for (float& e : v) e = d(gen);
+  return Floats(v, shape);
+}
+
+// Output and gradients (x, gamma, beta; seeded with cot) of a normalization layer's training
+// call, and of the Keras formula written out with ops: mean and variance over `axes`,
+// inv = rsqrt(var + eps) * gamma, y = x * inv + (beta - mean * inv).
+struct NormRun {
+  std::vector<float> y, dx, dgamma, dbeta;
+};
+NormRun LayerRun(nn::Layer& layer, const Tensor& x, const Tensor& cot, Variable gamma,
+                 Variable beta) {
+  GradientTape tape(/*persistent=*/true);
+  Value xv(x);
+  tape.Watch(xv);
+  Value y = layer(xv, /*training=*/true);
+  EXPECT_TRUE(y.ok()) << y.status();
+  auto dx = tape.Gradient(y, {xv}, Value(cot));
+  Value loss = ops::Sum(ops::Mul(y, Value(cot)));
+  auto dw = tape.Gradient(loss, std::vector<Variable>{gamma, beta});
+  EXPECT_TRUE(dx.ok() && dw.ok());
+  return {Data(*y.tensor()), Data(*(*dx)[0].tensor()), Data(*(*dw)[0].tensor()),
+          Data(*(*dw)[1].tensor())};
+}
+NormRun FormulaRun(const Tensor& x, const Tensor& cot, std::vector<int64_t> axes, double eps) {
+  const int64_t d = x.dim(x.rank() - 1);
+  Value xv(x), gamma(Floats(std::vector<float>(static_cast<size_t>(d), 1.0f), {d}));
+  Value beta(Floats(std::vector<float>(static_cast<size_t>(d), 0.0f), {d}));
+  GradientTape tape;
+  for (const Value& v : {xv, gamma, beta}) tape.Watch(v);
+  Value mean = ops::Mean(xv, axes, true);
+  Value var = ops::Mean(ops::SquaredDifference(xv, ops::StopGradient(mean)), axes, true);
+  Value inv = ops::Mul(ops::Rsqrt(ops::Add(var, ops::ScalarOf(eps, DType::kFloat32))), gamma);
+  Value y = ops::Add(ops::Mul(xv, inv), ops::Sub(beta, ops::Mul(mean, inv)));
+  auto g = tape.Gradient(y, {xv, gamma, beta}, Value(cot));
+  EXPECT_TRUE(g.ok()) << g.status();
+  return {Data(*y.tensor()), Data(*(*g)[0].tensor()), Data(*(*g)[1].tensor()),
+          Data(*(*g)[2].tensor())};
+}
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  float scale = 0;
+  for (float w : want) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-5f * std::abs(want[i]) + 1e-5f * scale) << what << " " << i;
+  }
+}
+
+// The training calls over the last axis run FusedBatchNormTraining / FusedLayerNorm and their
+// gradient ops; they keep the Keras graph's output bits and its gradients.
+TEST(BatchNormalizationTest, FusedTrainingCallMatchesTheKerasGraph) {
+  const Tensor x = RandomFloats({8, 3, 3, 5}, 1, 1.0f, 3.0f);
+  const Tensor cot = RandomFloats({8, 3, 3, 5}, 2, -1.0f, 1.0f);
+  nn::BatchNormalization bn("bn");
+  ASSERT_TRUE(bn.Build(x.shape()).ok());
+  NormRun got = LayerRun(bn, x, cot, bn.gamma(), bn.beta());
+  NormRun want = FormulaRun(x, cot, {0, 1, 2}, 1e-3);
+  EXPECT_EQ(got.y, want.y);
+  ExpectNear(got.dx, want.dx, "dx");
+  ExpectNear(got.dgamma, want.dgamma, "dgamma");
+  ExpectNear(got.dbeta, want.dbeta, "dbeta");
+}
+
+TEST(LayerNormalizationTest, FusedCallMatchesTheKerasGraph) {
+  const Tensor x = RandomFloats({4, 6, 32}, 3, 1.0f, 3.0f);
+  const Tensor cot = RandomFloats({4, 6, 32}, 4, -1.0f, 1.0f);
+  nn::LayerNormalization ln("ln");
+  ASSERT_TRUE(ln.Build(x.shape()).ok());
+  NormRun got = LayerRun(ln, x, cot, ln.gamma(), ln.beta());
+  NormRun want = FormulaRun(x, cot, {2}, 1e-3);
+  // Keras' layer norm writes y = x * inv + (-mean * inv + beta): the same bits here, as beta = 0.
+  EXPECT_EQ(got.y, want.y);
+  ExpectNear(got.dx, want.dx, "dx");
+  ExpectNear(got.dgamma, want.dgamma, "dgamma");
+  ExpectNear(got.dbeta, want.dbeta, "dbeta");
 }
 
 TEST(ActivationsTest, ReluOptionsFollowKeras) {

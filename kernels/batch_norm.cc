@@ -1,0 +1,211 @@
+// Fused training-mode batch normalization over the last (channel) dim, in few passes over x:
+//   FusedBatchNormTraining(x [..., C], gamma [C], beta [C]; epsilon)
+//     -> y, batch mean [C], batch variance [C] (biased)
+//   FusedBatchNormTrainingGrad(dy, x, gamma [C], mean [C], variance [C]; epsilon)
+//     -> dx, dgamma [C], dbeta [C]
+// Unlike TF's FusedBatchNormV3 (one-pass moments, Bessel-corrected variance output), the forward
+// op reproduces Keras' unfused graph bit for bit: mean = Mean(x), variance =
+// Mean(SquaredDifference(x, mean)) with ReduceInto's summation order, then
+// inv = Rsqrt(variance + eps) * gamma, y = x * inv + (beta - mean * inv), each step rounded as
+// the separate ops round it. The backward op is TF's formula
+//   dx = gamma * rstd * (dy - mean(dy) - (x - mean) * rstd^2 * mean(dy * (x - mean))).
+// Per-channel sums run over fixed row chunks combined in chunk order, and each channel is one
+// SIMD lane, so the bits depend neither on the thread count nor on the vector width.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "kernels/channel_sums.h"
+#include "kernels/elementwise_impl.h"
+#include "kernels/register_ops.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+using channel_sums::ChannelSums;
+using channel_sums::Repeat;
+
+// A 64-byte aligned [n] float scratch, so that Eigen's vectorized Rsqrt splits it into packets
+// (and a scalar tail) the way it splits the (aligned) tensors of the unfused graph.
+struct Scratch {
+  explicit Scratch(int64_t n) : t(*Tensor::Allocate(DType::kFloat32, TensorShape({n}))) {}
+  float* data() { return t.data<float>(); }
+  Tensor t;
+};
+
+// fn(base, len) over the flat [rows, C] elements in runs of whole rows, m = ceil(kShortRow / C)
+// rows at a time (so short channel counts still give long vector loops); element base + j has
+// channel j % C, and per-channel arrays Repeat()ed to m * C entries are indexed by j.
+template <typename Fn>
+void ForRowGroups(ThreadPool* pool, int64_t rows, int64_t c, int64_t cost, const Fn& fn) {
+  const int64_t m = channel_sums::Interleave(channel_sums::kShortRow, c);
+  const int64_t groups = (rows + m - 1) / m;
+  ParallelFor(pool, groups, cost * m * c, [&](int64_t b, int64_t e) {
+    for (int64_t g = b; g < e; ++g) fn(g * m * c, (std::min(rows, (g + 1) * m) - g * m) * c);
+  });
+}
+
+Result<SpecList> ForwardShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "FusedBatchNormTraining";
+  TROUPE_RETURN_IF_ERROR(attrs.GetFloat("epsilon").status().WithContext(kOp));
+  TROUPE_RETURN_IF_ERROR(CheckDType(kOp, "x", in[0].dtype, {DType::kFloat32}));
+  TROUPE_RETURN_IF_ERROR(CheckRankAtLeast(kOp, "x", in[0].shape, 1));
+  const int64_t c = in[0].shape.unknown_rank() ? -1 : in[0].shape.dim(in[0].shape.rank() - 1);
+  const TensorShape cs({c});
+  for (int i = 1; i < 3; ++i) {
+    const char* arg = i == 1 ? "gamma" : "beta";
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "x", in[0].dtype, arg, in[i].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "channels of x", cs, arg, in[i].shape));
+  }
+  return SpecList{in[0], TensorSpec{cs, in[0].dtype, ""}, TensorSpec{cs, in[0].dtype, ""}};
+}
+
+Result<SpecList> BackwardShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "FusedBatchNormTrainingGrad";
+  TROUPE_RETURN_IF_ERROR(attrs.GetFloat("epsilon").status().WithContext(kOp));
+  TROUPE_RETURN_IF_ERROR(CheckDType(kOp, "dy", in[0].dtype, {DType::kFloat32}));
+  TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "dy", in[0].shape, "x", in[1].shape));
+  TROUPE_RETURN_IF_ERROR(CheckRankAtLeast(kOp, "x", in[1].shape, 1));
+  const int64_t c = in[1].shape.unknown_rank() ? -1 : in[1].shape.dim(in[1].shape.rank() - 1);
+  const TensorShape cs({c});
+  static constexpr const char* kArgs[] = {"dy", "x", "gamma", "mean", "variance"};
+  for (int i = 1; i < 5; ++i) {
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, kArgs[i], in[i].dtype));
+    if (i >= 2) {
+      TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "channels of x", cs, kArgs[i], in[i].shape));
+    }
+  }
+  return SpecList{in[1], TensorSpec{cs, in[0].dtype, ""}, TensorSpec{cs, in[0].dtype, ""}};
+}
+
+Status Forward(KernelContext& ctx) {
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, ForwardShape(InputSpecs(ctx), ctx.attrs()));
+  const Tensor& x = ctx.input(0);
+  const float eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
+  const int64_t c = specs[1].shape.dim(0);
+  const int64_t rows = c == 0 ? 0 : x.num_elements() / c;
+  TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+  TROUPE_ASSIGN_OR_RETURN(Tensor mean_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
+  TROUPE_ASSIGN_OR_RETURN(Tensor var_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
+  const float* xp = x.data<float>();
+  float* mean = mean_t.data<float>();
+  float* var = var_t.data<float>();
+  const float count = static_cast<float>(rows);  // Mean: the sum divided by the count
+  {
+    float* outs[1] = {mean};
+    auto x1 = [xp](int64_t i, int64_t) { return std::array<float, 1>{xp[i]}; };
+    ChannelSums<1, float>(ctx.pool(), rows, c, x1, outs);
+    if (rows > 0)
+      for (int64_t j = 0; j < c; ++j) mean[j] /= count;
+  }
+  {
+    float* outs[1] = {var};
+    const std::vector<float> rep = Repeat(mean, c);
+    auto sq = [xp, m = rep.data()](int64_t i, int64_t w) {
+      const float d = xp[i] - m[w];
+      return std::array<float, 1>{d * d};
+    };
+    ChannelSums<1, float>(ctx.pool(), rows, c, sq, outs);
+    if (rows > 0)
+      for (int64_t j = 0; j < c; ++j) var[j] /= count;
+  }
+  // inv = Rsqrt(var + eps) * gamma; shift = beta - mean * inv (one rounding per op, as the graph).
+  Scratch inv(c), shift(c);
+  const float* gamma = ctx.input(1).data<float>();
+  const float* beta = ctx.input(2).data<float>();
+  for (int64_t j = 0; j < c; ++j) shift.data()[j] = var[j] + eps;
+  UnaryLoop<float, float>(ctx.pool(), shift.data(), inv.data(), c, 4,
+                          [](const auto& v) { return v.rsqrt(); });  // as the Rsqrt op
+  for (int64_t j = 0; j < c; ++j) {
+    inv.data()[j] *= gamma[j];
+    const float mi = mean[j] * inv.data()[j];
+    shift.data()[j] = beta[j] - mi;
+  }
+  const std::vector<float> ip = Repeat(inv.data(), c), sp = Repeat(shift.data(), c);
+  float* yp = y.data<float>();
+  ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
+    for (int64_t j = 0; j < len; ++j) {
+      const float scaled = xp[base + j] * ip[j];
+      yp[base + j] = scaled + sp[j];
+    }
+  });
+  return Status::OK();
+}
+
+Status Backward(KernelContext& ctx) {
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, BackwardShape(InputSpecs(ctx), ctx.attrs()));
+  const Tensor& x = ctx.input(1);
+  const double eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
+  const int64_t c = specs[1].shape.dim(0);
+  const int64_t rows = c == 0 ? 0 : x.num_elements() / c;
+  TROUPE_ASSIGN_OR_RETURN(Tensor dx, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
+  TROUPE_ASSIGN_OR_RETURN(Tensor dgamma_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
+  TROUPE_ASSIGN_OR_RETURN(Tensor dbeta_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
+  const float* dyp = ctx.input(0).data<float>();
+  const float* xp = x.data<float>();
+  const float* gamma = ctx.input(2).data<float>();
+  const float* mean = ctx.input(3).data<float>();
+  const float* var = ctx.input(4).data<float>();
+  float* dgamma = dgamma_t.data<float>();
+  float* dbeta = dbeta_t.data<float>();
+  // Per channel, in double: sum(dy) and sum(dy * (x - mean)).
+  std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
+  double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
+  const std::vector<float> rep = Repeat(mean, c);
+  auto terms = [dyp, xp, m = rep.data()](int64_t i, int64_t w) {
+    const float xc = xp[i] - m[w];
+    return std::array<double, 2>{dyp[i], static_cast<double>(dyp[i]) * xc};
+  };
+  ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
+  // dx = a * dy + b * (x - mean) + d per channel; the coefficients in double, rounded once.
+  std::vector<float> a(static_cast<size_t>(c)), bcoef(a.size()), d(a.size());
+  const double n = static_cast<double>(std::max<int64_t>(rows, 1));
+  for (int64_t j = 0; j < c; ++j) {
+    const double rstd = 1.0 / std::sqrt(static_cast<double>(var[j]) + eps);
+    const double g = gamma[j];
+    const double sdy = sum_dy[static_cast<size_t>(j)], sdyxc = sum_dyxc[static_cast<size_t>(j)];
+    a[j] = static_cast<float>(g * rstd);
+    bcoef[j] = static_cast<float>(-g * rstd * rstd * rstd * sdyxc / n);
+    d[j] = static_cast<float>(-g * rstd * sdy / n);
+    dgamma[j] = static_cast<float>(sdyxc * rstd);
+    dbeta[j] = static_cast<float>(sdy);
+  }
+  const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
+                           dr = Repeat(d.data(), c);
+  float* dxp = dx.data<float>();
+  ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
+    for (int64_t j = 0; j < len; ++j) {
+      const float t0 = ar[j] * dyp[base + j];
+      const float t1 = br[j] * (xp[base + j] - rep[j]);
+      dxp[base + j] = (t0 + t1) + dr[j];
+    }
+  });
+  return Status::OK();
+}
+
+}  // namespace
+}  // namespace kernels
+
+void RegisterLayerNormOps(OpRegistry& r);  // kernels/layer_norm.cc
+
+// The fused normalization ops: batch norm here, layer norm in layer_norm.cc.
+void RegisterBatchNormOps(OpRegistry& r) {
+  using namespace kernels;  // NOLINT
+  RegisterLayerNormOps(r);
+  Register(r,
+           {.name = "FusedBatchNormTraining",
+            .num_inputs = 3,
+            .num_outputs = 3,
+            .infer_shapes = ForwardShape},
+           Forward);
+  Register(r,
+           {.name = "FusedBatchNormTrainingGrad",
+            .num_inputs = 5,
+            .num_outputs = 3,
+            .infer_shapes = BackwardShape},
+           Backward);
+}
+
+}  // namespace troupe

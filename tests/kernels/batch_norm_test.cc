@@ -1,0 +1,170 @@
+// FusedBatchNormTraining / FusedBatchNormTrainingGrad (kernels/batch_norm.cc): the forward op
+// equals the unfused Keras graph (Mean, SquaredDifference, Rsqrt, Mul, Sub, Add) bit for bit,
+// the backward op matches a float64 reference of the same graph's gradient, and both give the
+// same bits for any thread count. (They have no AVX-512 variant; the interop script
+// tests/interop/norm_softmax_tf_test.py compares TROUPE_CPU_AVX512=0 runs with default ones.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "kernels/op_registry.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace troupe {
+namespace {
+
+using testing_util::Random;
+using testing_util::RunOn;
+
+constexpr double kEps = 1e-3;
+
+AttrMap EpsAttrs() {
+  AttrMap a;
+  a.Set("epsilon", kEps);
+  return a;
+}
+
+std::vector<int64_t> AllButLast(const Tensor& x) {
+  std::vector<int64_t> axes;
+  for (int d = 0; d + 1 < x.rank(); ++d) axes.push_back(d);
+  return axes;
+}
+
+Result<std::vector<Tensor>> RunV(const std::string& op, std::vector<Tensor> in,
+                                 const AttrMap& attrs = {}) {
+  return RunOp(op, in, attrs);
+}
+
+Tensor Op(const std::string& op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
+  Result<std::vector<Tensor>> r = RunOp(op, in, attrs);
+  EXPECT_TRUE(r.ok()) << op << ": " << r.status();
+  return r.ok() ? (*r)[0] : Tensor();
+}
+
+// The unfused graph of nn::BatchNormalization (training, last axis): {y, mean, variance}.
+std::vector<Tensor> Unfused(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
+  AttrMap mean_attrs;
+  mean_attrs.Set("axis", AllButLast(x));
+  Tensor mean = Op("Mean", {x}, mean_attrs);
+  Tensor var = Op("Mean", {Op("SquaredDifference", {x, mean})}, mean_attrs);
+  Tensor eps = *Tensor::FromVector<float>({static_cast<float>(kEps)}, TensorShape({}));
+  Tensor inv = Op("Mul", {Op("Rsqrt", {Op("Add", {var, eps})}), gamma});
+  Tensor shift = Op("Sub", {beta, Op("Mul", {mean, inv})});
+  return {Op("Add", {Op("Mul", {x, inv}), shift}), mean, var};
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() &&
+         std::memcmp(a.data<float>(), b.data<float>(), a.num_elements() * sizeof(float)) == 0;
+}
+
+struct Inputs {
+  Tensor x, gamma, beta, dy;
+};
+Inputs MakeInputs(const TensorShape& shape, uint32_t seed) {
+  const int64_t c = shape.dim(shape.rank() - 1);
+  // An offset mean makes the two-pass variance matter.
+  return {Random(shape, seed, 1.0, 3.0), Random(TensorShape({c}), seed + 1, 0.5, 1.5),
+          Random(TensorShape({c}), seed + 2), Random(shape, seed + 3)};
+}
+
+const std::vector<TensorShape>& Shapes() {
+  static const std::vector<TensorShape> shapes = {
+      {128, 32, 32, 16}, {128, 8, 8, 64}, {4, 3, 3, 5}, {3, 7}, {2, 5, 5, 100}, {9, 4100}, {1, 1}};
+  return shapes;
+}
+
+TEST(FusedBatchNormTest, ForwardEqualsUnfusedGraphBits) {
+  uint32_t seed = 1;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    Result<std::vector<Tensor>> fused =
+        RunV("FusedBatchNormTraining", {in.x, in.gamma, in.beta}, EpsAttrs());
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    std::vector<Tensor> ref = Unfused(in.x, in.gamma, in.beta);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(SameBits((*fused)[static_cast<size_t>(i)], ref[static_cast<size_t>(i)]))
+          << shape.ToString() << " output " << i;
+    }
+  }
+}
+
+// float64 reference of d(sum(y * dy)) for the Keras graph: with xc = x - mean,
+// rstd = 1 / sqrt(var + eps): dx = gamma * rstd * (dy - mean(dy) - xc * rstd^2 * mean(dy*xc)).
+TEST(FusedBatchNormTest, BackwardMatchesFloat64Reference) {
+  uint32_t seed = 100;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    std::vector<Tensor> fwd = Unfused(in.x, in.gamma, in.beta);
+    Result<std::vector<Tensor>> g =
+        RunV("FusedBatchNormTrainingGrad", {in.dy, in.x, in.gamma, fwd[1], fwd[2]}, EpsAttrs());
+    ASSERT_TRUE(g.ok()) << g.status();
+    const int64_t c = in.gamma.num_elements(), rows = in.x.num_elements() / c;
+    const float* x = in.x.data<float>();
+    const float* dy = in.dy.data<float>();
+    for (int64_t j = 0; j < c; ++j) {
+      double mean = 0, var = 0, sdy = 0, sdyxc = 0;
+      for (int64_t r = 0; r < rows; ++r) mean += x[r * c + j];
+      mean /= static_cast<double>(rows);
+      for (int64_t r = 0; r < rows; ++r) var += std::pow(x[r * c + j] - mean, 2);
+      var /= static_cast<double>(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        sdy += dy[r * c + j];
+        sdyxc += dy[r * c + j] * (x[r * c + j] - mean);
+      }
+      const double rstd = 1 / std::sqrt(var + static_cast<double>(static_cast<float>(kEps)));
+      const double gm = in.gamma.data<float>()[j];
+      EXPECT_NEAR((*g)[2].data<float>()[j], sdy, 1e-5 * (std::abs(sdy) + rows)) << j;
+      EXPECT_NEAR((*g)[1].data<float>()[j], sdyxc * rstd, 1e-5 * (std::abs(sdyxc) + rows) * rstd);
+      for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 97)) {
+        const double xc = x[r * c + j] - mean;
+        const double want =
+            gm * rstd * (dy[r * c + j] - sdy / rows - xc * rstd * rstd * sdyxc / rows);
+        ASSERT_NEAR((*g)[0].data<float>()[r * c + j], want, 2e-5 * (std::abs(want) + gm * rstd))
+            << shape.ToString() << " row " << r << " channel " << j;
+      }
+    }
+  }
+}
+
+TEST(FusedBatchNormTest, SameBitsForAnyThreadCount) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int n = 1; n <= 3; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "bn"));
+  uint32_t seed = 200;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    Result<std::vector<Tensor>> f0 =
+        RunOn(nullptr, "FusedBatchNormTraining", {in.x, in.gamma, in.beta}, EpsAttrs());
+    ASSERT_TRUE(f0.ok()) << f0.status();
+    const std::vector<Tensor> bwd_in = {in.dy, in.x, in.gamma, (*f0)[1], (*f0)[2]};
+    Result<std::vector<Tensor>> b0 =
+        RunOn(nullptr, "FusedBatchNormTrainingGrad", bwd_in, EpsAttrs());
+    ASSERT_TRUE(b0.ok()) << b0.status();
+    for (const auto& pool : pools) {
+      Result<std::vector<Tensor>> f =
+          RunOn(pool.get(), "FusedBatchNormTraining", {in.x, in.gamma, in.beta}, EpsAttrs());
+      Result<std::vector<Tensor>> b =
+          RunOn(pool.get(), "FusedBatchNormTrainingGrad", bwd_in, EpsAttrs());
+      ASSERT_TRUE(f.ok() && b.ok());
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_TRUE(SameBits((*f)[i], (*f0)[i])) << shape.ToString() << " forward " << i;
+        EXPECT_TRUE(SameBits((*b)[i], (*b0)[i])) << shape.ToString() << " backward " << i;
+      }
+    }
+  }
+}
+
+TEST(FusedBatchNormTest, ShapeErrorsNameTheArgument) {
+  Tensor x = Random(TensorShape({2, 3}), 1);
+  Tensor c2 = Random(TensorShape({2}), 2);
+  Result<std::vector<Tensor>> r = RunV("FusedBatchNormTraining", {x, c2, c2}, EpsAttrs());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("gamma"), std::string::npos) << r.status();
+  Result<std::vector<Tensor>> no_eps = RunV("FusedBatchNormTraining", {x, c2, c2});
+  EXPECT_FALSE(no_eps.ok());
+}
+
+}  // namespace
+}  // namespace troupe
