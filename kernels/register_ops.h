@@ -22,7 +22,7 @@ void RegisterConv2DOps(OpRegistry& registry);            // Conv2D + backprops
 void RegisterPoolingOps(OpRegistry& registry);           // MaxPool, AvgPool + grads
 void RegisterSoftmaxOps(OpRegistry& registry);           // Softmax, LogSoftmax, *CrossEntropy*
 void RegisterBiasOps(OpRegistry& registry);              // BiasAdd, BiasAddGrad
-void RegisterBatchNormOps(OpRegistry& registry);         // FusedBatchNormTraining, FusedLayerNorm + grads
+void RegisterBatchNormOps(OpRegistry& registry);         // Fused BatchNorm, LayerNorm + grads
 void RegisterMatMulOps(OpRegistry& registry);            // MatMul
 void RegisterBatchMatMulOps(OpRegistry& registry);       // BatchMatMulV2
 void RegisterGatherOps(OpRegistry& registry);            // GatherV2, UnsortedSegmentSum
