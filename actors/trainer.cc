@@ -343,6 +343,7 @@ int64_t Trainer::total_steps() const { return p_->total_steps; }
 
 Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
                                                 const ProcessLaunch& launch) {
+  SizeKernelThreads(config, launch.rank, launch.local_size);
   auto p = std::make_unique<Parts>();
   p->config = config;
   p->launch = launch;

@@ -32,6 +32,7 @@ struct ProcessLaunch {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;       // rank among this host's processes (picks its GPUs)
+  int local_size = 1;       // processes on this host (they share its cores)
   bool under_mpi = false;   // MPI can be initialised (mpirun, srun --mpi=pmix)
   std::string coordinator;  // host:port; empty: rank 0 picks a port and tells the others
   std::string job_token;    // empty: made by rank 0 and shared with the others

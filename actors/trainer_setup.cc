@@ -5,8 +5,10 @@
 #include <cstdlib>
 
 #include "checkpoint/bundle_reader.h"
+#include "core/cpu_budget.h"
 #include "core/gpu.h"
 #include "core/logging.h"
+#include "core/thread_pool.h"
 
 namespace troupe::actors {
 
@@ -124,6 +126,22 @@ void WarnAdvertiseIgnored(const TrainConfig& config) {
     TROUPE_LOG(WARNING) << "control.advertise_address/advertise_interface unused: the "
                            "coordinator address is fixed by the launch (--coordinator or "
                            "TROUPE_COORDINATOR)";
+  }
+}
+
+void SizeKernelThreads(const TrainConfig& config, int rank, int local_size) {
+  const char* env_threads = std::getenv("TROUPE_NUM_THREADS");
+  const IntraOpChoice choice =
+      ChooseIntraOpThreads(ReadCpuBudget(), local_size, static_cast<int>(config.intra_op_threads),
+                           env_threads ? std::atoi(env_threads) : 0);
+  if (!ThreadPool::SetDefaultThreads(choice.threads)) {
+    TROUPE_LOG(WARNING) << "the kernel pool already has " << ThreadPool::DefaultThreads()
+                        << " threads; wanted " << choice.threads << " (" << choice.why << ")";
+    return;
+  }
+  if (rank == 0) {
+    TROUPE_LOG(INFO) << "intra-op threads: " << choice.threads << " per process (" << choice.why
+                     << ")";
   }
 }
 

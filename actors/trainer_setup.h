@@ -46,4 +46,10 @@ Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config);
 // (--coordinator or TROUPE_COORDINATOR), which every rank then uses.
 void WarnAdvertiseIgnored(const TrainConfig& config);
 
+// Sizes the process's kernel pool (train.intra_op_threads, TROUPE_NUM_THREADS, else this
+// process's share of the cores among the host's `local_size` processes; core/cpu_budget.h)
+// before any kernel runs. Rank 0 logs the count and why; a pool already made keeps its size,
+// with a warning.
+void SizeKernelThreads(const TrainConfig& config, int rank, int local_size);
+
 }  // namespace troupe::actors

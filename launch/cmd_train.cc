@@ -11,9 +11,6 @@
 
 #include "actors/control_plane.h"
 #include "actors/trainer.h"
-#include "core/cpu_budget.h"
-#include "core/logging.h"
-#include "core/thread_pool.h"
 #include "launch/command.h"
 #include "launch/environment.h"
 #include "launch/flags.h"
@@ -31,23 +28,6 @@ void OnStopSignal(int) { g_stop.store(true); }
 int Usage(const Status& s) {
   std::fprintf(stderr, "%s\n", s.message().c_str());
   return kExitUsage;
-}
-
-// Sizes the kernel pool before any kernel runs; rank 0 says how many threads and why.
-void SizeKernelThreads(const TrainConfig& config, const LaunchEnvironment& env) {
-  const char* env_threads = std::getenv("TROUPE_NUM_THREADS");
-  IntraOpChoice choice = ChooseIntraOpThreads(ReadCpuBudget(), env.local_size,
-                                              static_cast<int>(config.intra_op_threads),
-                                              env_threads ? std::atoi(env_threads) : 0);
-  if (!ThreadPool::SetDefaultThreads(choice.threads)) {
-    TROUPE_LOG(WARNING) << "kernel pool already has " << ThreadPool::DefaultThreads()
-                        << " threads; wanted " << choice.threads << " (" << choice.why << ")";
-    return;
-  }
-  if (env.rank == 0) {
-    TROUPE_LOG(INFO) << "intra-op threads: " << choice.threads << " per process (" << choice.why
-                     << ")";
-  }
 }
 
 // Re-runs this command without --max-restarts under the supervisor.
@@ -148,8 +128,6 @@ int RunTrain(int argc, char** argv) {
   Status valid = ValidateTrainEnvironment(*config, env->world_size * config->replicas_per_process);
   if (!valid.ok()) return Usage(valid);
 
-  SizeKernelThreads(*config, *env);
-
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
@@ -160,6 +138,7 @@ int RunTrain(int argc, char** argv) {
   launch.rank = env->rank;
   launch.world_size = env->world_size;
   launch.local_rank = env->local_rank;
+  launch.local_size = env->local_size;
   launch.under_mpi = env->under_mpi;
   launch.coordinator = env->coordinator;
   if (const char* token = std::getenv("TROUPE_JOB_TOKEN")) launch.job_token = token;
