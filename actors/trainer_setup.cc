@@ -131,9 +131,9 @@ void WarnAdvertiseIgnored(const TrainConfig& config) {
 
 void SizeKernelThreads(const TrainConfig& config, int rank, int local_size) {
   const char* env_threads = std::getenv("TROUPE_NUM_THREADS");
-  const IntraOpChoice choice =
-      ChooseIntraOpThreads(ReadCpuBudget(), local_size, static_cast<int>(config.intra_op_threads),
-                           env_threads ? std::atoi(env_threads) : 0);
+  const IntraOpChoice choice = ChooseIntraOpThreads(
+      ReadCpuBudget(), local_size, static_cast<int>(config.replicas_per_process),
+      static_cast<int>(config.intra_op_threads), env_threads ? std::atoi(env_threads) : 0);
   if (!ThreadPool::SetDefaultThreads(choice.threads)) {
     TROUPE_LOG(WARNING) << "the kernel pool already has " << ThreadPool::DefaultThreads()
                         << " threads; wanted " << choice.threads << " (" << choice.why << ")";

@@ -44,8 +44,8 @@ CpuBudget ReadCpuBudget() {
   return b;
 }
 
-IntraOpChoice ChooseIntraOpThreads(const CpuBudget& budget, int local_processes, int configured,
-                                   int env_threads) {
+IntraOpChoice ChooseIntraOpThreads(const CpuBudget& budget, int local_processes, int replicas,
+                                   int configured, int env_threads) {
   if (configured > 0) return {configured, "train.intra_op_threads"};
   if (env_threads > 0) return {env_threads, "TROUPE_NUM_THREADS"};
   int usable = budget.affinity;
@@ -57,9 +57,14 @@ IntraOpChoice ChooseIntraOpThreads(const CpuBudget& budget, int local_processes,
     why = q.str();
   }
   const bool bound = budget.affinity < budget.online;
-  if (bound || local_processes <= 1) return {std::max(1, usable), why};
-  const int share = std::max(1, usable / local_processes);
-  return {share, why + " / " + std::to_string(local_processes) + " processes on this host"};
+  int share = usable;
+  if (!bound && local_processes > 1) {
+    share = std::max(1, usable / local_processes);
+    why += " / " + std::to_string(local_processes) + " processes on this host";
+  }
+  if (replicas <= 1) return {std::max(1, share), why};
+  why += ", less the threads of " + std::to_string(replicas - 1) + " other replica(s)";
+  return {std::max(1, share - (replicas - 1)), why};
 }
 
 }  // namespace troupe

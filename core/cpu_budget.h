@@ -24,8 +24,11 @@ struct IntraOpChoice {
 };
 
 // `configured` > 0 wins; else `env_threads` (TROUPE_NUM_THREADS) when > 0; else the process's
-// share of the usable cores (see above), at least 1.
-IntraOpChoice ChooseIntraOpThreads(const CpuBudget& budget, int local_processes, int configured,
-                                   int env_threads);
+// share of the usable cores (see above) less the cores its other replicas keep busy: each of a
+// process's `replicas` runs on a thread of its own and computes there too, so the pool adds
+// share - replicas workers to them (measured on 2 cores, LeNet 1x2: 1 thread 36k examples/s,
+// 2 threads 32k, 3 threads 29k). At least 1.
+IntraOpChoice ChooseIntraOpThreads(const CpuBudget& budget, int local_processes, int replicas,
+                                   int configured, int env_threads);
 
 }  // namespace troupe
