@@ -6,15 +6,17 @@
 # ratios hier/raw. Needs root (namespaces); contacts nothing outside this machine.
 #   bench/cluster_allreduce.sh [--hosts 4] [--ranks 2] [--rate 1gbit] [--build build]
 #                              [allreduce_bench flags...]   (default: --min-kib 1024 --max-mib 64)
-# Measured 2026-11-26 13:30 (2-core VM, load 3-12 from other builds, 4 hosts x 2 ranks,
-# 1 Gbit/s), busbw GB/s, run interleaved with the previous version (--build of main 30a6b4c):
-#   bytes   raw_MPI  hier/det  hier/fast   ratio det/raw  fast/raw   (before: det/raw fast/raw)
-#   1 MiB     0.09     0.09      0.09           0.99       1.02              0.60     0.48
-#   4 MiB     0.09     0.09      0.10           1.00       1.14              0.38     0.70
-#   16 MiB    0.08     0.12      0.12           1.48       1.52              0.57     0.65
-#   64 MiB    0.07     0.13      0.13           1.75       1.78              0.69     0.74
-# Under load 14-16 (raw MPI starved at small sizes): det/raw 1.95 1.15 1.42 1.75, fast/raw
-# 2.56 1.14 1.39 1.70, before 0.32 0.47 0.42 0.37; one run had det/raw 0.90 at 16 MiB.
+# Measured 2026-11-26 14:15 on a quiet 2-core VM (load only the bench's own), 4 hosts x 2 ranks,
+# 1 Gbit/s: two runs of this build around one of the previous version (30a6b4c: unpipelined
+# chain, then a binomial broadcast), then a third run for busbw; ratios to raw MPI_Allreduce
+# in the same run:
+#   bytes   det/raw   fast/raw   before det/fast  | third run busbw GB/s: raw  hier/det  hier/fast
+#   1 MiB   1.26 1.34  1.25 1.36     0.56 0.68    |                      0.10    0.14      0.14
+#   4 MiB   1.10 1.06  1.12 1.13     0.60 0.73    |                      0.09    0.11      0.11
+#   16 MiB  1.39 1.40  1.40 1.55     0.66 0.79    |                      0.08    0.12      0.13
+#   64 MiB  1.59 1.52  1.59 1.54     0.66 0.79    |                      0.08    0.13      0.13
+# Under load 3-16 from other builds the ratios ranged 0.90-1.95: raw MPI itself is starved
+# there, so compare only runs on a quiet machine.
 # At 1-4 MiB latency dominates (three shared-memory passes, the pipeline's fill). The limit:
 # tbf shapes each host's egress at 0.125 GB/s. A flat ring sends 1.75x the data out of each
 # host (busbw 0.125); the hierarchical chain 2(H-1)/H = 1.5x (busbw 0.146, ~0.14 after TCP/IP

@@ -10,16 +10,18 @@
 # The tbf burst is kept small: a bucket of 256 kB (netns_cluster.sh's) holds a whole LeNet
 # gradient, which then leaves at the veth's speed, and the link stops behaving like a link.
 # Needs root (namespaces); contacts nothing outside this machine.
-# Measured 2026-11-26 (2-core VM under load, tbf burst 16kb), step ms measured / predicted:
-#   hosts  Mbit/s  compute  measured  chain-model       ring-model
-#     2      50      13.0      88.0     92.0  +4.5%      52.5 -40.3%
-#     2     200      13.0      27.0     32.8 +21.4%      22.9 -15.2%
-#     4      50      48.5     311.0    246.0 -20.9%     107.8 -65.3%
-#     4     200      48.5     126.0     97.9 -22.3%      63.4 -49.7%
-#     8      50      90.0     703.0    485.0 -31.0%     159.3 -77.3%
-#     8     200      90.0     376.0    188.8 -49.8%     107.4 -71.4%
-#   mean |error|: chain (what Troupe's deterministic path runs) 25%, ring 53%. The error grows
-#   with hosts: 8 processes share 2 cores, so every hop also waits for a descheduled process.
+# Measured 2026-11-26 14:25 (quiet 2-core VM, tbf burst 16kb, the pipelined chain of
+# collectives/mpi/chain_allreduce), step ms measured / predicted by the chain model:
+#   hosts  Mbit/s  compute  measured  chain-model
+#     2      50       6.5      49.5     58.9 +18.9%
+#     2     200       6.5      17.0     19.6 +15.5%
+#     4      50      12.0      82.0    127.2 +55.2%
+#     4     200      12.0      31.0     40.9 +31.9%
+#     8      50      15.5     177.5    225.0 +26.8%
+#     8     200      15.5      52.0     68.0 +30.8%
+#   mean |error| 30%, max 55%: the model over-predicts, charging the last piece the whole
+#   chain plus a serial spread (2p-3 hops) where pieces of a 247 kB gradient overlap more.
+#   The previous, unpipelined chain measured 88-703 ms here under load (model error 25%).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 hosts_list="2 4 8"

@@ -11,9 +11,11 @@ with and without overlapping communication with the backward pass.
 Allreduce of m bytes over p participants on links of latency a and bandwidth b (bytes/s):
   ring          2(p-1) a + 2 (p-1)/p m/b          (bandwidth-optimal; NCCL, Troupe's MPI path)
   tree          2 ceil(log2 p) (a + m/b)          (binomial reduce + broadcast, unpipelined)
-  chain         (p-1) (a + m/b) + ceil(log2 p) (a + m/b)   (Troupe's deterministic path across
-                hosts for one piece: the partial sum travels host to host in replica-id order,
-                then the last host broadcasts, binomially; pieces larger than `piece` pipeline)
+  chain         (2(p-1)/p k + 2p - 3) (a + m/k/b), k = ceil(m / piece)   (Troupe's deterministic
+                path across hosts: the partial sum travels host to host in replica-id order in
+                pieces of 64 KiB, pipelined; the last host sends each finished piece to one
+                host, which forwards it to the rest. Every host sends 2(p-1)/p m, as in a ring;
+                the last piece pays the chain's p-1 hops plus 1 + (p-2) to spread it)
   hierarchical  intra-host ring over the d devices of a host on the intra link, then a ring
                 over the hosts on the inter-host link (one NIC per host, as Troupe's
                 hierarchical communicator: shared memory inside a host, MPI across hosts)
@@ -51,13 +53,16 @@ def tree(p, m, link):
     return 2 * math.ceil(math.log2(p)) * (link.alpha + m / link.beta)
 
 
-def chain(p, m, link, piece=1 << 20):
-    """Chain reduce + binomial broadcast, pipelined in pieces of `piece` bytes."""
+CHAIN_PIECE = 65536 - 128  # collectives/mpi/chain_allreduce: under OpenMPI's TCP eager limit
+
+
+def chain(p, m, link, piece=CHAIN_PIECE):
+    """Pipelined chain reduce, then each piece spread by one forwarding host (see above)."""
     if p <= 1:
         return 0.0
     k = max(1, math.ceil(m / piece))
     hop = link.alpha + min(m, piece) / link.beta
-    return (p - 1 + k - 1) * hop + (math.ceil(math.log2(p)) + k - 1) * hop
+    return (2 * (p - 1) / p * k + 2 * p - 3) * hop
 
 
 def hierarchical(hosts, devices, m, inter, intra):
@@ -122,6 +127,7 @@ class Model:
 
 
 HOSTS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+ALGOS = ("ring", "tree", "hier", "chain")  # chain: Troupe's deterministic mode
 RATES = [10, 25, 100, 400]
 
 
@@ -134,13 +140,13 @@ def print_table(model, batch_per_device):
           "samples/s at %d per device" % batch_per_device)
     for overlap in (False, True):
         print("\n## %s overlap of communication with backward" % ("with" if overlap else "without"))
-        print("%6s " % "hosts" + " ".join("%5s:%-16s" % ("%dG" % r, "ring/tree/hier")
+        print("%6s " % "hosts" + " ".join("%5s:%-22s" % ("%dG" % r, "ring/tree/hier/chain")
                                             for r in RATES) + "  best throughput@100G")
         for h in HOSTS:
             cells = []
             for r in RATES:
-                e = [100 * model.efficiency(h, r, a, overlap) for a in ("ring", "tree", "hier")]
-                cells.append("%5s %5.1f/%5.1f/%5.1f" % ("", e[0], e[1], e[2]))
+                e = [100 * model.efficiency(h, r, a, overlap) for a in ALGOS]
+                cells.append("%5s %5.1f/%5.1f/%5.1f/%5.1f" % ("", e[0], e[1], e[2], e[3]))
             best = min(model.step(h, 100, a, overlap) for a in ("ring", "tree", "hier"))
             thr = h * model.devices * batch_per_device / best
             print("%6d " % h + " ".join(cells) + "  %12.0f" % thr)
@@ -158,10 +164,10 @@ def horovod(args):
           "170 MB gradients, %.0f ms compute per step (assumed), 64 MB fusion buffer, alpha "
           "%.0f us" % (a.compute_ms, a.alpha_us))
     for overlap in (False, True):
-        e = {algo: 100 * m.efficiency(128, 25, algo, overlap) for algo in ("ring", "tree", "hier")}
-        print("  %-18s ring %5.1f%%  tree %5.1f%%  hier %5.1f%%   published 90%%"
+        e = {algo: 100 * m.efficiency(128, 25, algo, overlap) for algo in ALGOS}
+        print("  %-18s ring %5.1f%%  tree %5.1f%%  hier %5.1f%%  chain %5.1f%%   published 90%%"
               % ("with overlap:" if overlap else "without overlap:", e["ring"], e["tree"],
-                 e["hier"]))
+                 e["hier"], e["chain"]))
 
 
 def parse_line(line):
