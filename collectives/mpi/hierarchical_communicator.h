@@ -8,9 +8,9 @@
 // the replicas onto the partial in global id order (bits equal every other backend's); fast
 // mode chains the host sums. (3) Through shared memory, the owner publishes its result.
 // Costs private memory: the host's contributions to the segment (deterministic) and 16 pieces.
-// 4 emulated hosts x 2 ranks on 1 Gbit/s links (bench/cluster_allreduce.sh, 2026-11-26): busbw
-// 0.12-0.13 GB/s at 16-64 MiB (the links allow ~0.14 for this scheme), 1.5-1.8x raw
-// MPI_Allreduce; at par with it at 1-4 MiB, where latency dominates.
+// 4 emulated hosts x 2 ranks on 1 Gbit/s links (bench/cluster_allreduce.sh, quiet machine):
+// busbw 0.11-0.14 GB/s (the links allow ~0.14 for this scheme), 1.06-1.34x raw MPI_Allreduce
+// at 1-4 MiB, where latency weighs most, and 1.4-1.6x at 16-64 MiB.
 // broadcast, allgather and reduce_scatter run over MPI across all ranks, as in MpiCommunicator
 // (which this class extends with the staged allreduce).
 #pragma once
