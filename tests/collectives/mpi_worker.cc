@@ -277,12 +277,15 @@ int Failure() {
   if (g.world_rank == victim) {
     comm.SetObserver([mode](const CollectiveEvent& e) {
       if (e.type != CollectiveEvent::Type::kStarted) return;
-      // Die a moment after the allreduce started, while peers are exchanging data.
+      // Die a moment after the allreduce started, while peers wait for this rank.
       std::thread([mode] {
         std::this_thread::sleep_for(std::chrono::milliseconds(3));
         if (mode == "kill") kill(getpid(), SIGKILL);
         if (mode == "exit") _exit(3);
       }).detach();
+      // Hold this rank's part back until it is dead: on a quiet machine the whole allreduce
+      // could otherwise finish inside the 3 ms, and the peers would see no failure at all.
+      if (mode == "kill" || mode == "exit") std::this_thread::sleep_for(std::chrono::seconds(1));
     });
     if (mode == "stall") {
       // Alive but never joins: the peers time out. Leave after they have.
