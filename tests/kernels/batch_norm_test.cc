@@ -16,7 +16,10 @@ namespace troupe {
 namespace {
 
 using testing_util::Random;
+using testing_util::Run1;
 using testing_util::RunOn;
+using testing_util::RunV;
+using testing_util::SameBits;
 
 constexpr double kEps = 1e-3;
 
@@ -32,32 +35,16 @@ std::vector<int64_t> AllButLast(const Tensor& x) {
   return axes;
 }
 
-Result<std::vector<Tensor>> RunV(const std::string& op, std::vector<Tensor> in,
-                                 const AttrMap& attrs = {}) {
-  return RunOp(op, in, attrs);
-}
-
-Tensor Op(const std::string& op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
-  Result<std::vector<Tensor>> r = RunOp(op, in, attrs);
-  EXPECT_TRUE(r.ok()) << op << ": " << r.status();
-  return r.ok() ? (*r)[0] : Tensor();
-}
-
 // The unfused graph of nn::BatchNormalization (training, last axis): {y, mean, variance}.
 std::vector<Tensor> Unfused(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
   AttrMap mean_attrs;
   mean_attrs.Set("axis", AllButLast(x));
-  Tensor mean = Op("Mean", {x}, mean_attrs);
-  Tensor var = Op("Mean", {Op("SquaredDifference", {x, mean})}, mean_attrs);
+  Tensor mean = Run1("Mean", {x}, mean_attrs);
+  Tensor var = Run1("Mean", {Run1("SquaredDifference", {x, mean})}, mean_attrs);
   Tensor eps = *Tensor::FromVector<float>({static_cast<float>(kEps)}, TensorShape({}));
-  Tensor inv = Op("Mul", {Op("Rsqrt", {Op("Add", {var, eps})}), gamma});
-  Tensor shift = Op("Sub", {beta, Op("Mul", {mean, inv})});
-  return {Op("Add", {Op("Mul", {x, inv}), shift}), mean, var};
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() &&
-         std::memcmp(a.data<float>(), b.data<float>(), a.num_elements() * sizeof(float)) == 0;
+  Tensor inv = Run1("Mul", {Run1("Rsqrt", {Run1("Add", {var, eps})}), gamma});
+  Tensor shift = Run1("Sub", {beta, Run1("Mul", {mean, inv})});
+  return {Run1("Add", {Run1("Mul", {x, inv}), shift}), mean, var};
 }
 
 struct Inputs {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -65,6 +66,12 @@ inline Result<std::vector<Tensor>> RunOn(ThreadPool* pool, const std::string& op
   return std::move(ctx.outputs());
 }
 
+// RunOp with a braced list of inputs, e.g. RunV("Add", {a, b}).
+inline Result<std::vector<Tensor>> RunV(const std::string& op, std::vector<Tensor> inputs,
+                                        const AttrMap& attrs = {}) {
+  return RunOp(op, inputs, attrs);
+}
+
 inline Tensor Run1(const std::string& op, std::vector<Tensor> inputs, const AttrMap& attrs = {}) {
   auto r = RunOp(op, inputs, attrs);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -76,6 +83,12 @@ inline std::vector<Tensor> RunN(const std::string& op, std::vector<Tensor> input
   auto r = RunOp(op, inputs, attrs);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? *r : std::vector<Tensor>{};
+}
+
+// Same float32 elements, bit for bit (NaN payloads and signed zeros included).
+inline bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.num_elements() == b.num_elements() &&
+         std::memcmp(a.data<float>(), b.data<float>(), a.num_elements() * sizeof(float)) == 0;
 }
 
 // The status of running `op` (expected to fail).

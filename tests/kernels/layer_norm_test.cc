@@ -15,7 +15,10 @@ namespace troupe {
 namespace {
 
 using testing_util::Random;
+using testing_util::Run1;
 using testing_util::RunOn;
+using testing_util::RunV;
+using testing_util::SameBits;
 
 constexpr double kEps = 1e-5;
 
@@ -23,22 +26,6 @@ AttrMap EpsAttrs() {
   AttrMap a;
   a.Set("epsilon", kEps);
   return a;
-}
-
-Result<std::vector<Tensor>> RunV(const std::string& op, std::vector<Tensor> in,
-                                 const AttrMap& attrs = {}) {
-  return RunOp(op, in, attrs);
-}
-
-Tensor Op(const std::string& op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
-  Result<std::vector<Tensor>> r = RunOp(op, in, attrs);
-  EXPECT_TRUE(r.ok()) << op << ": " << r.status();
-  return r.ok() ? (*r)[0] : Tensor();
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.num_elements() == b.num_elements() &&
-         std::memcmp(a.data<float>(), b.data<float>(), a.num_elements() * sizeof(float)) == 0;
 }
 
 const std::vector<TensorShape>& Shapes() {
@@ -59,12 +46,12 @@ TEST(FusedLayerNormTest, ForwardEqualsUnfusedGraphBits) {
     AttrMap last;
     last.Set("axis", int64_t{-1});
     last.Set("keep_dims", true);
-    Tensor mean = Op("Mean", {x}, last);
-    Tensor var = Op("Mean", {Op("SquaredDifference", {x, mean})}, last);
+    Tensor mean = Run1("Mean", {x}, last);
+    Tensor var = Run1("Mean", {Run1("SquaredDifference", {x, mean})}, last);
     Tensor eps = *Tensor::FromVector<float>({static_cast<float>(kEps)}, TensorShape({}));
-    Tensor inv = Op("Mul", {Op("Rsqrt", {Op("Add", {var, eps})}), gamma});
-    Tensor res = Op("Add", {Op("Mul", {Op("Neg", {mean}), inv}), beta});
-    Tensor y = Op("Add", {Op("Mul", {x, inv}), res});
+    Tensor inv = Run1("Mul", {Run1("Rsqrt", {Run1("Add", {var, eps})}), gamma});
+    Tensor res = Run1("Add", {Run1("Mul", {Run1("Neg", {mean}), inv}), beta});
+    Tensor y = Run1("Add", {Run1("Mul", {x, inv}), res});
     EXPECT_TRUE(SameBits((*fused)[0], y)) << shape.ToString();
     EXPECT_TRUE(SameBits((*fused)[1], mean)) << shape.ToString();
     EXPECT_TRUE(SameBits((*fused)[2], var)) << shape.ToString();
