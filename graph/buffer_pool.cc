@@ -1,6 +1,7 @@
 #include "graph/buffer_pool.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <utility>
 
@@ -24,22 +25,14 @@ Result<Tensor> BufferPool::Take(DType dtype, const TensorShape& shape, Allocator
   }
   TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape, allocator));
   if (dtype != DType::kString && bytes > 0) {
-    if (owned_.size() >= sweep_at_) SweepOwned();
-    owned_[t.buffer().get()] = t.buffer();
+    AddOwned(t.buffer());
   }
   return t;
 }
 
 void BufferPool::Give(Tensor t) {
   const std::shared_ptr<TensorBuffer>& buffer = t.buffer();
-  if (buffer == nullptr || buffer.use_count() != 1) return;
-  auto it = owned_.find(buffer.get());
-  if (it == owned_.end()) return;
-  const std::weak_ptr<TensorBuffer>& w = it->second;
-  if (w.owner_before(buffer) || buffer.owner_before(w)) {  // another buffer, same address
-    owned_.erase(it);
-    return;
-  }
+  if (buffer == nullptr || buffer.use_count() != 1 || !Owns(buffer)) return;
   const size_t size = buffer->size();
   // The map's copy outlives `t`.
   if (spare_nodes_.empty()) {
@@ -54,11 +47,58 @@ void BufferPool::Give(Tensor t) {
   free_bytes_ += size;
 }
 
-void BufferPool::SweepOwned() {
-  for (auto it = owned_.begin(); it != owned_.end();) {
-    it = it->second.expired() ? owned_.erase(it) : std::next(it);
+bool BufferPool::Owns(const std::shared_ptr<TensorBuffer>& buffer) const {
+  const OwnedEntry* e = FindOwned(buffer.get());
+  // Same control block: this very buffer, not a new one at a dead one's address.
+  return e != nullptr && !e->buffer.owner_before(buffer) && !buffer.owner_before(e->buffer);
+}
+
+size_t BufferPool::Bucket(const TensorBuffer* key) const {
+  // Fibonacci hashing of the address; owned_.size() is a power of two.
+  const uint64_t h = (reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(h >> 32) & (owned_.size() - 1);
+}
+
+const BufferPool::OwnedEntry* BufferPool::FindOwned(const TensorBuffer* key) const {
+  if (owned_.empty()) return nullptr;
+  for (size_t i = Bucket(key);; i = (i + 1) & (owned_.size() - 1)) {
+    const OwnedEntry& e = owned_[i];
+    if (e.key == key) return &e;
+    if (e.key == nullptr) return nullptr;  // the table is never full
   }
-  sweep_at_ = std::max<size_t>(1024, 2 * owned_.size());
+}
+
+void BufferPool::AddOwned(const std::shared_ptr<TensorBuffer>& buffer) {
+  if (2 * (owned_used_ + 1) > owned_.size()) Rehash();
+  for (size_t i = Bucket(buffer.get());; i = (i + 1) & (owned_.size() - 1)) {
+    OwnedEntry& e = owned_[i];
+    if (e.key == buffer.get() || e.key == nullptr) {
+      owned_used_ += e.key == nullptr;
+      e.key = buffer.get();
+      e.buffer = buffer;
+      return;
+    }
+  }
+}
+
+void BufferPool::Rehash() {
+  std::vector<OwnedEntry> old = std::move(owned_);
+  size_t live = 0;
+  for (const OwnedEntry& e : old) live += e.key != nullptr && !e.buffer.expired();
+  size_t size = 64;
+  while (size < 4 * (live + 1)) size *= 2;
+  owned_.assign(size, OwnedEntry{});
+  owned_used_ = 0;
+  for (OwnedEntry& e : old) {
+    if (e.key == nullptr || e.buffer.expired()) continue;
+    for (size_t i = Bucket(e.key);; i = (i + 1) & (owned_.size() - 1)) {
+      if (owned_[i].key == nullptr) {
+        owned_[i] = std::move(e);
+        ++owned_used_;
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace troupe::internal

@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "core/result.h"
@@ -29,21 +28,33 @@ class BufferPool {
   Result<Tensor> Take(DType dtype, const TensorShape& shape, Allocator* allocator, bool* reused);
   // Drops `t`; its buffer becomes free when it came from Take() and `t` held the last reference.
   void Give(Tensor t);
+  // True when `buffer` came from Take() (so it owns its memory: not a wrapped foreign region).
+  bool Owns(const std::shared_ptr<TensorBuffer>& buffer) const;
   // Bytes of the free buffers (not counting those out in tensors).
   size_t free_bytes() const { return free_bytes_; }
 
  private:
-  // Forgets buffers that died elsewhere (a tensor handed out and freed by its holder).
-  void SweepOwned();
+  // Every live buffer Take() made, in an open-addressing table keyed by address (a lookup per
+  // Give and per forwarded input: no division or node chasing as in std::unordered_map). The
+  // weak_ptr tells a new buffer at a dead one's address apart. Entries are only added or
+  // overwritten; Rehash drops the dead ones.
+  struct OwnedEntry {
+    const TensorBuffer* key = nullptr;
+    std::weak_ptr<TensorBuffer> buffer;
+  };
+  const OwnedEntry* FindOwned(const TensorBuffer* key) const;
+  void AddOwned(const std::shared_ptr<TensorBuffer>& buffer);
+  // Rebuilds owned_ without dead buffers, with room for twice the live ones.
+  void Rehash();
+  size_t Bucket(const TensorBuffer* key) const;
 
   using FreeMap = std::multimap<size_t, std::shared_ptr<TensorBuffer>>;
   FreeMap free_;  // by byte size
   // Map nodes taken out of free_, reused by Give() so that a step's take and give allocate
   // nothing (each holds no buffer).
   std::vector<FreeMap::node_type> spare_nodes_;
-  // Every live buffer Take() made; the weak_ptr tells a new buffer at a dead one's address apart.
-  std::unordered_map<const TensorBuffer*, std::weak_ptr<TensorBuffer>> owned_;
-  size_t sweep_at_ = 1024;
+  std::vector<OwnedEntry> owned_;  // size a power of two (or 0), at most half full
+  size_t owned_used_ = 0;          // entries with a key
   size_t free_bytes_ = 0;
 };
 

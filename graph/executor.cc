@@ -11,6 +11,7 @@
 #include "graph/executor_state.h"
 #include "graph/graph_op.h"
 #include "graph/op_profile.h"
+#include "kernels/elementwise_forwarding.h"
 
 namespace troupe {
 
@@ -188,6 +189,9 @@ void Executor::PlanInputMoves() {
       st.move_inputs |= uint64_t{1} << i;
       st.release.erase(rel);
     }
+    if (st.kind == NodeKind::kKernel && kernels::OutputMayAliasInput(st.op)) {
+      st.forward_inputs = st.move_inputs;
+    }
   }
 }
 
@@ -346,6 +350,7 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
                       return AllocateOutput(rs, rs.step, i, dtype, shape);
                     });
   ctx.UseOutputStorage(&rs.kernel_outputs);
+  rs.forwarded_input = -1;
   Status status;
   if (internal::OpProfileEnabled()) {
     if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
@@ -371,7 +376,22 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
     for (int k = 0; k < step.num_outputs; ++k) {
       rs.values[static_cast<size_t>(step.out_base + k)] = std::move(outs[static_cast<size_t>(k)]);
     }
+    if (rs.forwarded_input >= 0) {
+      // Output 0 views a moved-in input's buffer without holding it (ForwardInput): the
+      // input's reference becomes the output's.
+      Tensor& in = const_cast<Tensor&>(inputs[static_cast<size_t>(rs.forwarded_input)]);
+      Tensor& out = rs.values[static_cast<size_t>(step.out_base)];
+      if (out.buffer().get() == in.buffer().get()) {
+        if (out.raw_data() == in.raw_data() && out.shape() == in.shape() &&
+            out.dtype() == in.dtype()) {
+          out = std::move(in);
+        } else {
+          out = out.DeepCopy();  // another view of the bytes: an owned copy of it
+        }
+      }
+    }
   }
+  rs.forwarded_input = -1;
   outs.clear();  // an extra or failed kernel's outputs are not kept until the next step
   return status;
 }

@@ -78,6 +78,9 @@ class Executor {
     // value into the kernel's input list instead of copying it (no refcount or shape copy)
     // and gives it back from there.
     uint64_t move_inputs = 0;
+    // The move_inputs whose buffer the kernel's output may take over, when nobody else holds
+    // it (elementwise ops: kernels/elementwise_forwarding.h); CPU only.
+    uint64_t forward_inputs = 0;
     // Bit i: input i is a constant, kept in the run state's input array for this step from
     // run to run (CPU only), so it is never copied in or dropped per step.
     uint64_t const_inputs = 0;
@@ -110,6 +113,11 @@ class Executor {
   // on a device from the step's own cache.
   Result<Tensor> AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
                                 const TensorShape& shape);
+  // Output 0 of an elementwise step over the buffer of a moved-in input of the same dtype and
+  // shape that only this run holds (Step::forward_inputs): *out views the bytes without
+  // holding them; RunKernel then stores the input's own reference as the output.
+  bool ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
+                    Tensor* out);
   Status RunFastStep(RunState& rs, size_t index);
   Status RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs);
   Status RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs);

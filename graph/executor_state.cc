@@ -1,5 +1,6 @@
 // Run states and output buffers of the Executor (executor.h): acquiring and releasing a run
 // state, allocating a kernel's outputs and releasing a value after its last reader.
+#include <bit>
 #include <utility>
 
 #include "graph/executor_state.h"
@@ -47,6 +48,13 @@ void Executor::ReleaseState(std::unique_ptr<RunState> state) {
 Result<Tensor> Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
                                         const TensorShape& shape) {
   if (device_.is_cpu()) {
+    if (i == 0 && steps_[index].forward_inputs != 0) {
+      Tensor t;
+      if (ForwardInput(rs, steps_[index], dtype, shape, &t)) {
+        ++rs.reuses;
+        return t;
+      }
+    }
     bool reused = false;
     TROUPE_ASSIGN_OR_RETURN(Tensor t, rs.pool.Take(dtype, shape, allocator_, &reused));
     ++(reused ? rs.reuses : rs.allocations);
@@ -77,6 +85,34 @@ Result<Tensor> Executor::AllocateOutput(RunState& rs, size_t index, int i, DType
   ++rs.allocations;
   cached = t;
   return t;
+}
+
+bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
+                            Tensor* out) {
+  for (uint64_t m = step.forward_inputs; m != 0; m &= m - 1) {
+    const int j = std::countr_zero(m);
+    const Tensor& in = rs.step_inputs[step.in_offset + static_cast<size_t>(j)];
+    const std::shared_ptr<TensorBuffer>& buffer = in.buffer();
+    // use_count 1: the run's moved-in reference is the only one, so no reader sees the
+    // writes; a pool buffer owns its memory (never a wrapped, possibly read-only region).
+    if (buffer == nullptr || in.dtype() != dtype || in.num_elements() == 0 ||
+        buffer.use_count() != 1 || in.shape() != shape || !rs.pool.Owns(buffer)) {
+      continue;
+    }
+    const auto offset =
+        static_cast<size_t>(static_cast<char*>(in.raw_data()) - static_cast<char*>(buffer->data()));
+    // The aliasing constructor with an empty owner: points at the buffer, holds nothing, so
+    // the kernel's copies of its output cost no reference counting. The input keeps the
+    // reference until RunKernel moves it into the output's slot.
+    Result<Tensor> view = Tensor::FromBuffer(
+        dtype, shape, std::shared_ptr<TensorBuffer>(std::shared_ptr<TensorBuffer>(), buffer.get()),
+        offset);
+    if (!view.ok()) continue;
+    *out = *std::move(view);
+    rs.forwarded_input = j;
+    return true;
+  }
+  return false;
 }
 
 void Executor::Release(RunState& rs, int slot) {

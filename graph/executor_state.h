@@ -20,8 +20,9 @@ struct Executor::RunState : OpRunState {
   // constants (Step::const_inputs) stay set.
   std::vector<Tensor> step_inputs;
   std::vector<Tensor> gop_outputs;
-  std::vector<Tensor> kernel_outputs;          // KernelContext::UseOutputStorage: capacity kept
-  size_t step = 0;                             // the step running now (for AllocateOutput)
+  std::vector<Tensor> kernel_outputs;  // KernelContext::UseOutputStorage: capacity kept
+  size_t step = 0;                     // the step running now (for AllocateOutput)
+  int forwarded_input = -1;  // of that step, whose buffer its output 0 views (ForwardInput)
   std::vector<std::vector<Tensor>> cache;      // per step, per output (devices only)
   internal::BufferPool pool;                   // CPU: free output buffers, by size
   std::vector<Tensor> handed_out;              // the last run's outputs, pooled once dropped

@@ -12,6 +12,7 @@
 
 #include "core/dtype_traits.h"
 #include "kernels/broadcast.h"
+#include "kernels/elementwise_forwarding.h"
 #include "kernels/kernel_util.h"
 
 namespace troupe {
@@ -170,9 +171,11 @@ inline ShapeFn BinaryShapeFn(std::string op, TypeSet set, const char* arg_a, con
 }
 
 // Registers a unary op `op` whose kernel applies f (a generic lambda over Eigen arrays).
+// Its output may reuse x's buffer (elementwise_forwarding.h): y[i] depends on x[i] only.
 template <typename F>
 void RegisterUnary(OpRegistry& r, const std::string& op, TypeSet set, int64_t cost, F f) {
   ShapeFn shape_fn = UnaryShapeFn(op, set);
+  MarkOutputMayAliasInput(op);
   Register(r, {.name = op, .num_inputs = 1, .num_outputs = 1, .infer_shapes = shape_fn},
            [op, set, cost, f](KernelContext& ctx) -> Status {
              const Tensor& x = ctx.input(0);
@@ -187,11 +190,14 @@ void RegisterUnary(OpRegistry& r, const std::string& op, TypeSet set, int64_t co
            });
 }
 
-// Registers a binary op; see BinaryShapeFn for `broadcast`; kBoolOut for comparisons.
+// Registers a binary op; see BinaryShapeFn for `broadcast`; kBoolOut for comparisons. The
+// output may reuse the buffer of an operand of the output's shape (elementwise_forwarding.h):
+// every loop below reads each element of such an operand at the index it writes, before it.
 template <bool kBoolOut = false, typename F>
 void RegisterBinary(OpRegistry& r, const std::string& op, TypeSet set, const char* arg_a,
                     const char* arg_b, bool broadcast, int64_t cost, F f) {
   ShapeFn shape_fn = BinaryShapeFn(op, set, arg_a, arg_b, broadcast, kBoolOut);
+  if (!kBoolOut) MarkOutputMayAliasInput(op);
   Register(r, {.name = op, .num_inputs = 2, .num_outputs = 1, .infer_shapes = shape_fn},
            [op, set, arg_a, arg_b, broadcast, cost, f](KernelContext& ctx) -> Status {
              const Tensor& a = ctx.input(0);

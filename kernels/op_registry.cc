@@ -36,9 +36,14 @@ Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const Tenso
 }
 
 void KernelContext::SetOutput(int index, Tensor tensor) {
-  if (outputs_->size() <= static_cast<size_t>(index))
-    outputs_->resize(static_cast<size_t>(index) + 1);
-  (*outputs_)[static_cast<size_t>(index)] = std::move(tensor);
+  const auto i = static_cast<size_t>(index);
+  if (outputs_->size() == i) {
+    // The common case, outputs set in order: no default tensor to build and overwrite.
+    outputs_->push_back(std::move(tensor));
+    return;
+  }
+  if (outputs_->size() < i) outputs_->resize(i + 1);
+  (*outputs_)[i] = std::move(tensor);
 }
 
 Status KernelContext::InvalidArgument(std::string_view message) const {

@@ -88,6 +88,45 @@ TEST(ExecutorTest, ReusesBuffersOfDeadValuesAndKeepsHeldOutputs) {
   EXPECT_LE((*ex)->stats().allocations, after_first + 1);
 }
 
+// Elementwise kernels write over a moved-in input that nobody else holds (the executor's
+// forward_input_or_allocate_output), never over a feed, an output, or a value a later step
+// still reads.
+TEST(ExecutorTest, ElementwiseOutputsReuseOnlyDeadInputs) {
+  auto g = std::make_shared<FuncGraph>("fwd");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{4, 8}, DType::kFloat32, ""}, "x");
+    Value a = x + 1.0;            // x is the caller's: a new buffer
+    Value b = ops::Neg(a * 2.0);  // over a, then over a*2
+    Value u = b * 3.0;            // b is read again below: not over b
+    Value c = b + u;              // over b or u (both dead after this)
+    Value d = c - x;              // c is an output too: not over c; x is the caller's
+    g->outputs.push_back(ops::Identity(c).node_out());
+    g->outputs.push_back(ops::Identity(d).node_out());
+    g->outputs.push_back(ops::Identity(u).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  std::vector<float> xs(32);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) - 7.5f;
+  Tensor inputs[] = {Floats(xs, {4, 8})};
+  for (int run = 0; run < 3; ++run) {
+    auto out = (*ex)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float b = -((xs[i] + 1.0f) * 2.0f), u = b * 3.0f, c = b + u;
+      EXPECT_EQ((*out)[0].flat<float>()[i], c) << i;
+      EXPECT_EQ((*out)[1].flat<float>()[i], c - xs[i]) << i;
+      EXPECT_EQ((*out)[2].flat<float>()[i], u) << i;
+      EXPECT_EQ(inputs[0].flat<float>()[i], xs[i]) << i;  // the feed is never written
+    }
+    EXPECT_FALSE((*out)[0].SharesBufferWith((*out)[1]));
+    EXPECT_FALSE((*out)[0].SharesBufferWith((*out)[2]));
+    EXPECT_FALSE((*out)[1].SharesBufferWith((*out)[2]));
+  }
+}
+
 TEST(ExecutorTest, PrunesUnusedButKeepsStateful) {
   auto v = Variable::Create(Value(Tensor::Scalar(1.0f)), "v");
   ASSERT_TRUE(v.ok());
