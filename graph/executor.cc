@@ -90,6 +90,10 @@ Status Executor::Build() {
       step.out_spec = &node.outputs[0];
       step.num_elements = node.outputs[0].shape.num_elements();
     }
+    if (node.kind == NodeKind::kKernel && device_.is_cpu()) {
+      step.view_in = MatchView(node);
+      if (step.view_in != nullptr) step.out_spec = &node.outputs[0];
+    }
     if (node.kind == NodeKind::kKernel) {
       Result<const KernelFn*> kernel = registry.LookupKernel(node.op, device_.type);
       if (!kernel.ok()) {
@@ -297,6 +301,7 @@ Status Executor::RunFastStep(RunState& rs, size_t index) {
 Status Executor::RunStep(RunState& rs, size_t index) {
   const Step& step = steps_[index];
   if (step.fast != nullptr) return RunFastStep(rs, index);
+  if (step.view_in != nullptr && RunViewStep(rs, step)) return Status::OK();
   const size_t n_in = step.in.size();
   Tensor* ins = rs.step_inputs.data() + step.in_offset;
   for (size_t i = 0; i < n_in; ++i) {

@@ -7,7 +7,10 @@
 // reader, so memory follows the bytes alive at once rather than the sum over the graph; on a
 // device from a per-step cache of buffers reused once the previous run's is no longer
 // referenced. Small elementwise steps (fast_elementwise.h) rewrite their output buffer when
-// nobody else holds it. Repeated same-shape runs allocate nothing for intermediates. Per
+// nobody else holds it. Elementwise kernels write over a moved-in input that only the run
+// holds (kernels/elementwise_forwarding.h), and shape-only ops (Identity, Reshape, ...) with
+// static shapes run as views of their input without a kernel call. Repeated same-shape runs
+// allocate nothing for intermediates. Per
 // step the CPU loop only gathers inputs (moving a value whose last reader this is, so it
 // costs no refcount or shape copy), calls the pre-resolved kernel and stores its outputs:
 // the kernel context's output allocator and output vector are reused, not built per step.
@@ -92,6 +95,10 @@ class Executor {
     int64_t a_inc = 0, b_inc = 0;
     int64_t num_elements = 0;  // of the output
     const TensorSpec* out_spec = nullptr;
+    // Set for a shape-only op (Identity, Reshape, ...) with static input and output shapes:
+    // the traced input spec (MatchView). RunViewStep then stores the input viewed as out_spec
+    // without calling the kernel, which would re-run the op's shape function every call.
+    const TensorSpec* view_in = nullptr;
   };
   struct RunState;
 
@@ -119,6 +126,12 @@ class Executor {
   bool ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
                     Tensor* out);
   Status RunFastStep(RunState& rs, size_t index);
+  // The traced input spec when `node` can run as a view (Step::view_in), else null. Not with
+  // TROUPE_PROFILE_OPS=1, which times every kernel call.
+  const TensorSpec* MatchView(const Node& node);
+  // Runs a view step; false (nothing done) when the input's dtype or shape is not the traced
+  // one, and the kernel then runs (and reports any error) as usual.
+  bool RunViewStep(RunState& rs, const Step& step);
   Status RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs);
   Status RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs);
   // Decides Step::move_inputs (dropping the moved slots from Step::release) and

@@ -1,9 +1,13 @@
 // Run states and output buffers of the Executor (executor.h): acquiring and releasing a run
 // state, allocating a kernel's outputs and releasing a value after its last reader.
+#include <algorithm>
 #include <bit>
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "graph/executor_state.h"
+#include "graph/op_profile.h"
 
 namespace troupe {
 
@@ -113,6 +117,39 @@ bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const T
     return true;
   }
   return false;
+}
+
+const TensorSpec* Executor::MatchView(const Node& node) {
+  // Kernels that only forward their input, with a shape that is a function of its shape.
+  static constexpr std::string_view kViews[] = {"Identity", "StopGradient", "Reshape", "ExpandDims",
+                                                "Squeeze"};
+  if (std::find(std::begin(kViews), std::end(kViews), node.op) == std::end(kViews) ||
+      node.inputs.size() != 1 || node.outputs.size() != 1 || internal::OpProfileEnabled()) {
+    return nullptr;
+  }
+  const TensorSpec& in = graph_->node(node.inputs[0].node).outputs[node.inputs[0].index];
+  const TensorSpec& out = node.outputs[0];
+  if (!in.shape.IsFullyDefined() || !out.shape.IsFullyDefined() || in.dtype != out.dtype ||
+      in.shape.num_elements() != out.shape.num_elements()) {
+    return nullptr;
+  }
+  return &in;
+}
+
+bool Executor::RunViewStep(RunState& rs, const Step& step) {
+  Tensor& src = rs.values[static_cast<size_t>(step.in[0])];
+  if (src.dtype() != step.view_in->dtype || src.shape() != step.view_in->shape) return false;
+  Tensor& dst = rs.values[static_cast<size_t>(step.out_base)];
+  // A moved input's slot is read here last: its reference becomes the output's.
+  if ((step.move_inputs & 1) != 0) {
+    dst = std::move(src);
+  } else {
+    dst = src;
+  }
+  const TensorShape& shape = step.out_spec->shape;
+  if (dst.shape() != shape) dst = *dst.Reshape(shape);  // same count: checked at plan time
+  for (int slot : step.rel) Release(rs, slot);
+  return true;
 }
 
 void Executor::Release(RunState& rs, int slot) {

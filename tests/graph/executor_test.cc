@@ -127,6 +127,38 @@ TEST(ExecutorTest, ElementwiseOutputsReuseOnlyDeadInputs) {
   }
 }
 
+// Shape-only ops with static shapes run as views of their input (no kernel call); with an
+// input of another shape than traced the kernel still runs and reports the error.
+TEST(ExecutorTest, StaticShapeOnlyOpsAreViews) {
+  auto g = std::make_shared<FuncGraph>("views");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{2, 3}, DType::kFloat32, ""}, "x");
+    Value r = ops::Reshape(x, {3, 2});
+    Value e = ops::ExpandDims(ops::StopGradient(r), 0);  // [1,3,2]
+    Value q = ops::Squeeze(e, {0});                      // [3,2]
+    g->outputs.push_back(ops::Identity(q).node_out());
+    g->outputs.push_back(ops::Identity(e * 2.0).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  Tensor inputs[] = {Floats({1, 2, 3, 4, 5, 6}, {2, 3})};
+  for (int run = 0; run < 2; ++run) {
+    auto out = (*ex)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (TensorShape{3, 2}));
+    EXPECT_TRUE((*out)[0].SharesBufferWith(inputs[0]));
+    EXPECT_EQ((*out)[1].shape(), (TensorShape{1, 3, 2}));
+    EXPECT_EQ((*out)[1].flat<float>()[5], 12.0f);
+    EXPECT_EQ(inputs[0].flat<float>()[5], 6.0f);
+  }
+  Tensor wrong[] = {Floats({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4})};
+  auto bad = (*ex)->Run(wrong);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("graph 'views' node"), std::string::npos) << bad.status();
+}
+
 TEST(ExecutorTest, PrunesUnusedButKeepsStateful) {
   auto v = Variable::Create(Value(Tensor::Scalar(1.0f)), "v");
   ASSERT_TRUE(v.ok());
