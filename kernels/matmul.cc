@@ -1,9 +1,11 @@
 // MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output's
-// rows are split into blocks whose size depends only on the problem shape, so every element
-// is computed by the same GEMM call whatever the thread count (bitwise reproducible).
+// rows are split into blocks across threads; every element's bits are independent of the split
+// (float: the packed GEMM's fmaf chain; double: blocks that depend only on the problem shape),
+// so results are bitwise reproducible for any thread count.
 // The gradients are MatMuls too: for c = a·b, da = dc·bᵀ and db = aᵀ·dc (TF's MatMul grad).
 #include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/gemm.h"
 #include "kernels/kernel_util.h"
@@ -43,6 +45,22 @@ Result<SpecList> MatMulShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({a.dim(1 - ka), b.dim(1 - kb)}), in[0].dtype, ""}};
 }
 
+// Rows per ParallelFor block. Each block re-packs b, so blocks are kept large: at least 64 rows
+// and ~8 MFLOP. float's packed GEMM gives every element the same fmaf chain however rows are
+// split (kernels/gemm.h), so float takes one block per thread: re-packing b per 64-row block
+// cost up to a third of the time at transformer shapes (m = 768, k, n of 128..512; tb worst).
+// double keeps blocks that depend on the shape only.
+template <typename T>
+int64_t RowBlock(ThreadPool* pool, int64_t m, int64_t n, int64_t k) {
+  const int64_t flops_per_row = 2 * k * n;
+  const int64_t block =
+      std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
+  if (!std::is_same_v<T, float> || pool == nullptr) return block;
+  const int64_t threads = pool->num_threads() + 1;
+  const int64_t per_thread = (m + threads - 1) / threads;
+  return std::max(block, (per_thread + 7) / 8 * 8);
+}
+
 template <typename T>
 void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, bool tb, Tensor& c) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -59,11 +77,7 @@ void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, boo
     const T* a_rows = A.data() + (ta ? begin : begin * lda);
     kernels::Gemm(ta, tb, end - begin, n, k, a_rows, lda, B.data(), ldb, C.data() + begin * n, n);
   };
-  // Each block re-packs b, so blocks are kept large: at least 64 rows and ~8 MFLOP.
-  const int64_t flops_per_row = 2 * k * n;
-  const int64_t block =
-      std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
-  kernels::ParallelForBlocks(pool, m, block, rows);
+  kernels::ParallelForBlocks(pool, m, RowBlock<T>(pool, m, n, k), rows);
 }
 
 }  // namespace
