@@ -1,7 +1,7 @@
-// MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output's
-// rows are split into blocks across threads; every element's bits are independent of the split
-// (float: the packed GEMM's fmaf chain; double: blocks that depend only on the problem shape),
-// so results are bitwise reproducible for any thread count.
+// MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output is
+// split into column blocks (float) or row blocks across threads; every element's bits are
+// independent of the split (float: the packed GEMM's fmaf chain; double: row blocks that depend
+// only on the problem shape), so results are bitwise reproducible for any thread count.
 // The gradients are MatMuls too: for c = a·b, da = dc·bᵀ and db = aᵀ·dc (TF's MatMul grad).
 #include <Eigen/Core>
 #include <algorithm>
@@ -45,20 +45,22 @@ Result<SpecList> MatMulShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({a.dim(1 - ka), b.dim(1 - kb)}), in[0].dtype, ""}};
 }
 
-// Rows per ParallelFor block. Each block re-packs b, so blocks are kept large: at least 64 rows
-// and ~8 MFLOP. float's packed GEMM gives every element the same fmaf chain however rows are
-// split (kernels/gemm.h), so float takes one block per thread: re-packing b per 64-row block
-// cost up to a third of the time at transformer shapes (m = 768, k, n of 128..512; tb worst).
-// double keeps blocks that depend on the shape only.
-template <typename T>
-int64_t RowBlock(ThreadPool* pool, int64_t m, int64_t n, int64_t k) {
+// Rows per ParallelFor block: at least 64 rows and ~8 MFLOP, since each block re-packs b.
+int64_t RowBlock(int64_t n, int64_t k) {
   const int64_t flops_per_row = 2 * k * n;
-  const int64_t block =
-      std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
-  if (!std::is_same_v<T, float> || pool == nullptr) return block;
+  return std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
+}
+
+// float only (0: split rows): columns per block, one block per thread in multiples of 32 (the
+// micro-kernels' usual tile width). The packed GEMM gives every element the same fmaf chain
+// however rows or columns are split (kernels/gemm.h); a column block packs only its own part of
+// b, where 64-row blocks re-packed all of b each (up to a third of the time at transformer_lm's
+// shapes). Used where the row split would run in parallel too.
+int64_t ColumnBlock(ThreadPool* pool, int64_t m, int64_t n, int64_t k) {
+  if (pool == nullptr || pool->num_threads() == 0 || RowBlock(n, k) >= m) return 0;
   const int64_t threads = pool->num_threads() + 1;
-  const int64_t per_thread = (m + threads - 1) / threads;
-  return std::max(block, (per_thread + 7) / 8 * 8);
+  const int64_t block = ((n + threads - 1) / threads + 31) / 32 * 32;
+  return block < n ? block : 0;
 }
 
 template <typename T>
@@ -73,11 +75,20 @@ void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, boo
     return;
   }
   const int64_t lda = A.cols(), ldb = B.cols();
-  auto rows = [&](int64_t begin, int64_t end) {
+  const int64_t col_block = std::is_same_v<T, float> ? ColumnBlock(pool, m, n, k) : 0;
+  if (col_block > 0) {
+    kernels::ParallelForBlocks(pool, n, col_block, [&](int64_t begin, int64_t end) {
+      const T* b_cols = B.data() + (tb ? begin * ldb : begin);
+      kernels::Gemm(ta, tb, m, end - begin, k, A.data(), lda, b_cols, ldb, C.data() + begin, n);
+    });
+    return;
+  }
+  // double (and small products): row blocks whose size depends only on the shape, so the bits
+  // never depend on the thread count.
+  kernels::ParallelForBlocks(pool, m, RowBlock(n, k), [&](int64_t begin, int64_t end) {
     const T* a_rows = A.data() + (ta ? begin : begin * lda);
     kernels::Gemm(ta, tb, end - begin, n, k, a_rows, lda, B.data(), ldb, C.data() + begin * n, n);
-  };
-  kernels::ParallelForBlocks(pool, m, RowBlock<T>(pool, m, n, k), rows);
+  });
 }
 
 }  // namespace
