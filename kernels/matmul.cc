@@ -51,16 +51,16 @@ int64_t RowBlock(int64_t n, int64_t k) {
   return std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
 }
 
-// float only (0: split rows): columns per block, one block per thread in multiples of 32 (the
-// micro-kernels' usual tile width). The packed GEMM gives every element the same fmaf chain
-// however rows or columns are split (kernels/gemm.h); a column block packs only its own part of
-// b, where 64-row blocks re-packed all of b each (up to a third of the time at transformer_lm's
-// shapes). Used where the row split would run in parallel too.
+// float only (0: split rows): columns per block. The packed GEMM gives every element the same
+// fmaf chain however rows or columns are split (kernels/gemm.h). A column block packs only its
+// own part of b, where 64-row blocks re-packed all of b each (up to a third of the time at
+// transformer_lm's shapes), and a reads in place, so 64-column blocks cost ~0.5% over one block
+// per thread and let the calling thread absorb a worker that wakes late. Used where the row
+// split would run in parallel too, and with at least a block per thread.
 int64_t ColumnBlock(ThreadPool* pool, int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kColumns = 64;
   if (pool == nullptr || pool->num_threads() == 0 || RowBlock(n, k) >= m) return 0;
-  const int64_t threads = pool->num_threads() + 1;
-  const int64_t block = ((n + threads - 1) / threads + 31) / 32 * 32;
-  return block < n ? block : 0;
+  return n >= (pool->num_threads() + 1) * kColumns ? kColumns : 0;
 }
 
 template <typename T>
