@@ -200,6 +200,30 @@ TEST(NnTest, AdamFormula) {
   EXPECT_EQ(adam.Slots(w)[0].value().flat<float>()[1], m[1]);
 }
 
+// The update's 8-lane body (graph/nn/optimizer_ops.cc) has the bits of its scalar tail: a
+// 37-element variable ends equal to 37 one-element variables given the same gradients.
+TEST(NnTest, AdamVectorBodyEqualsScalarTail) {
+  constexpr int kN = 37;
+  std::vector<float> w0(kN);
+  for (int i = 0; i < kN; ++i) w0[i] = 0.37f * static_cast<float>(i) - 5.0f;
+  std::vector<Variable> vars = {*Variable::Create(Value(Floats(w0, {kN})), "big")};
+  for (int i = 0; i < kN; ++i) {
+    vars.push_back(*Variable::Create(Value(Floats({w0[i]}, {1})), "w" + std::to_string(i)));
+  }
+  nn::Adam adam;
+  for (int step = 0; step < 5; ++step) {
+    std::vector<float> g(kN);
+    for (int i = 0; i < kN; ++i) g[i] = std::sin(0.7f * static_cast<float>(i * (step + 2)));
+    std::vector<Value> grads = {Value(Floats(g, {kN}))};
+    for (int i = 0; i < kN; ++i) grads.push_back(Value(Floats({g[i]}, {1})));
+    ASSERT_TRUE(adam.ApplyGradients(grads, vars).ok());
+  }
+  const Tensor big = vars[0].value();
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(big.flat<float>()[i], vars[i + 1].value().flat<float>()[0]) << i;
+  }
+}
+
 // Guide Ex 42, 43 (S21): an optimizer creates its variables on first use; a second optimizer
 // in the same Function fails, one Function per optimizer works.
 TEST(NnTest, GuideEx42To43_OptimizerVariablesInFunctions) {
