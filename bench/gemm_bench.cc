@@ -46,6 +46,12 @@ std::vector<Shape> Shapes() {
   AddConv(s, "resnet50 3x3 64ch 56x56", 56 * 56, 9 * 64, 64);
   AddConv(s, "resnet50 1x1 64->256 56x56", 56 * 56, 64, 256);
   AddConv(s, "resnet50 3x3 256ch 14x14", 4 * 14 * 14, 9 * 256, 256);
+  // transformer_lm's Dense layers (a Dense is a 1×1 convolution): 768 tokens (batch 12 × 64),
+  // width 128: q/k/v (one product each), the 4x MLP and the 256-way head.
+  AddConv(s, "transformer 128->128", 768, 128, 128);
+  AddConv(s, "transformer 128->512", 768, 128, 512);
+  AddConv(s, "transformer 512->128", 768, 512, 128);
+  AddConv(s, "transformer 128->256", 768, 128, 256);
   return s;
 }
 

@@ -240,6 +240,46 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
   }
 }
 
+// transformer_lm's Dense products: 768 tokens, (in, out) widths of its layers.
+void TransformerMatMulArgs(benchmark::internal::Benchmark* b) {
+  for (auto [k, n] :
+       {std::pair{128, 128}, std::pair{128, 512}, std::pair{512, 128}, std::pair{128, 256}}) {
+    b->Args({768, k, n, 0, 0});
+    b->Args({768, n, k, 0, 1});
+    b->Args({k, 768, n, 1, 0});
+  }
+}
+
+// Exact GELU on transformer_lm's MLP activations [12, 64, 512]: the fused ops and the chain
+// nn::Gelu runs without them (forward; backward as graph/ differentiates that chain).
+const TensorShape kGeluShape{12, 64, 512};
+void BM_FusedGelu(benchmark::State& state) { Run(state, "FusedGelu", {Random(kGeluShape, 1)}, {}); }
+void BM_FusedGeluGrad(benchmark::State& state) {
+  Run(state, "FusedGeluGrad", {Random(kGeluShape, 2), Random(kGeluShape, 1)}, {});
+}
+void BM_UnfusedGelu(benchmark::State& state) {
+  Tensor x = Random(kGeluShape, 1);
+  Tensor c = Tensor::Scalar(0.7071067811865476f), half = Tensor::Scalar(0.5f);
+  Tensor one = Tensor::Scalar(1.0f);
+  for (auto _ : state) {
+    Tensor e = Op1("Erf", {Op1("Mul", {Op1("Neg", {x}), c})});
+    benchmark::DoNotOptimize(Op1("Mul", {Op1("Mul", {half, x}), Op1("Sub", {one, e})}));
+  }
+}
+void BM_UnfusedGeluGrad(benchmark::State& state) {
+  Tensor x = Random(kGeluShape, 1), dy = Random(kGeluShape, 2);
+  Tensor c = Tensor::Scalar(0.7071067811865476f), half = Tensor::Scalar(0.5f);
+  Tensor one = Tensor::Scalar(1.0f), k = Tensor::Scalar(1.1283791670955126f);
+  for (auto _ : state) {
+    Tensor z = Op1("Mul", {Op1("Neg", {x}), c});
+    Tensor e = Op1("Erf", {z});
+    Tensor dx1 = Op1("Mul", {Op1("Mul", {dy, Op1("Sub", {one, e})}), half});
+    Tensor de = Op1("Neg", {Op1("Mul", {Op1("Mul", {half, x}), dy})});
+    Tensor dz = Op1("Mul", {Op1("Mul", {de, k}), Op1("Exp", {Op1("Neg", {Op1("Square", {z})})})});
+    benchmark::DoNotOptimize(Op1("AddN", {dx1, Op1("Neg", {Op1("Mul", {dz, c})})}));
+  }
+}
+
 // Wall time drives the iteration count; "CPU" is the whole process's CPU time (all threads),
 // which kernels_compare.py --cpu uses on a busy machine.
 BENCHMARK(BM_Conv2D)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
@@ -252,6 +292,15 @@ BENCHMARK(BM_FusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTim
 BENCHMARK(BM_UnfusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_MatMul)
+    ->Apply(TransformerMatMulArgs)
+    ->Name("BM_TransformerMatMul")
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedGelu)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_UnfusedGelu)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedGeluGrad)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_UnfusedGeluGrad)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Softmax)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedSoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();

@@ -202,6 +202,12 @@ void RegisterMathGradients() {
     return Status::OK();
   });
 
+  // nn::Gelu's fused form (CPU only): the exact derivative in one op.
+  RegisterGradient("FusedGelu", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("FusedGeluGrad", {dy[0], c.inputs[0]}, {}, "GeluGrad")};
+    return Status::OK();
+  });
+
   RegisterGradient("Sum", [](const OpCall& c, const V& dy, V* dx) {
     *dx = {grad::BroadcastBack(dy[0], c.inputs[0], AxesOf(c), KeepDims(c))};
     return Status::OK();

@@ -81,6 +81,8 @@ void RegisterLeakyRelu(OpRegistry& r) {
 
 }  // namespace
 
+void RegisterGeluOps(OpRegistry& r);  // kernels/gelu.cc
+
 void RegisterActivationOps(OpRegistry& r) {
   RegisterUnary(r, "Relu", TypeSet::kReal, 1, [](const auto& x) {
     using T = typename std::decay_t<decltype(x)>::Scalar;
@@ -98,6 +100,7 @@ void RegisterActivationOps(OpRegistry& r) {
   RegisterUnary(r, "Tanh", TypeSet::kFloat, 20, [](const auto& x) { return x.tanh(); });
   RegisterUnary(r, "Sigmoid", TypeSet::kFloat, 20, [](const auto& x) { return x.logistic(); });
   RegisterLeakyRelu(r);
+  RegisterGeluOps(r);
 
   RegisterBinary(r, "ReluGrad", TypeSet::kReal, "gradients", "features", false, 1,
                  [](const auto& g, const auto& f) {

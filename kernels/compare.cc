@@ -71,9 +71,13 @@ void RegisterArgMaxOps(OpRegistry& r) {
             for (int64_t u = begin; u < end; ++u) {
               const int64_t a = u / B, b = u % B;
               const T* p = in + a * R * B + b;
+              // The best value stays in a register (re-loading p[best * B] made each step
+              // wait on the previous compare); the same first-maximum semantics.
               int64_t best = 0;
+              T best_value = p[0];
               for (int64_t r = 1; r < R; ++r) {
-                if (p[r * B] > p[best * B]) best = r;
+                const T v = p[r * B];
+                if (v > best_value) best = r, best_value = v;
               }
               if (y.dtype() == DType::kInt32) {
                 y.data<int32_t>()[u] = static_cast<int32_t>(best);

@@ -1,9 +1,11 @@
-// MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output's
-// rows are split into blocks whose size depends only on the problem shape, so every element
-// is computed by the same GEMM call whatever the thread count (bitwise reproducible).
+// MatMul(a, b; transpose_a, transpose_b) for float32/float64 with kernels::Gemm. The output is
+// split into column blocks (float) or row blocks across threads; every element's bits are
+// independent of the split (float: the packed GEMM's fmaf chain; double: row blocks that depend
+// only on the problem shape), so results are bitwise reproducible for any thread count.
 // The gradients are MatMuls too: for c = a·b, da = dc·bᵀ and db = aᵀ·dc (TF's MatMul grad).
 #include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/gemm.h"
 #include "kernels/kernel_util.h"
@@ -43,6 +45,24 @@ Result<SpecList> MatMulShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({a.dim(1 - ka), b.dim(1 - kb)}), in[0].dtype, ""}};
 }
 
+// Rows per ParallelFor block: at least 64 rows and ~8 MFLOP, since each block re-packs b.
+int64_t RowBlock(int64_t n, int64_t k) {
+  const int64_t flops_per_row = 2 * k * n;
+  return std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
+}
+
+// float only (0: split rows): columns per block. The packed GEMM gives every element the same
+// fmaf chain however rows or columns are split (kernels/gemm.h). A column block packs only its
+// own part of b, where 64-row blocks re-packed all of b each (up to a third of the time at
+// transformer_lm's shapes), and a reads in place, so 64-column blocks cost ~0.5% over one block
+// per thread and let the calling thread absorb a worker that wakes late. Used where the row
+// split would run in parallel too, and with at least a block per thread.
+int64_t ColumnBlock(ThreadPool* pool, int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kColumns = 64;
+  if (pool == nullptr || pool->num_threads() == 0 || RowBlock(n, k) >= m) return 0;
+  return n >= (pool->num_threads() + 1) * kColumns ? kColumns : 0;
+}
+
 template <typename T>
 void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, bool tb, Tensor& c) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -55,15 +75,20 @@ void MatMulImpl(ThreadPool* pool, const Tensor& a, const Tensor& b, bool ta, boo
     return;
   }
   const int64_t lda = A.cols(), ldb = B.cols();
-  auto rows = [&](int64_t begin, int64_t end) {
+  const int64_t col_block = std::is_same_v<T, float> ? ColumnBlock(pool, m, n, k) : 0;
+  if (col_block > 0) {
+    kernels::ParallelForBlocks(pool, n, col_block, [&](int64_t begin, int64_t end) {
+      const T* b_cols = B.data() + (tb ? begin * ldb : begin);
+      kernels::Gemm(ta, tb, m, end - begin, k, A.data(), lda, b_cols, ldb, C.data() + begin, n);
+    });
+    return;
+  }
+  // double (and small products): row blocks whose size depends only on the shape, so the bits
+  // never depend on the thread count.
+  kernels::ParallelForBlocks(pool, m, RowBlock(n, k), [&](int64_t begin, int64_t end) {
     const T* a_rows = A.data() + (ta ? begin : begin * lda);
     kernels::Gemm(ta, tb, end - begin, n, k, a_rows, lda, B.data(), ldb, C.data() + begin * n, n);
-  };
-  // Each block re-packs b, so blocks are kept large: at least 64 rows and ~8 MFLOP.
-  const int64_t flops_per_row = 2 * k * n;
-  const int64_t block =
-      std::max<int64_t>(64, (int64_t{8} << 20) / std::max<int64_t>(1, flops_per_row));
-  kernels::ParallelForBlocks(pool, m, block, rows);
+  });
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 // (dy - sum(dy*y, -1)) * y in one pass, with the bits of that Mul, Sum, Sub, Mul chain.
 #include <Eigen/Core>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
+#include "kernels/softmax_rows.h"
 
 namespace troupe {
 namespace kernels {
@@ -30,6 +32,14 @@ template <typename T>
 void SoftmaxRows(ThreadPool* pool, const T* x, T* y, int64_t rows, int64_t c, bool log) {
   ParallelFor(pool, rows, 8 * c, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
+      if constexpr (std::is_same_v<T, float>) {
+        // Vectorised exp with fixed bits (softmax_rows.h); Eigen's exp is scalar libm in the
+        // unaligned head and tail of each row.
+        if (!log) {
+          SoftmaxRowF32(x + r * c, y + r * c, c);
+          continue;
+        }
+      }
       ConstRow<T> in(x + r * c, c);
       Row<T> out(y + r * c, c);
       const T m = in.maxCoeff();

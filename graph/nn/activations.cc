@@ -4,6 +4,7 @@
 #include <map>
 
 #include "graph/ops.h"
+#include "graph/tracing_device.h"
 
 namespace troupe::nn {
 namespace {
@@ -47,6 +48,10 @@ Result<ActivationFn> ActivationByName(const std::string& name) {
 }
 
 Value Gelu(const Value& x, bool approximate) {
+  if (!approximate && x.dtype() == DType::kFloat32 && UseCpuFusedOps()) {
+    // The graph below as one op (CPU only, float32; kernels/gelu.cc), and one for its gradient.
+    return Apply1("FusedGelu", {x}, {}, "Gelu");
+  }
   if (!approximate) {
     // tf.nn.gelu(approximate=False) = 0.5*x*erfc(-x*0.7071067811865476), with
     // erfc(z) = 1 - erf(z) (no Erfc kernel; the difference is below float resolution of the

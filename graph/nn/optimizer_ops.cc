@@ -3,6 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "core/gpu.h"
 #include "core/thread_pool.h"
 #include "graph/graph_op.h"
@@ -108,6 +112,34 @@ class SgdUpdateOp final : public GraphOp {
   bool nesterov_;
 };
 
+// Keras' Adam step on [begin, end): m += (g - m) * (1 - b1); v += (g * g - v) * (1 - b2);
+// w -= (m * alpha) / (sqrt(v) + eps). The 8-lane body runs the same IEEE operations in the
+// same order as the scalar tail (this file has no FMA contraction), so the bits are those of the
+// scalar loop; GCC -O2 left that loop scalar (sqrt and divide one float at a time).
+void KerasAdamRange(float* w, float* m, float* v, const float* g, int64_t begin, int64_t end,
+                    float alpha, float one_minus_b1, float one_minus_b2, float eps) {
+  int64_t i = begin;
+#if defined(__AVX2__)
+  const __m256 b1 = _mm256_set1_ps(one_minus_b1), b2 = _mm256_set1_ps(one_minus_b2);
+  const __m256 va = _mm256_set1_ps(alpha), ve = _mm256_set1_ps(eps);
+  for (; i + 8 <= end; i += 8) {
+    const __m256 gi = _mm256_loadu_ps(g + i);
+    __m256 mi = _mm256_loadu_ps(m + i), vi = _mm256_loadu_ps(v + i);
+    mi = _mm256_add_ps(mi, _mm256_mul_ps(_mm256_sub_ps(gi, mi), b1));
+    vi = _mm256_add_ps(vi, _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(gi, gi), vi), b2));
+    const __m256 step = _mm256_div_ps(_mm256_mul_ps(mi, va), _mm256_add_ps(_mm256_sqrt_ps(vi), ve));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(w + i, _mm256_sub_ps(_mm256_loadu_ps(w + i), step));
+  }
+#endif
+  for (; i < end; ++i) {
+    m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
+    v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
+    w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
+  }
+}
+
 class AdamUpdateOp final : public GraphOp {
  public:
   AdamUpdateOp(std::shared_ptr<VariableState> var, std::shared_ptr<VariableState> m,
@@ -160,11 +192,7 @@ class AdamUpdateOp final : public GraphOp {
     // Elementwise, so splitting it changes no bits; large variables (a conv net's dense
     // kernel) use every core.
     ThreadPool::Default()->ParallelFor(n, kUpdateGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
-        v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
-        w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
-      }
+      KerasAdamRange(w, m, v, g, begin, end, alpha, one_minus_b1, one_minus_b2, eps);
     });
     return Status::OK();
   }

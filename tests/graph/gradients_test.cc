@@ -385,6 +385,7 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "SoftmaxGrad",
       "FusedBatchNormTrainingGrad",
       "FusedLayerNormGrad",
+      "FusedGeluGrad",
       "AvgPoolGrad",
       "StridedSliceGrad",
       "SumToShape",

@@ -5,6 +5,7 @@
 
 #include "graph/function.h"
 #include "graph/models/lenet.h"
+#include "graph/nn/activations.h"
 #include "graph/nn/initializers.h"
 #include "graph/nn/layers.h"
 #include "graph/nn/losses.h"
@@ -198,6 +199,49 @@ TEST(NnTest, AdamFormula) {
   EXPECT_EQ(named[2].first, "fc1_weight_momentum");
   EXPECT_EQ(named[3].first, "fc1_weight_velocity");
   EXPECT_EQ(adam.Slots(w)[0].value().flat<float>()[1], m[1]);
+}
+
+// nn::Gelu(exact) on the CPU runs FusedGelu and differentiates through FusedGeluGrad: values
+// and gradients of tf.nn.gelu(approximate=False) (float64 references).
+TEST(NnTest, ExactGeluValuesAndGradient) {
+  const std::vector<float> xs = {-5.0f, -3.5f, -1.0f, -0.2f, 0.0f, 0.3f, 1.7f, 4.0f, 9.0f};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  Variable x = *Variable::Create(Value(Floats(xs, {n})), "x");
+  GradientTape tape;
+  Value y = nn::Gelu(x, /*approximate=*/false);
+  auto g = tape.Gradient(ops::Sum(y), std::vector<Variable>{x});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Tensor yt = *y.tensor(), gt = *(*g)[0].tensor();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = xs[static_cast<size_t>(i)], cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    EXPECT_NEAR(yt.flat<float>()[i], v * cdf, 1e-5 * std::abs(v * cdf) + 2e-6) << v;
+    EXPECT_NEAR(gt.flat<float>()[i], cdf + v * pdf, 1e-5 * std::abs(cdf + v * pdf) + 1e-6) << v;
+  }
+}
+
+// The update's 8-lane body (graph/nn/optimizer_ops.cc) has the bits of its scalar tail: a
+// 37-element variable ends equal to 37 one-element variables given the same gradients.
+TEST(NnTest, AdamVectorBodyEqualsScalarTail) {
+  constexpr int kN = 37;
+  std::vector<float> w0(kN);
+  for (int i = 0; i < kN; ++i) w0[i] = 0.37f * static_cast<float>(i) - 5.0f;
+  std::vector<Variable> vars = {*Variable::Create(Value(Floats(w0, {kN})), "big")};
+  for (int i = 0; i < kN; ++i) {
+    vars.push_back(*Variable::Create(Value(Floats({w0[i]}, {1})), "w" + std::to_string(i)));
+  }
+  nn::Adam adam;
+  for (int step = 0; step < 5; ++step) {
+    std::vector<float> g(kN);
+    for (int i = 0; i < kN; ++i) g[i] = std::sin(0.7f * static_cast<float>(i * (step + 2)));
+    std::vector<Value> grads = {Value(Floats(g, {kN}))};
+    for (int i = 0; i < kN; ++i) grads.push_back(Value(Floats({g[i]}, {1})));
+    ASSERT_TRUE(adam.ApplyGradients(grads, vars).ok());
+  }
+  const Tensor big = vars[0].value();
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(big.flat<float>()[i], vars[i + 1].value().flat<float>()[0]) << i;
+  }
 }
 
 // Guide Ex 42, 43 (S21): an optimizer creates its variables on first use; a second optimizer

@@ -1,5 +1,8 @@
 // MatMul against a naive product for every transpose combination, its gradients (which are
 // MatMuls, as in TF) against numerical derivatives, errors, and thread-count independence.
+#include <array>
+#include <memory>
+
 #include "tests/kernels/kernel_test_util.h"
 
 namespace troupe {
@@ -99,6 +102,29 @@ TEST(MatMulTest, SameBitsAnyThreadCount) {
   Tensor x = (*RunOn(nullptr, "MatMul", {a, b}))[0];
   EXPECT_TRUE(x.BitEqual((*RunOn(&one, "MatMul", {a, b}))[0]));
   EXPECT_TRUE(x.BitEqual((*RunOn(&three, "MatMul", {a, b}))[0]));
+}
+
+// Column and row splits (transformer_lm's Dense products and odd widths), every transpose.
+TEST(MatMulTest, SameBitsAnyThreadCountAllTransposes) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t = 1; t <= 3; ++t) pools.push_back(std::make_unique<ThreadPool>(t, "mm"));
+  uint32_t seed = 30;
+  for (auto [m, k, n] :
+       {std::array<int64_t, 3>{768, 128, 512}, {128, 768, 512}, {768, 512, 128}, {300, 77, 203}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        Tensor a = Random(ta ? TensorShape{k, m} : TensorShape{m, k}, seed++);
+        Tensor b = Random(tb ? TensorShape{n, k} : TensorShape{k, n}, seed++);
+        const AttrMap attrs{{"transpose_a", ta}, {"transpose_b", tb}};
+        Tensor x = (*RunOn(nullptr, "MatMul", {a, b}, attrs))[0];
+        for (const auto& pool : pools) {
+          EXPECT_TRUE(x.BitEqual((*RunOn(pool.get(), "MatMul", {a, b}, attrs))[0]))
+              << m << "x" << k << "x" << n << " " << ta << tb << " threads "
+              << pool->num_threads() + 1;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Softmax/LogSoftmax, the fused cross-entropy losses (values and their backprop output against
 // numerical gradients of the loss), BiasAdd/BiasAddGrad, and errors.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -53,6 +54,40 @@ TEST(SoftmaxTest, MatchesFormula) {
   Tensor big = Make<float>({1000, 1000}, {1, 2});
   EXPECT_EQ(Values<float>(Run1("Softmax", {big})), (std::vector<float>{0.5f, 0.5f}));
   EXPECT_INVALID(RunStatus("Softmax", {Tensor::Scalar(1.0f)}), "Softmax:", "'logits'", "rank >= 1");
+}
+
+// float Softmax (kernels/softmax_rows.h): within 1e-6 relative of a float64 reference at row
+// lengths around the 8-lane body (masked -1e9 logits give exact zeros), and the same bits for
+// any thread count at the transformer_lm's attention shape.
+TEST(SoftmaxTest, FloatRowsMatchReferenceAndKeepBits) {
+  for (int64_t c : {1, 7, 8, 9, 64, 67, 256}) {
+    Tensor x = Random({5, c}, static_cast<uint32_t>(c), -30, 30);
+    if (c > 2) x.data<float>()[c - 1] = -1e9f;
+    const std::vector<float> xv = Values<float>(x);
+    const std::vector<float> y = Values<float>(Run1("Softmax", {x}));
+    for (int64_t r = 0; r < 5; ++r) {
+      double m = -1e300, sum = 0;
+      for (int64_t j = 0; j < c; ++j) m = std::max<double>(m, xv[r * c + j]);
+      // The shift x - max rounds to float first, as in TF.
+      const auto e = [&](int64_t j) { return std::exp(double(xv[r * c + j] - float(m))); };
+      for (int64_t j = 0; j < c; ++j) sum += e(j);
+      for (int64_t j = 0; j < c; ++j) {
+        const double want = e(j) / sum;
+        EXPECT_NEAR(y[r * c + j], want, 1e-6 * want + 1e-30) << c << " " << r << " " << j;
+      }
+    }
+    if (c > 2) {
+      EXPECT_EQ(y[c - 1], 0.0f);
+    }
+  }
+  const Tensor x = Random({12, 4, 64, 64}, 5, -10, 10);
+  const Tensor y0 = Run1("Softmax", {x});
+  for (int n = 1; n <= 3; ++n) {
+    ThreadPool pool(n, "sm");
+    auto got = RunOn(&pool, "Softmax", {x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(SameBits((*got)[0], y0)) << n;
+  }
 }
 
 TEST(SoftmaxTest, GradientExpressionMatchesNumerical) {
