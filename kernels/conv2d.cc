@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/conv2d_direct.h"
@@ -81,9 +82,27 @@ Result<SpecList> BackpropFilterShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({g.kh, g.kw, g.c, g.f}), in[0].dtype, ""}};
 }
 
-// Patch rows per block: ~64K patch elements (fits in L2), at least 64 rows.
+// Patch rows per Conv2DBackpropFilter block: ~64K patch elements (fits in L2), at least 64 rows.
+// The filter gradient sums one partial per block, so this fixes its bits: keep it.
 int64_t RowBlock(const ConvGeo& g) {
   return std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(1, g.K()), 64, 8192);
+}
+
+// Rows per GEMM call of the forward pass and the input gradient, whose bits do not depend on
+// how rows are split: ~1M patch elements, so the packing of the filter (K x f per call)
+// stays a few percent of the product, but at least 8 blocks when there are enough rows so that
+// both threads stay busy.
+int64_t GemmRows(const ConvGeo& g) {
+  const int64_t by_size =
+      std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 128, 4096);
+  return std::max<int64_t>(64, std::min(by_size, (g.rows() + 7) / 8));
+}
+
+// A 1x1 filter with unit strides and no padding: the patch matrix is the input itself
+// (row r = pixel r, K = c), so the GEMMs read it in place and skip im2col / col2im.
+bool Pointwise(const ConvGeo& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+         g.oh == g.h && g.ow == g.w;
 }
 
 template <typename T>
@@ -109,15 +128,32 @@ T* Scratch(size_t n) {
   return buf.data();
 }
 
+// Walks output pixels r0, r0 + 1, ... as (image, row, column) without a division per pixel
+// (three 64-bit divisions cost as much as copying a 32-channel patch row).
+struct PixelCursor {
+  int64_t n, oh, ow;
+  PixelCursor(const ConvGeo& g, int64_t r) {
+    const int64_t per_image = g.oh * g.ow, p = r % per_image;
+    n = r / per_image, oh = p / g.ow, ow = p % g.ow;
+  }
+  void Next(const ConvGeo& g) {
+    if (++ow < g.ow) return;
+    ow = 0;
+    if (++oh < g.oh) return;
+    oh = 0;
+    ++n;
+  }
+};
+
 // Patch rows [r0, r1) (global output-pixel indices) of `x` into col (row-major, K per row).
 template <typename T>
 void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
-  const int64_t K = g.K(), per_image = g.oh * g.ow;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / per_image, p = r % per_image, oh = p / g.ow, ow = p % g.ow;
-    const T* img = x + n * g.h * g.w * g.c;
+  const int64_t K = g.K(), image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    const T* img = x + at.n * image;
     T* dst = col + (r - r0) * K;
-    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
     const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
     for (int64_t kh = 0; kh < g.kh; ++kh, dst += g.kw * g.c) {
       const int64_t ih = ih0 + kh * g.dh;
@@ -143,14 +179,15 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
   }
 }
 
-// dx += patches scattered back (rows [r0, r1), all from one image `img`).
+// dx += patches scattered back, rows [r0, r1) in order (they may span images).
 template <typename T>
-void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
-  const int64_t K = g.K(), per_image = g.oh * g.ow;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t p = r % per_image, oh = p / g.ow, ow = p % g.ow;
+void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
+  const int64_t K = g.K(), image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    T* img = dx + at.n * image;
     const T* src = col + (r - r0) * K;
-    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
     for (int64_t kh = 0; kh < g.kh; ++kh) {
       const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
@@ -179,15 +216,23 @@ void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filt
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   if (UseDirectSmall(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
-  const int64_t block = RowBlock(g);
+  const bool pointwise = Pointwise(g);
   auto run = [&](int64_t r0, int64_t r1) {
-    T* col = Scratch<T>(static_cast<size_t>((r1 - r0) * K));
-    Im2Col(g, x, r0, r1, col);
-    Gemm(false, false, r1 - r0, g.f, K, col, K, filter, g.f, y + r0 * g.f, g.f);
+    const T* a = x + r0 * K;
+    if (!pointwise) {
+      T* col = Scratch<T>(static_cast<size_t>((r1 - r0) * K));
+      Im2Col(g, x, r0, r1, col);
+      a = col;
+    }
+    Gemm(false, false, r1 - r0, g.f, K, a, K, filter, g.f, y + r0 * g.f, g.f);
   };
-  ParallelForBlocks(pool, rows, block, run);
+  ParallelForBlocks(pool, rows, GemmRows(g), run);
 }
 
+// dx: each patch row is dy's row times filter^T (a fmaf chain over f), scattered back into its
+// image in row order. Images are grouped so each GEMM gets ~GemmRows rows (packing the filter
+// once per call is then cheap), and the filter is transposed once so that packing reads it
+// contiguously. Neither changes any element's chain or the order of the scatter's adds.
 template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
@@ -196,20 +241,38 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
     return Conv2DBackpropInputDirectSmall(pool, g, filter, dy, dx);
   }
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
-  const int64_t block = RowBlock(g);
+  // op(B) = filter^T. float: transposed once (the packed GEMM's bits do not depend on the
+  // layout). double keeps Eigen reading the filter itself: Eigen's small products vectorise
+  // depending on the alignment of a fresh buffer, which would make the bits vary by call.
+  std::vector<T> ft;
+  const T* b = filter;
+  int64_t ldb = g.f;
+  bool tb = true;
+  if constexpr (std::is_same_v<T, float>) {
+    ft.resize(static_cast<size_t>(K * g.f));
+    Eigen::Map<RowMat<T>>(ft.data(), g.f, K) =
+        Eigen::Map<const RowMat<T>>(filter, K, g.f).transpose();
+    b = ft.data(), ldb = K, tb = false;
+  }
+  const int64_t block = GemmRows(g);
+  if (Pointwise(g)) {
+    // dx is the patch matrix: the GEMM writes it directly.
+    ParallelForBlocks(pool, g.rows(), block, [&](int64_t r0, int64_t r1) {
+      Gemm(false, tb, r1 - r0, K, g.f, dy + r0 * g.f, g.f, b, ldb, dx + r0 * K, K);
+    });
+    return;
+  }
+  const int64_t group = std::max<int64_t>(1, block / std::max<int64_t>(1, per_image));
   auto images = [&](int64_t n0, int64_t n1) {
-    T* col = Scratch<T>(static_cast<size_t>(std::min(block, per_image) * K));
-    for (int64_t n = n0; n < n1; ++n) {
-      T* img = dx + n * image;
-      std::fill(img, img + image, T(0));
-      for (int64_t r0 = n * per_image; r0 < (n + 1) * per_image; r0 += block) {
-        const int64_t r1 = std::min(r0 + block, (n + 1) * per_image);
-        Gemm(false, true, r1 - r0, K, g.f, dy + r0 * g.f, g.f, filter, g.f, col, K);
-        Col2ImAdd(g, col, r0, r1, img);
-      }
+    T* col = Scratch<T>(static_cast<size_t>(std::min(block, (n1 - n0) * per_image) * K));
+    std::fill(dx + n0 * image, dx + n1 * image, T(0));
+    for (int64_t r0 = n0 * per_image; r0 < n1 * per_image; r0 += block) {
+      const int64_t r1 = std::min(r0 + block, n1 * per_image);
+      Gemm(false, tb, r1 - r0, K, g.f, dy + r0 * g.f, g.f, b, ldb, col, K);
+      Col2ImAdd(g, col, r0, r1, dx);
     }
   };
-  ParallelForBlocks(pool, g.n, 1, images);
+  ParallelForBlocks(pool, g.n, group, images);
 }
 
 // Per-thread buffer for Conv2DBackpropFilter's block partials, reused across calls.
@@ -233,6 +296,7 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   }
   const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g), size = K * g.f;
   const int64_t nb = (rows + block - 1) / block;
+  const bool pointwise = Pointwise(g);  // the patch rows are x's rows: no im2col
   if (nb == 0) {
     Eigen::Map<RowMat<T>>(dw, K, g.f).setZero();
     return;
@@ -244,11 +308,15 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   for (int64_t w0 = 0; w0 < nb; w0 += wave) {
     const int64_t w1 = std::min(nb, w0 + wave);
     ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
-      T* col = Scratch<T>(static_cast<size_t>(block * K));
+      T* col = pointwise ? nullptr : Scratch<T>(static_cast<size_t>(block * K));
       for (int64_t b = w0 + i0; b < w0 + i1; ++b) {
         const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
-        Im2Col(g, x, r0, r1, col);
-        Gemm(true, false, K, g.f, r1 - r0, col, K, dy + r0 * g.f, g.f,
+        const T* a = x + r0 * K;
+        if (!pointwise) {
+          Im2Col(g, x, r0, r1, col);
+          a = col;
+        }
+        Gemm(true, false, K, g.f, r1 - r0, a, K, dy + r0 * g.f, g.f,
              b == 0 ? dw : partial + (b - w0) * size, g.f);
       }
     });
