@@ -4,9 +4,10 @@
 // kernels for few input and 16/32 output channels: conv2d_direct_small.cc; both for dilation 1
 // only, dilated filters take the im2col path).
 //
+// 1x1 filters with unit strides and no padding skip im2col: the input is the patch matrix.
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
-// only on the filter size; Conv2DBackpropFilter sums per-block partial products in block order
-// and Conv2DBackpropInput scatters per image in a fixed order, so results are bitwise the same
+// only on the shapes; Conv2DBackpropFilter sums per-block partial products in block order
+// and Conv2DBackpropInput scatters in output-pixel order, so results are bitwise the same
 // for any thread count. The TF input_sizes / filter_sizes tensors are attributes here (a -1
 // batch in input_sizes means "the batch of out_backprop").
 #include <Eigen/Core>
@@ -82,10 +83,19 @@ Result<SpecList> BackpropFilterShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({g.kh, g.kw, g.c, g.f}), in[0].dtype, ""}};
 }
 
-// Patch rows per Conv2DBackpropFilter block: ~64K patch elements (fits in L2), at least 64 rows.
-// The filter gradient sums one partial per block, so this fixes its bits: keep it.
+// Patch rows per block of the direct kernels' filter gradient: ~64K patch elements, at least 64
+// rows. It fixes their bits (one partial per block), LeNet's among them: keep it.
 int64_t RowBlock(const ConvGeo& g) {
   return std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(1, g.K()), 64, 8192);
+}
+
+// Patch rows per block of the GEMM path's filter gradient: ~256K patch elements, at least 256
+// rows. Each block writes a K x f partial that is read back by the reduction; with ResNet-50's
+// deep layers (K = 4608, f = 512) 64-row blocks moved more partial bytes than the GEMM did
+// flops. It fixes the bits (the fmaf chain runs over a block's rows, then the partials are added
+// in block order), from the shapes alone.
+int64_t FilterGradRows(const ConvGeo& g) {
+  return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 256, 8192);
 }
 
 // Rows per GEMM call of the forward pass and the input gradient, whose bits do not depend on
@@ -294,7 +304,7 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
-  const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g), size = K * g.f;
+  const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g), size = K * g.f;
   const int64_t nb = (rows + block - 1) / block;
   const bool pointwise = Pointwise(g);  // the patch rows are x's rows: no im2col
   if (nb == 0) {
