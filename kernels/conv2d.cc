@@ -315,6 +315,12 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
       (int64_t{32} << 20) / std::max<int64_t>(1, size * static_cast<int64_t>(sizeof(T))), 4, 16);
   T* partial = PartialScratch<T>(static_cast<size_t>(std::min(wave, nb) * size));
   using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+  // Fewer patch columns than filters (1x1 expansions, 64 -> 256): float computes dw^T = dy^T .
+  // col instead, so the GEMM's rows are the f filters and it packs the narrower operand. fmaf
+  // is commutative, so every element's chain (and the block sums) keep their bits.
+  const bool swap = std::is_same_v<T, float> && K < g.f;
+  std::vector<T> dwt(swap ? static_cast<size_t>(size) : 0);
+  T* out = swap ? dwt.data() : dw;
   for (int64_t w0 = 0; w0 < nb; w0 += wave) {
     const int64_t w1 = std::min(nb, w0 + wave);
     ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
@@ -326,19 +332,25 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
           Im2Col(g, x, r0, r1, col);
           a = col;
         }
-        Gemm(true, false, K, g.f, r1 - r0, a, K, dy + r0 * g.f, g.f,
-             b == 0 ? dw : partial + (b - w0) * size, g.f);
+        T* dst = b == 0 ? out : partial + (b - w0) * size;
+        if (swap) {
+          Gemm(true, false, g.f, K, r1 - r0, dy + r0 * g.f, g.f, a, K, dst, K);
+        } else {
+          Gemm(true, false, K, g.f, r1 - r0, a, K, dy + r0 * g.f, g.f, dst, g.f);
+        }
       }
     });
     const int64_t first = std::max<int64_t>(w0, 1);
     if (first >= w1) continue;
     ParallelFor(pool, size, 2 * (w1 - first), [&](int64_t e0, int64_t e1) {
-      Eigen::Map<Arr> acc(dw + e0, e1 - e0);
+      Eigen::Map<Arr> acc(out + e0, e1 - e0);
       for (int64_t b = first; b < w1; ++b) {
         acc += Eigen::Map<const Arr>(partial + (b - w0) * size + e0, e1 - e0);
       }
     });
   }
+  if (swap)
+    Eigen::Map<RowMat<T>>(dw, K, g.f) = Eigen::Map<const RowMat<T>>(out, g.f, K).transpose();
 }
 
 }  // namespace
