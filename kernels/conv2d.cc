@@ -99,13 +99,16 @@ int64_t FilterGradRows(const ConvGeo& g) {
 }
 
 // Rows per GEMM call of the forward pass and the input gradient, whose bits do not depend on
-// how rows are split: ~1M patch elements, so the packing of the filter (K x f per call)
-// stays a few percent of the product, but at least 8 blocks when there are enough rows so that
-// both threads stay busy.
+// how rows are split. Each call packs the whole filter (K x f, up to 9 MB in ResNet-50's last
+// stage), so ~256 rows or more share that (~1M patch elements where K is small). Few blocks
+// come in multiples of 4, so 2 (or 4) threads get equal shares.
 int64_t GemmRows(const ConvGeo& g) {
-  const int64_t by_size =
-      std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 128, 4096);
-  return std::max<int64_t>(64, std::min(by_size, (g.rows() + 7) / 8));
+  const int64_t rows = std::max<int64_t>(1, g.rows());
+  const int64_t want =
+      std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 256, 4096);
+  int64_t blocks = (rows + want - 1) / want;
+  if (blocks < 32) blocks = (blocks + 3) / 4 * 4;
+  return std::max<int64_t>(64, (rows + blocks - 1) / blocks);
 }
 
 // A 1x1 filter with unit strides and no padding: the patch matrix is the input itself
@@ -272,7 +275,8 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
     });
     return;
   }
-  const int64_t group = std::max<int64_t>(1, block / std::max<int64_t>(1, per_image));
+  const int64_t group =
+      std::max<int64_t>(1, (block + per_image - 1) / std::max<int64_t>(1, per_image));
   auto images = [&](int64_t n0, int64_t n1) {
     T* col = Scratch<T>(static_cast<size_t>(std::min(block, (n1 - n0) * per_image) * K));
     std::fill(dx + n0 * image, dx + n1 * image, T(0));
