@@ -1,5 +1,5 @@
 // Conv2D (NHWC input, HWIO filter, SAME/VALID, strides, dilations) and its gradients
-// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM (direct
+// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + kernels/gemm.h (direct
 // loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
 // kernels for few input and 16/32 output channels: conv2d_direct_small.cc; both for dilation 1
 // only, dilated filters take the im2col path).
@@ -89,13 +89,14 @@ int64_t RowBlock(const ConvGeo& g) {
   return std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(1, g.K()), 64, 8192);
 }
 
-// Patch rows per block of the GEMM path's filter gradient: ~256K patch elements, at least 256
+// Patch rows per block of the GEMM path's filter gradient: ~256K patch elements, 256 to 1024
 // rows. Each block writes a K x f partial that is read back by the reduction; with ResNet-50's
 // deep layers (K = 4608, f = 512) 64-row blocks moved more partial bytes than the GEMM did
-// flops. It fixes the bits (the fmaf chain runs over a block's rows, then the partials are added
-// in block order), from the shapes alone.
+// flops. At most 1024 rows: a float chain over 8192 rows drifted from TF's sum by more than
+// 1e-5 (kernels_tf_interop's 1x1 case). It fixes the bits (the fmaf chain runs over a block's
+// rows, then the partials are added in block order), from the shapes alone.
 int64_t FilterGradRows(const ConvGeo& g) {
-  return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 256, 8192);
+  return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 256, 1024);
 }
 
 // Rows per GEMM call of the forward pass and the input gradient, whose bits do not depend on
