@@ -180,7 +180,7 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
   for (auto [xs, fs, pad, dil] : {std::tuple{V{16, 28, 28, 1}, V{5, 5, 1, 6}, "SAME", 1},
                                   std::tuple{V{16, 14, 14, 6}, V{5, 5, 6, 16}, "VALID", 1},
                                   std::tuple{V{16, 14, 14, 8}, V{3, 3, 8, 16}, "SAME", 2},
-                                  // 1x1 expansion: in place, transposed filter gradient, two
+                                  // 1x1 expansion: in place, transposed filter gradient, several
                                   // row blocks.
                                   std::tuple{V{48, 14, 14, 24}, V{1, 1, 24, 96}, "SAME", 1}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
