@@ -29,6 +29,7 @@ struct ConvShape {
   int64_t h, w, c, k, f;
   const char* padding;
   int64_t oh, ow;
+  int64_t stride = 1;
 };
 // LeNet: conv1 28x28x1 * 5x5x6 SAME -> 28x28x6; conv2 14x14x6 * 5x5x16 VALID -> 10x10x16.
 // ResNet-20 on Fashion-MNIST (28x28), 3x3 SAME: its three stages (16, 32, 64 channels).
@@ -36,14 +37,22 @@ const ConvShape kConv[] = {{28, 28, 1, 5, 6, "SAME", 28, 28},
                            {14, 14, 6, 5, 16, "VALID", 10, 10},
                            {28, 28, 16, 3, 16, "SAME", 28, 28},
                            {14, 14, 32, 3, 32, "SAME", 14, 14},
-                           {7, 7, 64, 3, 64, "SAME", 7, 7}};
+                           {7, 7, 64, 3, 64, "SAME", 7, 7},
+                           // ResNet-50 (224x224): 1x1 64->256 and 3x3 64 at 56x56, 3x3 256 at
+                           // 14x14, 1x1 2048->512 at 7x7, the strided 1x1 projection and the stem.
+                           {56, 56, 64, 1, 256, "SAME", 56, 56},
+                           {56, 56, 64, 3, 64, "SAME", 56, 56},
+                           {14, 14, 256, 3, 256, "SAME", 14, 14},
+                           {7, 7, 2048, 1, 512, "SAME", 7, 7},
+                           {56, 56, 256, 1, 512, "SAME", 28, 28, 2},
+                           {224, 224, 3, 7, 64, "SAME", 112, 112, 2}};
 
 double ConvFlops(const ConvShape& s, int64_t n) {
   return 2.0 * static_cast<double>(n * s.oh * s.ow * s.f * s.k * s.k * s.c);
 }
 
 AttrMap ConvAttrs(const ConvShape& s) {
-  return {{"strides", V{1, 1, 1, 1}}, {"padding", std::string(s.padding)}};
+  return {{"strides", V{1, s.stride, s.stride, 1}}, {"padding", std::string(s.padding)}};
 }
 
 void SetFlops(benchmark::State& state, double flops) {
@@ -63,7 +72,7 @@ void Run(benchmark::State& state, const char* op, const std::vector<Tensor>& in,
   }
 }
 
-// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages), batch.
+// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages, 5-10 ResNet-50), batch.
 void BM_Conv2D(benchmark::State& state) {
   const ConvShape& s = kConv[state.range(0)];
   const int64_t n = state.range(1);
@@ -230,6 +239,11 @@ void ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {2, 3, 4}) b->Args({layer, 128});
 }
 
+// ResNet-50 layers (kConv[5..10]) at 8 images; the Troupe kernels only.
+void ResNet50ConvArgs(benchmark::internal::Benchmark* b) {
+  for (int layer = 5; layer <= 10; ++layer) b->Args({layer, 8});
+}
+
 void MatMulArgs(benchmark::internal::Benchmark* b) {
   for (int batch : {8, 64}) {
     for (auto [k, n] : {std::pair{400, 120}, std::pair{120, 84}, std::pair{84, 10}}) {
@@ -286,6 +300,9 @@ BENCHMARK(BM_Conv2D)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DEigenTensor)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropInput)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2D)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DBackpropInput)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MaxPoolGrad)->Arg(8)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();

@@ -1,18 +1,20 @@
 // Conv2D (NHWC input, HWIO filter, SAME/VALID, strides, dilations) and its gradients
-// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + Eigen GEMM (direct
+// Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + kernels/gemm.h (direct
 // loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
 // kernels for few input and 16/32 output channels: conv2d_direct_small.cc; both for dilation 1
 // only, dilated filters take the im2col path).
 //
+// 1x1 filters with unit strides and no padding skip im2col: the input is the patch matrix.
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
-// only on the filter size; Conv2DBackpropFilter sums per-block partial products in block order
-// and Conv2DBackpropInput scatters per image in a fixed order, so results are bitwise the same
+// only on the shapes; Conv2DBackpropFilter sums per-block partial products in block order
+// and Conv2DBackpropInput scatters in output-pixel order, so results are bitwise the same
 // for any thread count. The TF input_sizes / filter_sizes tensors are attributes here (a -1
 // batch in input_sizes means "the batch of out_backprop").
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/conv2d_direct.h"
@@ -81,9 +83,40 @@ Result<SpecList> BackpropFilterShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape({g.kh, g.kw, g.c, g.f}), in[0].dtype, ""}};
 }
 
-// Patch rows per block: ~64K patch elements (fits in L2), at least 64 rows.
+// Patch rows per block of the direct kernels' filter gradient: ~64K patch elements, at least 64
+// rows. It fixes their bits (one partial per block), LeNet's among them: keep it.
 int64_t RowBlock(const ConvGeo& g) {
   return std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(1, g.K()), 64, 8192);
+}
+
+// Patch rows per block of the GEMM path's filter gradient: ~256K patch elements, 256 to 1024
+// rows. Each block writes a K x f partial that is read back by the reduction; with ResNet-50's
+// deep layers (K = 4608, f = 512) 64-row blocks moved more partial bytes than the GEMM did
+// flops. At most 1024 rows: a float chain over 8192 rows drifted from TF's sum by more than
+// 1e-5 (kernels_tf_interop's 1x1 case). It fixes the bits (the fmaf chain runs over a block's
+// rows, then the partials are added in block order), from the shapes alone.
+int64_t FilterGradRows(const ConvGeo& g) {
+  return std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 256, 1024);
+}
+
+// Rows per GEMM call of the forward pass and the input gradient, whose bits do not depend on
+// how rows are split. Each call packs the whole filter (K x f, up to 9 MB in ResNet-50's last
+// stage), so ~256 rows or more share that (~1M patch elements where K is small). Few blocks
+// come in multiples of 4, so 2 (or 4) threads get equal shares.
+int64_t GemmRows(const ConvGeo& g) {
+  const int64_t rows = std::max<int64_t>(1, g.rows());
+  const int64_t want =
+      std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(1, g.K()), 256, 4096);
+  int64_t blocks = (rows + want - 1) / want;
+  if (blocks < 32) blocks = (blocks + 3) / 4 * 4;
+  return std::max<int64_t>(64, (rows + blocks - 1) / blocks);
+}
+
+// A 1x1 filter with unit strides and no padding: the patch matrix is the input itself
+// (row r = pixel r, K = c), so the GEMMs read it in place and skip im2col / col2im.
+bool Pointwise(const ConvGeo& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+         g.oh == g.h && g.ow == g.w;
 }
 
 template <typename T>
@@ -109,15 +142,32 @@ T* Scratch(size_t n) {
   return buf.data();
 }
 
+// Walks output pixels r0, r0 + 1, ... as (image, row, column) without a division per pixel
+// (three 64-bit divisions cost as much as copying a 32-channel patch row).
+struct PixelCursor {
+  int64_t n, oh, ow;
+  PixelCursor(const ConvGeo& g, int64_t r) {
+    const int64_t per_image = g.oh * g.ow, p = r % per_image;
+    n = r / per_image, oh = p / g.ow, ow = p % g.ow;
+  }
+  void Next(const ConvGeo& g) {
+    if (++ow < g.ow) return;
+    ow = 0;
+    if (++oh < g.oh) return;
+    oh = 0;
+    ++n;
+  }
+};
+
 // Patch rows [r0, r1) (global output-pixel indices) of `x` into col (row-major, K per row).
 template <typename T>
 void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
-  const int64_t K = g.K(), per_image = g.oh * g.ow;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / per_image, p = r % per_image, oh = p / g.ow, ow = p % g.ow;
-    const T* img = x + n * g.h * g.w * g.c;
+  const int64_t K = g.K(), image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    const T* img = x + at.n * image;
     T* dst = col + (r - r0) * K;
-    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
     const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
     for (int64_t kh = 0; kh < g.kh; ++kh, dst += g.kw * g.c) {
       const int64_t ih = ih0 + kh * g.dh;
@@ -143,14 +193,15 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
   }
 }
 
-// dx += patches scattered back (rows [r0, r1), all from one image `img`).
+// dx += patches scattered back, rows [r0, r1) in order (they may span images).
 template <typename T>
-void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* img) {
-  const int64_t K = g.K(), per_image = g.oh * g.ow;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t p = r % per_image, oh = p / g.ow, ow = p % g.ow;
+void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
+  const int64_t K = g.K(), image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    T* img = dx + at.n * image;
     const T* src = col + (r - r0) * K;
-    const int64_t ih0 = oh * g.sh - g.pt, iw0 = ow * g.sw - g.pl;
+    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
     for (int64_t kh = 0; kh < g.kh; ++kh) {
       const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
@@ -179,15 +230,23 @@ void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filt
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   if (UseDirectSmall(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
-  const int64_t block = RowBlock(g);
+  const bool pointwise = Pointwise(g);
   auto run = [&](int64_t r0, int64_t r1) {
-    T* col = Scratch<T>(static_cast<size_t>((r1 - r0) * K));
-    Im2Col(g, x, r0, r1, col);
-    Gemm(false, false, r1 - r0, g.f, K, col, K, filter, g.f, y + r0 * g.f, g.f);
+    const T* a = x + r0 * K;
+    if (!pointwise) {
+      T* col = Scratch<T>(static_cast<size_t>((r1 - r0) * K));
+      Im2Col(g, x, r0, r1, col);
+      a = col;
+    }
+    Gemm(false, false, r1 - r0, g.f, K, a, K, filter, g.f, y + r0 * g.f, g.f);
   };
-  ParallelForBlocks(pool, rows, block, run);
+  ParallelForBlocks(pool, rows, GemmRows(g), run);
 }
 
+// dx: each patch row is dy's row times filter^T (a fmaf chain over f), scattered back into its
+// image in row order. Images are grouped so each GEMM gets ~GemmRows rows (packing the filter
+// once per call is then cheap), and the filter is transposed once so that packing reads it
+// contiguously. Neither changes any element's chain or the order of the scatter's adds.
 template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
@@ -196,20 +255,39 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
     return Conv2DBackpropInputDirectSmall(pool, g, filter, dy, dx);
   }
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
-  const int64_t block = RowBlock(g);
+  // op(B) = filter^T. float: transposed once (the packed GEMM's bits do not depend on the
+  // layout). double keeps Eigen reading the filter itself: Eigen's small products vectorise
+  // depending on the alignment of a fresh buffer, which would make the bits vary by call.
+  std::vector<T> ft;
+  const T* b = filter;
+  int64_t ldb = g.f;
+  bool tb = true;
+  if constexpr (std::is_same_v<T, float>) {
+    ft.resize(static_cast<size_t>(K * g.f));
+    Eigen::Map<RowMat<T>>(ft.data(), g.f, K) =
+        Eigen::Map<const RowMat<T>>(filter, K, g.f).transpose();
+    b = ft.data(), ldb = K, tb = false;
+  }
+  const int64_t block = GemmRows(g);
+  if (Pointwise(g)) {
+    // dx is the patch matrix: the GEMM writes it directly.
+    ParallelForBlocks(pool, g.rows(), block, [&](int64_t r0, int64_t r1) {
+      Gemm(false, tb, r1 - r0, K, g.f, dy + r0 * g.f, g.f, b, ldb, dx + r0 * K, K);
+    });
+    return;
+  }
+  const int64_t group =
+      std::max<int64_t>(1, (block + per_image - 1) / std::max<int64_t>(1, per_image));
   auto images = [&](int64_t n0, int64_t n1) {
-    T* col = Scratch<T>(static_cast<size_t>(std::min(block, per_image) * K));
-    for (int64_t n = n0; n < n1; ++n) {
-      T* img = dx + n * image;
-      std::fill(img, img + image, T(0));
-      for (int64_t r0 = n * per_image; r0 < (n + 1) * per_image; r0 += block) {
-        const int64_t r1 = std::min(r0 + block, (n + 1) * per_image);
-        Gemm(false, true, r1 - r0, K, g.f, dy + r0 * g.f, g.f, filter, g.f, col, K);
-        Col2ImAdd(g, col, r0, r1, img);
-      }
+    T* col = Scratch<T>(static_cast<size_t>(std::min(block, (n1 - n0) * per_image) * K));
+    std::fill(dx + n0 * image, dx + n1 * image, T(0));
+    for (int64_t r0 = n0 * per_image; r0 < n1 * per_image; r0 += block) {
+      const int64_t r1 = std::min(r0 + block, n1 * per_image);
+      Gemm(false, tb, r1 - r0, K, g.f, dy + r0 * g.f, g.f, b, ldb, col, K);
+      Col2ImAdd(g, col, r0, r1, dx);
     }
   };
-  ParallelForBlocks(pool, g.n, 1, images);
+  ParallelForBlocks(pool, g.n, group, images);
 }
 
 // Per-thread buffer for Conv2DBackpropFilter's block partials, reused across calls.
@@ -231,8 +309,9 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
-  const int64_t K = g.K(), rows = g.rows(), block = RowBlock(g), size = K * g.f;
+  const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g), size = K * g.f;
   const int64_t nb = (rows + block - 1) / block;
+  const bool pointwise = Pointwise(g);  // the patch rows are x's rows: no im2col
   if (nb == 0) {
     Eigen::Map<RowMat<T>>(dw, K, g.f).setZero();
     return;
@@ -241,26 +320,42 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
       (int64_t{32} << 20) / std::max<int64_t>(1, size * static_cast<int64_t>(sizeof(T))), 4, 16);
   T* partial = PartialScratch<T>(static_cast<size_t>(std::min(wave, nb) * size));
   using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+  // Fewer patch columns than filters (1x1 expansions, 64 -> 256): float computes dw^T = dy^T .
+  // col instead, so the GEMM's rows are the f filters and it packs the narrower operand. fmaf
+  // is commutative, so every element's chain (and the block sums) keep their bits.
+  const bool swap = std::is_same_v<T, float> && K < g.f;
+  std::vector<T> dwt(swap ? static_cast<size_t>(size) : 0);
+  T* out = swap ? dwt.data() : dw;
   for (int64_t w0 = 0; w0 < nb; w0 += wave) {
     const int64_t w1 = std::min(nb, w0 + wave);
     ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
-      T* col = Scratch<T>(static_cast<size_t>(block * K));
+      T* col = pointwise ? nullptr : Scratch<T>(static_cast<size_t>(block * K));
       for (int64_t b = w0 + i0; b < w0 + i1; ++b) {
         const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
-        Im2Col(g, x, r0, r1, col);
-        Gemm(true, false, K, g.f, r1 - r0, col, K, dy + r0 * g.f, g.f,
-             b == 0 ? dw : partial + (b - w0) * size, g.f);
+        const T* a = x + r0 * K;
+        if (!pointwise) {
+          Im2Col(g, x, r0, r1, col);
+          a = col;
+        }
+        T* dst = b == 0 ? out : partial + (b - w0) * size;
+        if (swap) {
+          Gemm(true, false, g.f, K, r1 - r0, dy + r0 * g.f, g.f, a, K, dst, K);
+        } else {
+          Gemm(true, false, K, g.f, r1 - r0, a, K, dy + r0 * g.f, g.f, dst, g.f);
+        }
       }
     });
     const int64_t first = std::max<int64_t>(w0, 1);
     if (first >= w1) continue;
     ParallelFor(pool, size, 2 * (w1 - first), [&](int64_t e0, int64_t e1) {
-      Eigen::Map<Arr> acc(dw + e0, e1 - e0);
+      Eigen::Map<Arr> acc(out + e0, e1 - e0);
       for (int64_t b = first; b < w1; ++b) {
         acc += Eigen::Map<const Arr>(partial + (b - w0) * size + e0, e1 - e0);
       }
     });
   }
+  if (swap)
+    Eigen::Map<RowMat<T>>(dw, K, g.f) = Eigen::Map<const RowMat<T>>(out, g.f, K).transpose();
 }
 
 }  // namespace

@@ -99,6 +99,13 @@ void PackTransposed(const Operand& B, int64_t p0, int64_t kc, int64_t j0, int co
 void PackB(const Operand& B, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) {
   for (int64_t jr = 0; jr < nc; jr += nr, dst += nr * kc) {
     const int cols = static_cast<int>(std::min<int64_t>(nr, nc - jr));
+    if (!B.t && cols == nr) {
+      // A full panel: plain row copies, which vectorise (the edge case below does not).
+      for (int64_t p = 0; p < kc; ++p) {
+        std::memcpy(dst + p * nr, B.p + (p0 + p) * B.ld + j0 + jr, sizeof(float) * nr);
+      }
+      continue;
+    }
     if (!B.t) {
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = B.p + (p0 + p) * B.ld + j0 + jr;

@@ -155,6 +155,10 @@ CONVS = [  # (input, filter, strides, padding)
     ((2, 11, 8, 2), (3, 3, 2, 5), (2, 2), "VALID"),
     ((2, 6, 6, 3), (1, 1, 3, 2), (1, 1), "SAME"),
     ((1, 10, 10, 2), (4, 4, 2, 3), (3, 3), "SAME"),
+    # The im2col + GEMM path at ResNet-like shapes: a 3x3 over several filter-gradient row blocks,
+    # a 1x1 expansion (input read in place, transposed filter gradient, several row blocks).
+    ((16, 14, 14, 32), (3, 3, 32, 48), (1, 1), "SAME"),
+    ((48, 14, 14, 24), (1, 1, 24, 96), (1, 1), "SAME"),
 ]
 for xs, fs, (sh, sw), pad in CONVS:
     xin, f = rand(*xs), rand(*fs)

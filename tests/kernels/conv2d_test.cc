@@ -1,6 +1,11 @@
 // Conv2D against a direct loop (SAME/VALID, strides, dilations, odd shapes),
 // Conv2DBackpropInput and Conv2DBackpropFilter against numerical gradients, errors, and
-// thread-count independence.
+// thread-count independence, and the im2col + GEMM paths against the exact fmaf chains they
+// promise.
+#include <cmath>
+#include <cstring>
+
+#include "kernels/gemm_packed.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace troupe {
@@ -171,10 +176,13 @@ TEST(Conv2DTest, Errors) {
 TEST(Conv2DTest, SameBitsAnyThreadCount) {
   ThreadPool one(1, "one"), three(3, "three");
   // LeNet conv1 (one input channel) and conv2 (6 -> 16: several filter-gradient row blocks).
-  // And a dilated 3x3 (im2col with dilation).
+  // A dilated 3x3 (im2col with dilation).
   for (auto [xs, fs, pad, dil] : {std::tuple{V{16, 28, 28, 1}, V{5, 5, 1, 6}, "SAME", 1},
                                   std::tuple{V{16, 14, 14, 6}, V{5, 5, 6, 16}, "VALID", 1},
-                                  std::tuple{V{16, 14, 14, 8}, V{3, 3, 8, 16}, "SAME", 2}}) {
+                                  std::tuple{V{16, 14, 14, 8}, V{3, 3, 8, 16}, "SAME", 2},
+                                  // 1x1 expansion: in place, transposed filter gradient, several
+                                  // row blocks.
+                                  std::tuple{V{48, 14, 14, 24}, V{1, 1, 24, 96}, "SAME", 1}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
     AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string(pad)}};
@@ -192,6 +200,96 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
       EXPECT_TRUE(g1.BitEqual((*RunOn(&three, op, in, attrs))[0])) << op;
       EXPECT_TRUE(g1.BitEqual((*RunOn(nullptr, op, in, attrs))[0])) << op;
     }
+  }
+}
+
+// The GEMM path's bits, written out: the forward output is the fmaf chain over the patch in
+// (kh, kw, c) order (padding taps as 0), the input gradient adds, in output-pixel order, each
+// patch row's chain over the output channels, and (within one row block) the filter gradient is
+// the chain over output pixels. Whatever the blocking (1x1 filters read the input
+// in place, the input gradient groups images), the GEMM path (scalar, AVX2, AVX-512) or the
+// thread count, the kernels must give exactly these bits.
+struct ChainRef {
+  std::vector<float> y, dx, dw;
+};
+ChainRef FmaChainConv(const Tensor& x, const Tensor& f, const Tensor& dy, int64_t s, bool same) {
+  const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
+  const int64_t kh = f.dim(0), kw = f.dim(1), fo = f.dim(3);
+  int64_t pt, pl;
+  const int64_t oh = OutDim(h, kh, s, same, &pt), ow = OutDim(w, kw, s, same, &pl);
+  const float *xp = x.data<float>(), *fp = f.data<float>(), *dyp = dy.data<float>();
+  ChainRef r{std::vector<float>(static_cast<size_t>(n * oh * ow * fo)),
+             std::vector<float>(static_cast<size_t>(x.num_elements()), 0.0f),
+             std::vector<float>(static_cast<size_t>(f.num_elements()), 0.0f)};
+  for (int64_t pix = 0; pix < n * oh * ow; ++pix) {
+    const int64_t b = pix / (oh * ow), i = pix / ow % oh, j = pix % ow;
+    auto in = [&](int64_t p, int64_t q, int64_t ci) -> float* {
+      const int64_t ih = i * s - pt + p, iw = j * s - pl + q;
+      if (ih < 0 || ih >= h || iw < 0 || iw >= w) return nullptr;
+      return &r.dx[static_cast<size_t>(((b * h + ih) * w + iw) * c + ci)];
+    };
+    for (int64_t o = 0; o < fo; ++o) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < kh * kw * c; ++k) {
+        float* d = in(k / (kw * c), k / c % kw, k % c);
+        const float xv = d ? xp[d - r.dx.data()] : 0.0f;
+        acc = std::fma(xv, fp[k * fo + o], acc);
+      }
+      r.y[static_cast<size_t>(pix * fo + o)] = acc;
+    }
+    for (int64_t k = 0; k < kh * kw * c; ++k) {
+      float acc = 0.0f;
+      for (int64_t o = 0; o < fo; ++o) acc = std::fma(dyp[pix * fo + o], fp[k * fo + o], acc);
+      float* d = in(k / (kw * c), k / c % kw, k % c);
+      if (d) *d += acc;
+      // The filter gradient's chains run over the output pixels in order.
+      const float xv = d ? xp[d - r.dx.data()] : 0.0f;
+      for (int64_t o = 0; o < fo; ++o) {
+        float& dwv = r.dw[static_cast<size_t>(k * fo + o)];
+        dwv = std::fma(xv, dyp[pix * fo + o], dwv);
+      }
+    }
+  }
+  return r;
+}
+
+bool SameFloats(const Tensor& t, const std::vector<float>& want) {
+  return t.num_elements() == static_cast<int64_t>(want.size()) &&
+         std::memcmp(t.data<float>(), want.data(), want.size() * sizeof(float)) == 0;
+}
+
+TEST(Conv2DTest, GemmPathIsTheFmaChain) {
+  using kernels::GemmPath;
+  ThreadPool three(3, "three");
+  std::vector<GemmPath> paths = {GemmPath::kScalar, GemmPath::kAvx2, GemmPath::kAuto};
+  if (kernels::HaveGemmPackedAvx512()) paths.push_back(GemmPath::kAvx512);
+  // 1x1 (in place), strided 1x1 (im2col), 3x3 over many small images (grouped input-gradient
+  // GEMMs with edge tiles), a strided 7x7 stem and a wide 3x3.
+  for (auto [xs, fs, s, same] : {std::tuple{V{6, 9, 7, 40}, V{1, 1, 40, 72}, 1, true},
+                                 std::tuple{V{3, 9, 8, 40}, V{1, 1, 40, 48}, 2, false},
+                                 std::tuple{V{37, 5, 3, 24}, V{3, 3, 24, 40}, 1, true},
+                                 std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
+                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true}}) {
+    SCOPED_TRACE(TensorShape(fs).ToString());
+    Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
+    AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
+    Tensor dy = Random(Run1("Conv2D", {x, f}, a).shape(), 7);
+    const ChainRef want = FmaChainConv(x, f, dy, s, same);
+    AttrMap bi = a, bf = a;
+    bi.Set("input_sizes", xs);
+    bf.Set("filter_sizes", fs);
+    for (GemmPath path : paths) {
+      kernels::SetGemmPathForTesting(path);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
+        EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2D", {x, f}, a))[0], want.y)) << int(path);
+        EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropInput", {f, dy}, bi))[0], want.dx))
+            << int(path);
+        // These fit one filter-gradient row block (>= 256 rows): one chain, no partial sums.
+        EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, bf))[0], want.dw))
+            << int(path);
+      }
+    }
+    kernels::SetGemmPathForTesting(GemmPath::kAuto);
   }
 }
 
