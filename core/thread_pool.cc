@@ -2,10 +2,44 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 
 namespace troupe {
+namespace {
+
+// How long idle threads poll before a futex sleep. Kernels' ParallelFor calls usually follow
+// one another within microseconds, and a sleep/wake pair costs about as much as a small
+// kernel; past this the thread sleeps, so a pool that is really idle costs nothing.
+std::chrono::microseconds SpinTime() {
+  static const std::chrono::microseconds spin = [] {
+    const char* env = std::getenv("TROUPE_POOL_SPIN_US");
+    return std::chrono::microseconds(env != nullptr ? std::max(0, std::atoi(env)) : 50);
+  }();
+  return spin;
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `ready` until it holds or the spin time has passed; true when it holds.
+template <typename Ready>
+bool SpinFor(Ready ready) {
+  const auto spin = SpinTime();
+  if (spin.count() == 0) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+    CpuRelax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return ready();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads, std::string name) : name_(std::move(name)) {
   num_threads = std::max(0, num_threads);
@@ -27,22 +61,35 @@ void ThreadPool::Schedule(std::function<void()> task) {
     task();
     return;
   }
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
+    queued_.fetch_add(1, std::memory_order_release);
+    wake = sleepers_ > 0;  // a spinning worker finds the task without a wake-up
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
+}
+
+bool ThreadPool::SpinUntilQueued() const {
+  return SpinFor([this] { return queued_.load(std::memory_order_acquire) > 0; });
 }
 
 void ThreadPool::WorkerLoop() {
   for (;;) {
+    SpinUntilQueued();
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty() && !stopping_) {
+        ++sleepers_;
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        --sleepers_;
+      }
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     task();
   }
@@ -82,6 +129,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t block_size,
   const int64_t helpers = std::min<int64_t>(num_threads(), num_blocks - 1);
   for (int64_t i = 0; i < helpers; ++i) Schedule(run_blocks);
   run_blocks();
+  if (SpinFor([&] { return shared->done.load() == num_blocks; })) return;
   std::unique_lock<std::mutex> lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->done.load() == num_blocks; });
 }

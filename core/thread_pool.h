@@ -1,8 +1,10 @@
 // ThreadPool: a fixed set of worker threads. ParallelFor splits work into blocks that depend
 // only on the problem size and the block size, never on how many threads are free, so kernels
-// that reduce per block stay deterministic.
+// that reduce per block stay deterministic. An idle worker, and a caller waiting for the last
+// block, spin briefly (TROUPE_POOL_SPIN_US, default 50 µs; 0 sleeps at once) before sleeping.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -45,12 +47,16 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
+  // True once work is queued, false after the spin time passed with none.
+  bool SpinUntilQueued() const;
 
   std::string name_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
+  int sleepers_ = 0;                // workers blocked on cv_ (guarded by mu_)
+  std::atomic<int64_t> queued_{0};  // queue_.size(), readable without mu_ while spinning
   std::vector<std::thread> workers_;
 };
 

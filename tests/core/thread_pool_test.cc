@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -60,6 +62,24 @@ TEST(ThreadPoolTest, ScheduleRunsBeforeDestruction) {
     for (int i = 0; i < 100; ++i) pool.Schedule([&] { n++; });
   }
   EXPECT_EQ(n.load(), 100);
+}
+
+// Workers spin a while after their last task and then sleep: work must reach them in both
+// states (a lost wake-up would leave the task queued forever).
+TEST(ThreadPoolTest, TasksReachSpinningAndSleepingWorkers) {
+  ThreadPool pool(2, "t");
+  for (int round = 0; round < 40; ++round) {
+    // Alternate: right after the last task (workers spinning) and after they went to sleep.
+    if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::promise<std::thread::id> ran;
+    auto done = ran.get_future();
+    pool.Schedule([&] { ran.set_value(std::this_thread::get_id()); });
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready) << round;
+    EXPECT_NE(done.get(), std::this_thread::get_id());
+    std::atomic<int64_t> covered{0};
+    pool.ParallelFor(1000, 10, [&](int64_t b, int64_t e) { covered += e - b; });
+    EXPECT_EQ(covered.load(), 1000);
+  }
 }
 
 }  // namespace
