@@ -165,6 +165,19 @@ void BM_FusedBatchNormGrad(benchmark::State& state) {
   Run(state, "FusedBatchNormTrainingGrad", {in[3], in[0], in[1], f[1], f[2]}, kBnAttrs);
   SetBytes(state, in[0], 5);
 }
+// The Relu variants: the Conv-BN-ReLU block's forward and backward in one op each.
+void BM_FusedBatchNormRelu(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  Run(state, "FusedBatchNormReluTraining", {in[0], in[1], in[2]}, kBnAttrs);
+  SetBytes(state, in[0], 4);
+}
+void BM_FusedBatchNormReluGrad(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  std::vector<Tensor> f =
+      *RunOp("FusedBatchNormReluTraining", std::vector<Tensor>{in[0], in[1], in[2]}, kBnAttrs);
+  Run(state, "FusedBatchNormReluTrainingGrad", {in[3], in[0], in[1], f[1], f[2], f[0]}, kBnAttrs);
+  SetBytes(state, in[0], 6);
+}
 Tensor Op1(const char* op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
   return (*RunOp(op, in, attrs))[0];
 }
@@ -251,6 +264,8 @@ BENCHMARK(BM_MaxPoolGrad)->Arg(8)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBatchNormRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Softmax)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();

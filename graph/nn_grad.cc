@@ -34,15 +34,18 @@ Result<std::vector<int64_t>> SizesOf(const Value& x, const std::string& what) {
   return s.dims();
 }
 // Gradient of FusedBatchNormTraining (statistics per channel, over rows) or FusedLayerNorm
-// (statistics per row, over the last axis); see RegisterNnGradients.
+// (statistics per row, over the last axis); see RegisterNnGradients. `relu`: the op rectified
+// its output (FusedBatchNormReluTraining), whose grad op also takes that output to mask dy.
 Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<Value>* dx,
-                     const char* grad_op, bool per_row) {
+                     const char* grad_op, bool per_row, bool relu = false) {
   const Value& x = c.inputs[0];
   const Value& mean = c.outputs[1];
   Value dy0 = dy[0].defined() ? dy[0] : ops::ZerosLike(c.outputs[0]);
   AttrMap attrs;
   attrs.Set("epsilon", c.attrs.values().at("epsilon"));
-  std::vector<Value> g = Apply(grad_op, {dy0, x, c.inputs[1], mean, c.outputs[2]}, attrs, grad_op);
+  std::vector<Value> in = {dy0, x, c.inputs[1], mean, c.outputs[2]};
+  if (relu) in.push_back(c.outputs[0]);
+  std::vector<Value> g = Apply(grad_op, in, attrs, grad_op);
   if (g.size() != 3) return InternalError(std::string(grad_op) + ": expected 3 outputs");
   Value dxv = g[0];
   if (dy[1].defined() || dy[2].defined()) {
@@ -150,6 +153,16 @@ void RegisterNnGradients() {
   // add d mean / n and d variance * 2 (x - mean) / n to dx.
   RegisterGradient("FusedBatchNormTraining", [](const OpCall& c, const V& dy, V* dx) {
     return FusedNormGrad(c, dy, dx, "FusedBatchNormTrainingGrad", /*per_row=*/false);
+  });
+  RegisterGradient("FusedBatchNormReluTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormGrad(c, dy, dx, "FusedBatchNormReluTrainingGrad", /*per_row=*/false,
+                         /*relu=*/true);
+  });
+  // Relu(x + y): ReluGrad through the output, then the add's identity to both inputs.
+  RegisterGradient("AddRelu", [](const OpCall& c, const V& dy, V* dx) {
+    Value g = Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad");
+    *dx = {g, g};
+    return Status::OK();
   });
   RegisterGradient("FusedLayerNorm", [](const OpCall& c, const V& dy, V* dx) {
     return FusedNormGrad(c, dy, dx, "FusedLayerNormGrad", /*per_row=*/true);

@@ -11,9 +11,18 @@
 //   dx = gamma * rstd * (dy - mean(dy) - (x - mean) * rstd^2 * mean(dy * (x - mean))).
 // Per-channel sums run over fixed row chunks combined in chunk order, and each channel is one
 // SIMD lane, so the bits depend neither on the thread count nor on the vector width.
+//
+// The Relu variants fuse the Conv-BN-ReLU pattern's activation:
+//   FusedBatchNormReluTraining(x, gamma, beta; epsilon) -> Relu(y), mean, variance
+//   FusedBatchNormReluTrainingGrad(dy, x, gamma, mean, variance, y; epsilon) -> dx, dgamma, dbeta
+// where y is the forward's (rectified) output and the gradient first masks dy as ReluGrad does
+// (dy * (y > 0)), so both have the bits of the separate Relu / ReluGrad ops around the plain
+// ones, without the intermediate tensors.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/channel_sums.h"
@@ -80,6 +89,28 @@ Result<SpecList> BackwardShape(Specs in, const AttrMap& attrs) {
   return SpecList{in[1], TensorSpec{cs, in[0].dtype, ""}, TensorSpec{cs, in[0].dtype, ""}};
 }
 
+// As the Relu op (Eigen's max(v, 0), which is std::max): NaN and -0 pass through unchanged.
+inline float Relu(float v) { return std::max(v, 0.f); }
+
+// As the ReluGrad op: g * (y > 0), a product with 1 or 0 (so -0 and NaN behave as there).
+// y > 0 is tested on y's bits (0 < bits <= +inf's as int32; NaN and negatives fail), which
+// GCC vectorizes; a float compare here becomes a mispredicted branch per element.
+inline float MaskedGrad(float g, float y) {
+  int32_t bits;
+  std::memcpy(&bits, &y, sizeof bits);
+  const int32_t positive =
+      static_cast<int32_t>(bits > 0) & static_cast<int32_t>(bits <= 0x7f800000);
+  return g * static_cast<float>(positive);
+}
+
+Result<SpecList> ReluBackwardShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "FusedBatchNormReluTrainingGrad";
+  TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "y", in[5].dtype));
+  TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[1].shape, "y", in[5].shape));
+  return BackwardShape(in.first(5), attrs);
+}
+
+template <bool kRelu>
 Status Forward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(SpecList specs, ForwardShape(InputSpecs(ctx), ctx.attrs()));
   const Tensor& x = ctx.input(0);
@@ -128,14 +159,17 @@ Status Forward(KernelContext& ctx) {
   ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
       const float scaled = xp[base + j] * ip[j];
-      yp[base + j] = scaled + sp[j];
+      const float v = scaled + sp[j];
+      yp[base + j] = kRelu ? Relu(v) : v;
     }
   });
   return Status::OK();
 }
 
+template <bool kRelu>
 Status Backward(KernelContext& ctx) {
-  TROUPE_ASSIGN_OR_RETURN(SpecList specs, BackwardShape(InputSpecs(ctx), ctx.attrs()));
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, kRelu ? ReluBackwardShape(InputSpecs(ctx), ctx.attrs())
+                                                : BackwardShape(InputSpecs(ctx), ctx.attrs()));
   const Tensor& x = ctx.input(1);
   const double eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
   const int64_t c = specs[1].shape.dim(0);
@@ -150,13 +184,16 @@ Status Backward(KernelContext& ctx) {
   const float* var = ctx.input(4).data<float>();
   float* dgamma = dgamma_t.data<float>();
   float* dbeta = dbeta_t.data<float>();
+  const float* yp = kRelu ? ctx.input(5).data<float>() : nullptr;
+  auto grad = [dyp, yp](int64_t i) { return kRelu ? MaskedGrad(dyp[i], yp[i]) : dyp[i]; };
   // Per channel, in double: sum(dy) and sum(dy * (x - mean)).
   std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
   double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
-  auto terms = [dyp, xp, m = rep.data()](int64_t i, int64_t w) {
+  auto terms = [&grad, xp, m = rep.data()](int64_t i, int64_t w) {
     const float xc = xp[i] - m[w];
-    return std::array<double, 2>{dyp[i], static_cast<double>(dyp[i]) * xc};
+    const float g = grad(i);
+    return std::array<double, 2>{g, static_cast<double>(g) * xc};
   };
   ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
   // dx = a * dy + b * (x - mean) + d per channel; the coefficients in double, rounded once.
@@ -177,7 +214,7 @@ Status Backward(KernelContext& ctx) {
   float* dxp = dx.data<float>();
   ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
-      const float t0 = ar[j] * dyp[base + j];
+      const float t0 = ar[j] * grad(base + j);
       const float t1 = br[j] * (xp[base + j] - rep[j]);
       dxp[base + j] = (t0 + t1) + dr[j];
     }
@@ -189,23 +226,38 @@ Status Backward(KernelContext& ctx) {
 }  // namespace kernels
 
 void RegisterLayerNormOps(OpRegistry& r);  // kernels/layer_norm.cc
+void RegisterAddReluOps(OpRegistry& r);    // kernels/add_relu.cc
 
-// The fused normalization ops: batch norm here, layer norm in layer_norm.cc.
+// The fused normalization ops: batch norm here, layer norm in layer_norm.cc; and AddRelu, the
+// other fused op of CNN blocks.
 void RegisterBatchNormOps(OpRegistry& r) {
   using namespace kernels;  // NOLINT
   RegisterLayerNormOps(r);
+  RegisterAddReluOps(r);
   Register(r,
            {.name = "FusedBatchNormTraining",
             .num_inputs = 3,
             .num_outputs = 3,
             .infer_shapes = ForwardShape},
-           Forward);
+           Forward<false>);
+  Register(r,
+           {.name = "FusedBatchNormReluTraining",
+            .num_inputs = 3,
+            .num_outputs = 3,
+            .infer_shapes = ForwardShape},
+           Forward<true>);
   Register(r,
            {.name = "FusedBatchNormTrainingGrad",
             .num_inputs = 5,
             .num_outputs = 3,
             .infer_shapes = BackwardShape},
-           Backward);
+           Backward<false>);
+  Register(r,
+           {.name = "FusedBatchNormReluTrainingGrad",
+            .num_inputs = 6,
+            .num_outputs = 3,
+            .infer_shapes = ReluBackwardShape},
+           Backward<true>);
 }
 
 }  // namespace troupe

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/keras/factory_internal.h"
+#include "graph/nn/normalization.h"
 
 namespace troupe::keras {
 namespace internal {
@@ -27,6 +28,13 @@ Value UnaryLayer::Apply(const std::vector<Value>& inputs, const CallOptions& opt
   }
   Value y = (*layer_)(inputs[0], options.training);
   return activation_ ? activation_(y) : y;
+}
+
+bool UnaryLayer::FuseRelu() {
+  auto* bn = dynamic_cast<nn::BatchNormalization*>(layer_.get());
+  if (bn == nullptr || activation_) return false;
+  bn->set_relu_output(true);
+  return true;
 }
 
 std::vector<WeightPenalty> PenaltiesOf(const std::vector<WeightSpec>& weights) {

@@ -132,29 +132,35 @@ Value BatchNormalization::Call(const Value& input, bool training) {
         UseCpuFusedOps()) {
       return FusedTrainingCall(x);
     }
-    Value mean, variance;
-    if (training && options_.trainable) {
-      std::vector<Value> m = Moments(x);
-      mean = m[0];
-      variance = m[1];
-      if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
-    } else {
-      mean = moving_mean_.Read();
-      variance = moving_variance_.Read();
-    }
-    Value gamma = options_.scale ? gamma_.Read() : Value();
-    Value beta = options_.center ? beta_.Read() : Value();
-    if (axis_ != rank_ - 1) {
-      // Keras reshapes the [C] statistics to broadcast along the channel axis.
-      std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
-      shape[static_cast<size_t>(axis_)] = -1;
-      mean = ops::Reshape(mean, shape);
-      variance = ops::Reshape(variance, shape);
-      if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
-      if (beta.defined()) beta = ops::Reshape(beta, shape);
-    }
-    return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
+    Value y = UnfusedCall(x, training);
+    return relu_output_ ? ops::Relu(y) : y;
   });
+}
+
+// Moments (or the moving statistics) and Normalize as Keras' graph, in separate ops.
+Value BatchNormalization::UnfusedCall(const Value& x, bool training) {
+  Value mean, variance;
+  if (training && options_.trainable) {
+    std::vector<Value> m = Moments(x);
+    mean = m[0];
+    variance = m[1];
+    if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
+  } else {
+    mean = moving_mean_.Read();
+    variance = moving_variance_.Read();
+  }
+  Value gamma = options_.scale ? gamma_.Read() : Value();
+  Value beta = options_.center ? beta_.Read() : Value();
+  if (axis_ != rank_ - 1) {
+    // Keras reshapes the [C] statistics to broadcast along the channel axis.
+    std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
+    shape[static_cast<size_t>(axis_)] = -1;
+    mean = ops::Reshape(mean, shape);
+    variance = ops::Reshape(variance, shape);
+    if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
+    if (beta.defined()) beta = ops::Reshape(beta, shape);
+  }
+  return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
 }
 
 // The training-mode call over the last axis as one FusedBatchNormTraining op (CPU only): the
@@ -168,7 +174,8 @@ Value BatchNormalization::FusedTrainingCall(const Value& x) {
   Value beta = options_.center ? beta_.Read() : ops::ZerosLike(mm);
   AttrMap attrs;
   attrs.Set("epsilon", options_.epsilon);
-  std::vector<Value> out = Apply("FusedBatchNormTraining", {x, gamma, beta}, attrs, "BatchNorm");
+  const char* op = relu_output_ ? "FusedBatchNormReluTraining" : "FusedBatchNormTraining";
+  std::vector<Value> out = Apply(op, {x, gamma, beta}, attrs, "BatchNorm");
   if (out.size() != 3) return out.empty() ? Value::Error(InternalError("no outputs")) : out[0];
   if (Status s = UpdateMovingStats(out[1], out[2]); !s.ok()) return Value::Error(s);
   return out[0];

@@ -48,6 +48,10 @@ class BatchNormalization : public Layer {
   const Variable& moving_variance() const { return moving_variance_; }
   // Overrides SumAcrossReplicas for synchronized statistics (see the header comment).
   void set_cross_replica_sum(CrossReplicaSum sum) { options_.cross_replica_sum = std::move(sum); }
+  // The layer returns Relu(output): a model that follows it by a ReLU activation hands the
+  // activation over, so the CPU training graph can rectify inside FusedBatchNormReluTraining
+  // (same bits as the separate Relu op; the unfused graph applies ops::Relu).
+  void set_relu_output(bool relu) { relu_output_ = relu; }
 
  protected:
   Status BuildImpl(const TensorShape& input_shape) override;
@@ -59,10 +63,12 @@ class BatchNormalization : public Layer {
   std::vector<Value> SyncMoments(const Value& x);
   Status UpdateMovingStats(const Value& mean, const Value& variance);
   Value FusedTrainingCall(const Value& x);
+  Value UnfusedCall(const Value& x, bool training);  // without relu_output_
 
   BatchNormOptions options_;
   int rank_ = 0;
   int axis_ = 0;  // normalized
+  bool relu_output_ = false;
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };
 

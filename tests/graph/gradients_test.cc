@@ -384,6 +384,7 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "MaxPoolGrad",
       "SoftmaxGrad",
       "FusedBatchNormTrainingGrad",
+      "FusedBatchNormReluTrainingGrad",
       "FusedLayerNormGrad",
       "AvgPoolGrad",
       "StridedSliceGrad",
