@@ -18,6 +18,11 @@
 // where y is the forward's (rectified) output and the gradient first masks dy as ReluGrad does
 // (dy * (y > 0)), so both have the bits of the separate Relu / ReluGrad ops around the plain
 // ones, without the intermediate tensors.
+//
+// The Bias variants (FusedBiasBatchNorm[Relu]Training[Grad]) take one more input, last: the
+// bias [C] of the convolution before them, and normalize x + bias (each sum rounded as the
+// broadcasting AddV2 rounds it) without that tensor; their gradients add dbias, the column sums
+// of dx in the order of SumToShapeOf (ReduceInto's), to their outputs.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -68,6 +73,10 @@ Result<SpecList> ForwardShape(Specs in, const AttrMap& attrs) {
     TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "x", in[0].dtype, arg, in[i].dtype));
     TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "channels of x", cs, arg, in[i].shape));
   }
+  if (in.size() > 3) {
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "x", in[0].dtype, "bias", in[3].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "channels of x", cs, "bias", in[3].shape));
+  }
   return SpecList{in[0], TensorSpec{cs, in[0].dtype, ""}, TensorSpec{cs, in[0].dtype, ""}};
 }
 
@@ -103,14 +112,33 @@ inline float MaskedGrad(float g, float y) {
   return g * static_cast<float>(positive);
 }
 
-Result<SpecList> ReluBackwardShape(Specs in, const AttrMap& attrs) {
-  static constexpr char kOp[] = "FusedBatchNormReluTrainingGrad";
-  TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "y", in[5].dtype));
-  TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[1].shape, "y", in[5].shape));
-  return BackwardShape(in.first(5), attrs);
+// The gradients' inputs past the plain op's five: y (kRelu), then bias (kBias).
+template <bool kRelu, bool kBias>
+Result<SpecList> GradShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "FusedBatchNorm*TrainingGrad";
+  TROUPE_ASSIGN_OR_RETURN(SpecList out, BackwardShape(in.first(5), attrs));
+  if (kRelu) {
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "y", in[5].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[1].shape, "y", in[5].shape));
+  }
+  if (kBias) {
+    const size_t b = kRelu ? 6 : 5;
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "bias", in[b].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "gamma", in[2].shape, "bias", in[b].shape));
+    out.push_back(in[b]);
+  }
+  return out;
 }
 
-template <bool kRelu>
+// x[i] (+ bias of its channel: w indexes the Repeat()ed bias, as in ChannelSums).
+template <bool kBias>
+struct BiasedX {
+  const float* x;
+  const float* bias;  // Repeat()ed; unused without kBias
+  float operator()(int64_t i, int64_t w) const { return kBias ? x[i] + bias[w] : x[i]; }
+};
+
+template <bool kRelu, bool kBias>
 Status Forward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(SpecList specs, ForwardShape(InputSpecs(ctx), ctx.attrs()));
   const Tensor& x = ctx.input(0);
@@ -120,13 +148,15 @@ Status Forward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
   TROUPE_ASSIGN_OR_RETURN(Tensor mean_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
   TROUPE_ASSIGN_OR_RETURN(Tensor var_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
-  const float* xp = x.data<float>();
+  const std::vector<float> bias_rep =
+      kBias ? Repeat(ctx.input(3).data<float>(), c) : std::vector<float>();
+  const BiasedX<kBias> xv{x.data<float>(), bias_rep.data()};
   float* mean = mean_t.data<float>();
   float* var = var_t.data<float>();
   const float count = static_cast<float>(rows);  // Mean: the sum divided by the count
   {
     float* outs[1] = {mean};
-    auto x1 = [xp](int64_t i, int64_t) { return std::array<float, 1>{xp[i]}; };
+    auto x1 = [&xv](int64_t i, int64_t w) { return std::array<float, 1>{xv(i, w)}; };
     ChannelSums<1, float>(ctx.pool(), rows, c, x1, outs);
     if (rows > 0)
       for (int64_t j = 0; j < c; ++j) mean[j] /= count;
@@ -134,8 +164,8 @@ Status Forward(KernelContext& ctx) {
   {
     float* outs[1] = {var};
     const std::vector<float> rep = Repeat(mean, c);
-    auto sq = [xp, m = rep.data()](int64_t i, int64_t w) {
-      const float d = xp[i] - m[w];
+    auto sq = [&xv, m = rep.data()](int64_t i, int64_t w) {
+      const float d = xv(i, w) - m[w];
       return std::array<float, 1>{d * d};
     };
     ChannelSums<1, float>(ctx.pool(), rows, c, sq, outs);
@@ -158,7 +188,7 @@ Status Forward(KernelContext& ctx) {
   float* yp = y.data<float>();
   ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
-      const float scaled = xp[base + j] * ip[j];
+      const float scaled = xv(base + j, j) * ip[j];
       const float v = scaled + sp[j];
       yp[base + j] = kRelu ? Relu(v) : v;
     }
@@ -166,10 +196,9 @@ Status Forward(KernelContext& ctx) {
   return Status::OK();
 }
 
-template <bool kRelu>
+template <bool kRelu, bool kBias>
 Status Backward(KernelContext& ctx) {
-  TROUPE_ASSIGN_OR_RETURN(SpecList specs, kRelu ? ReluBackwardShape(InputSpecs(ctx), ctx.attrs())
-                                                : BackwardShape(InputSpecs(ctx), ctx.attrs()));
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, (GradShape<kRelu, kBias>(InputSpecs(ctx), ctx.attrs())));
   const Tensor& x = ctx.input(1);
   const double eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
   const int64_t c = specs[1].shape.dim(0);
@@ -178,7 +207,9 @@ Status Backward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(Tensor dgamma_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
   TROUPE_ASSIGN_OR_RETURN(Tensor dbeta_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
   const float* dyp = ctx.input(0).data<float>();
-  const float* xp = x.data<float>();
+  const std::vector<float> bias_rep =
+      kBias ? Repeat(ctx.input(kRelu ? 6 : 5).data<float>(), c) : std::vector<float>();
+  const BiasedX<kBias> xv{x.data<float>(), bias_rep.data()};
   const float* gamma = ctx.input(2).data<float>();
   const float* mean = ctx.input(3).data<float>();
   const float* var = ctx.input(4).data<float>();
@@ -190,8 +221,8 @@ Status Backward(KernelContext& ctx) {
   std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
   double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
-  auto terms = [&grad, xp, m = rep.data()](int64_t i, int64_t w) {
-    const float xc = xp[i] - m[w];
+  auto terms = [&grad, &xv, m = rep.data()](int64_t i, int64_t w) {
+    const float xc = xv(i, w) - m[w];
     const float g = grad(i);
     return std::array<double, 2>{g, static_cast<double>(g) * xc};
   };
@@ -212,14 +243,39 @@ Status Backward(KernelContext& ctx) {
   const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
                            dr = Repeat(d.data(), c);
   float* dxp = dx.data<float>();
-  ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
-    for (int64_t j = 0; j < len; ++j) {
-      const float t0 = ar[j] * grad(base + j);
-      const float t1 = br[j] * (xp[base + j] - rep[j]);
-      dxp[base + j] = (t0 + t1) + dr[j];
-    }
-  });
+  auto dx_at = [&](int64_t i, int64_t w) {
+    const float t0 = ar[w] * grad(i);
+    const float t1 = br[w] * (xv(i, w) - rep[w]);
+    return dxp[i] = (t0 + t1) + dr[w];
+  };
+  if constexpr (kBias) {
+    // dbias = SumToShapeOf(dx): the sums of dx per channel in ReduceInto's order, which
+    // ChannelSums<float> follows, taken while dx is written.
+    TROUPE_ASSIGN_OR_RETURN(Tensor dbias_t, ctx.AllocateOutput(3, DType::kFloat32, specs[3].shape));
+    float* outs1[1] = {dbias_t.data<float>()};
+    auto dx1 = [&dx_at](int64_t i, int64_t w) { return std::array<float, 1>{dx_at(i, w)}; };
+    ChannelSums<1, float>(ctx.pool(), rows, c, dx1, outs1);
+  } else {
+    ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
+      for (int64_t j = 0; j < len; ++j) dx_at(base + j, j);
+    });
+  }
   return Status::OK();
+}
+
+// `name` (x, gamma, beta[, bias]) and `name`Grad (dy, x, gamma, mean, variance[, y][, bias]).
+template <bool kRelu, bool kBias>
+void RegisterVariants(OpRegistry& r, const std::string& name) {
+  Register(
+      r,
+      {.name = name, .num_inputs = kBias ? 4 : 3, .num_outputs = 3, .infer_shapes = ForwardShape},
+      Forward<kRelu, kBias>);
+  Register(r,
+           {.name = name + "Grad",
+            .num_inputs = 5 + int{kRelu} + int{kBias},
+            .num_outputs = kBias ? 4 : 3,
+            .infer_shapes = GradShape<kRelu, kBias>},
+           Backward<kRelu, kBias>);
 }
 
 }  // namespace
@@ -234,30 +290,10 @@ void RegisterBatchNormOps(OpRegistry& r) {
   using namespace kernels;  // NOLINT
   RegisterLayerNormOps(r);
   RegisterAddReluOps(r);
-  Register(r,
-           {.name = "FusedBatchNormTraining",
-            .num_inputs = 3,
-            .num_outputs = 3,
-            .infer_shapes = ForwardShape},
-           Forward<false>);
-  Register(r,
-           {.name = "FusedBatchNormReluTraining",
-            .num_inputs = 3,
-            .num_outputs = 3,
-            .infer_shapes = ForwardShape},
-           Forward<true>);
-  Register(r,
-           {.name = "FusedBatchNormTrainingGrad",
-            .num_inputs = 5,
-            .num_outputs = 3,
-            .infer_shapes = BackwardShape},
-           Backward<false>);
-  Register(r,
-           {.name = "FusedBatchNormReluTrainingGrad",
-            .num_inputs = 6,
-            .num_outputs = 3,
-            .infer_shapes = ReluBackwardShape},
-           Backward<true>);
+  RegisterVariants<false, false>(r, "FusedBatchNormTraining");
+  RegisterVariants<true, false>(r, "FusedBatchNormReluTraining");
+  RegisterVariants<false, true>(r, "FusedBiasBatchNormTraining");
+  RegisterVariants<true, true>(r, "FusedBiasBatchNormReluTraining");
 }
 
 }  // namespace troupe

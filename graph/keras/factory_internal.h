@@ -35,6 +35,7 @@ class UnaryLayer : public KerasLayer {
   std::vector<std::pair<std::string, Variable>> KerasWeights() const override;
   std::vector<WeightPenalty> Penalties() const override;
   bool FuseRelu() override;  // a BatchNormalization without an activation of its own
+  bool FuseBiasOf(KerasLayer* producer) override;  // a BatchNormalization after a Conv2D
 
  private:
   std::unique_ptr<nn::Layer> layer_;

@@ -53,6 +53,14 @@ bool IsReluActivation(const json& envelope) {
   return a.is_string() && a.get<std::string>() == "relu";
 }
 
+// A layer config without an activation of its own ("linear", null or no key).
+bool IsLinear(const json& envelope) {
+  const json* config = Find(envelope, "config");
+  if (config == nullptr || !config->is_object() || !config->contains("activation")) return true;
+  const json& a = (*config)["activation"];
+  return a.is_null() || (a.is_string() && a.get<std::string>() == "linear");
+}
+
 }  // namespace
 
 // One layer call: which layer, on which tensors, with which keyword options.
@@ -62,7 +70,8 @@ struct KerasModel::Node {
   std::vector<TensorRef> inputs;
   CallOptions options;
   bool relu = false;      // an Activation("relu") call
-  bool fused_to = false;  // its producer applies the ReLU (FuseReluActivations): an alias
+  bool linear = false;    // a layer with "activation": "linear" or none
+  bool fused_to = false;  // its producer applies the ReLU (FuseLayerPairs): an alias
 };
 
 // The layer calls in an order where every input exists before it is used.
@@ -264,11 +273,12 @@ Status KerasModel::LoadSequential(const json& config, int64_t seed) {
     if (nn::Module* m = layer->module()) AddModule(m);
     plan_->nodes.push_back(Node{layer, 0, {TensorRef{previous, 0, 0}}, {}});
     plan_->nodes.back().relu = IsReluActivation(envelope);
+    plan_->nodes.back().linear = IsLinear(envelope);
     previous = layer->name();
   }
   if (layers_.empty()) return InvalidArgumentError("the model has no layers");
   plan_->output = TensorRef{previous, 0, 0};
-  FuseReluActivations();
+  FuseLayerPairs();
   return Status::OK();
 }
 
@@ -341,6 +351,7 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
       }
       Node n{layer, static_cast<int64_t>(k), {}, {}};
       n.relu = IsReluActivation(envelope);
+      n.linear = IsLinear(envelope);
       TROUPE_RETURN_IF_ERROR(CollectTensors(node.value("args", json::array()), where, &n.inputs));
       TROUPE_RETURN_IF_ERROR(
           ParseCallKwargs(node.value("kwargs", json::object()), where, &n.options, &n.inputs));
@@ -380,15 +391,17 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
     return InvalidArgumentError("output tensor " + outputs[0].ToString() + " is never produced");
   }
   plan_->output = outputs[0];
-  FuseReluActivations();
+  FuseLayerPairs();
   return Status::OK();
 }
 
-// An Activation("relu") node whose input comes from the only call of a layer that can fuse a
-// ReLU (FuseRelu) and that no other node (nor the model output) reads: the layer applies the
-// ReLU and the node passes its input on. Same math, same ops when unfused; the CPU graph then
-// uses FusedBatchNormReluTraining / AddRelu and holds one activation-sized tensor less.
-void KerasModel::FuseReluActivations() {
+// Hands work to the layer that alone reads a single-call layer's output (and no other node nor
+// the model output reads it): a linear Conv2D's bias add to a BatchNormalization after it
+// (FuseBiasOf), and an Activation("relu") node to the BatchNormalization or Add before it
+// (FuseRelu; the node then passes its input on). Same math, and the same ops when unfused; the
+// CPU graph then uses FusedBiasBatchNorm[Relu]Training / AddRelu, without the intermediate
+// tensors of the separate ops.
+void KerasModel::FuseLayerPairs() {
   std::map<TensorRef, int> readers = {{plan_->output, 1}};
   std::map<std::string, int> calls;
   std::map<std::string, Node*> producer;
@@ -397,15 +410,24 @@ void KerasModel::FuseReluActivations() {
     ++calls[n.layer->name()];
     producer[n.layer->name()] = &n;
   }
-  for (Node& n : plan_->nodes) {
-    if (!n.relu || n.inputs.size() != 1) continue;
+  // The only reader of a single-call layer's output, in the same dtype policy.
+  auto sole_producer = [&](const Node& n) -> Node* {
+    if (n.inputs.size() != 1) return nullptr;
     const TensorRef& in = n.inputs[0];
-    if (in.tensor != 0 || readers[in] != 1 || calls[in.layer] != 1) continue;
+    if (in.tensor != 0 || readers[in] != 1 || calls[in.layer] != 1) return nullptr;
     auto p = producer.find(in.layer);
     if (p == producer.end() || p->second->layer->dtype_policy() != n.layer->dtype_policy()) {
-      continue;
+      return nullptr;
     }
-    n.fused_to = p->second->layer->FuseRelu();
+    return p->second;
+  };
+  for (Node& n : plan_->nodes) {
+    Node* p = calls[n.layer->name()] == 1 ? sole_producer(n) : nullptr;
+    if (p != nullptr && p->linear) n.layer->FuseBiasOf(p->layer);
+  }
+  for (Node& n : plan_->nodes) {
+    Node* p = n.relu ? sole_producer(n) : nullptr;
+    if (p != nullptr) n.fused_to = p->layer->FuseRelu();
   }
 }
 

@@ -119,19 +119,28 @@ Status BatchNormalization::UpdateMovingStats(const Value& mean, const Value& var
 }
 
 Value BatchNormalization::Call(const Value& input, bool training) {
+  const bool fused = training && options_.trainable && !options_.synchronized &&
+                     axis_ == rank_ - 1 && UseCpuFusedOps();
+  Value biased = input, bias;
+  if (input_bias_) {
+    const Variable b = input_bias_();
+    if (fused && CurrentComputeDType() == DType::kFloat32 && input.dtype() == DType::kFloat32) {
+      bias = b.Read();  // added inside the fused op
+    } else {
+      // Conv2D::Call's broadcasting add, in the conv layer's precision scope.
+      biased = ops::Add(input, ops::Reshape(b, {1, 1, 1, -1}));
+    }
+  }
   // Keras casts the input to the compute dtype (Layer.__call__), then computes in float32
   // (LayerNormalization's input is not cast).
-  const Value x = RoundTo(input, CurrentComputeDType());
+  const Value x = RoundTo(biased, CurrentComputeDType());
   return KeepFloat32([&]() -> Value {
     if (x.dtype() != DType::kFloat32) {
       return Value::Error(UnimplementedError("BatchNormalization '" + name() +
                                              "' supports float32 inputs only, got " +
                                              std::string(DTypeName(x.dtype()))));
     }
-    if (training && options_.trainable && !options_.synchronized && axis_ == rank_ - 1 &&
-        UseCpuFusedOps()) {
-      return FusedTrainingCall(x);
-    }
+    if (fused) return FusedTrainingCall(x, bias);
     Value y = UnfusedCall(x, training);
     return relu_output_ ? ops::Relu(y) : y;
   });
@@ -166,7 +175,7 @@ Value BatchNormalization::UnfusedCall(const Value& x, bool training) {
 // The training-mode call over the last axis as one FusedBatchNormTraining op (CPU only): the
 // same bits as the unfused Moments + Normalize graph, in three passes over x, and one
 // FusedBatchNormTrainingGrad op for the gradient.
-Value BatchNormalization::FusedTrainingCall(const Value& x) {
+Value BatchNormalization::FusedTrainingCall(const Value& x, const Value& bias) {
   Value mm = moving_mean_.Read();
   // A missing gamma (beta) acts as ones (zeros): x * (inv * 1) + (0 - mean * inv) has the bits
   // of the unscaled (uncentered) graph.
@@ -174,8 +183,13 @@ Value BatchNormalization::FusedTrainingCall(const Value& x) {
   Value beta = options_.center ? beta_.Read() : ops::ZerosLike(mm);
   AttrMap attrs;
   attrs.Set("epsilon", options_.epsilon);
-  const char* op = relu_output_ ? "FusedBatchNormReluTraining" : "FusedBatchNormTraining";
-  std::vector<Value> out = Apply(op, {x, gamma, beta}, attrs, "BatchNorm");
+  static const char* const kOps[2][2] = {
+      {"FusedBatchNormTraining", "FusedBatchNormReluTraining"},
+      {"FusedBiasBatchNormTraining", "FusedBiasBatchNormReluTraining"}};
+  std::vector<Value> in = {x, gamma, beta};
+  if (bias.defined()) in.push_back(bias);
+  const char* op = kOps[bias.defined() ? 1 : 0][relu_output_ ? 1 : 0];
+  std::vector<Value> out = Apply(op, in, attrs, "BatchNorm");
   if (out.size() != 3) return out.empty() ? Value::Error(InternalError("no outputs")) : out[0];
   if (Status s = UpdateMovingStats(out[1], out[2]); !s.ok()) return Value::Error(s);
   return out[0];

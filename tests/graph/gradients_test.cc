@@ -385,6 +385,8 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "SoftmaxGrad",
       "FusedBatchNormTrainingGrad",
       "FusedBatchNormReluTrainingGrad",
+      "FusedBiasBatchNormTrainingGrad",
+      "FusedBiasBatchNormReluTrainingGrad",
       "FusedLayerNormGrad",
       "AvgPoolGrad",
       "StridedSliceGrad",

@@ -178,6 +178,52 @@ TEST(FusedBatchNormTest, ReluVariantsEqualSeparateOpsBits) {
   }
 }
 
+// The Bias variants against AddV2(x, bias) before the plain / Relu ops and SumToShapeOf(dx) for
+// dbias (the graph of a Conv2D's bias add before BatchNormalization): same bits, any threads.
+TEST(FusedBatchNormTest, BiasVariantsEqualSeparateOpsBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  pools.push_back(nullptr);
+  for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "bn"));
+  uint32_t seed = 400;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    const int64_t c = in.gamma.num_elements();
+    const Tensor bias = Random(TensorShape({c}), seed, -2.0, 2.0);
+    std::vector<int64_t> like_dims(static_cast<size_t>(shape.rank()), 1);
+    like_dims.back() = c;
+    const Tensor bias_like = Random(TensorShape(like_dims), seed);  // SumToShapeOf's target
+    const Tensor xb = Run1("AddV2", {in.x, bias});
+    for (bool relu : {false, true}) {
+      const std::string plain_op = relu ? "FusedBatchNormReluTraining" : "FusedBatchNormTraining";
+      const std::string op = relu ? "FusedBiasBatchNormReluTraining" : "FusedBiasBatchNormTraining";
+      std::vector<Tensor> want = *RunV(plain_op, {xb, in.gamma, in.beta}, EpsAttrs());
+      std::vector<Tensor> grad_in = {in.dy, xb, in.gamma, want[1], want[2]};
+      if (relu) grad_in.push_back(want[0]);
+      std::vector<Tensor> want_grad = *RunV(plain_op + "Grad", grad_in, EpsAttrs());
+      const Tensor want_dbias = Run1("SumToShapeOf", {want_grad[0], bias_like});
+      grad_in[1] = in.x;
+      grad_in.push_back(bias);
+      for (const auto& pool : pools) {
+        Result<std::vector<Tensor>> f =
+            RunOn(pool.get(), op, {in.x, in.gamma, in.beta, bias}, EpsAttrs());
+        ASSERT_TRUE(f.ok()) << f.status();
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_TRUE(SameBits((*f)[i], want[i])) << op << shape.ToString() << " output " << i;
+        }
+        Result<std::vector<Tensor>> g = RunOn(pool.get(), op + "Grad", grad_in, EpsAttrs());
+        ASSERT_TRUE(g.ok()) << g.status();
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_TRUE(SameBits((*g)[i], want_grad[i])) << op << shape.ToString() << " grad " << i;
+        }
+        ASSERT_EQ((*g)[3].num_elements(), c);
+        EXPECT_EQ(std::memcmp((*g)[3].data<float>(), want_dbias.data<float>(), c * sizeof(float)),
+                  0)
+            << op << shape.ToString() << " dbias";
+      }
+    }
+  }
+}
+
 // AddRelu(a, b) has the bits of Relu(AddV2(a, b)) (including -0 and NaN) for any thread count.
 TEST(AddReluTest, EqualsAddThenReluBits) {
   std::vector<std::unique_ptr<ThreadPool>> pools;
