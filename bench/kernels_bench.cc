@@ -178,6 +178,14 @@ void BM_FusedBatchNormReluGrad(benchmark::State& state) {
   Run(state, "FusedBatchNormReluTrainingGrad", {in[3], in[0], in[1], f[1], f[2], f[0]}, kBnAttrs);
   SetBytes(state, in[0], 6);
 }
+void BM_FusedBiasBatchNormReluGrad(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  std::vector<Tensor> f = *RunOp("FusedBiasBatchNormReluTraining",
+                                 std::vector<Tensor>{in[0], in[1], in[2], in[2]}, kBnAttrs);
+  Run(state, "FusedBiasBatchNormReluTrainingGrad", {in[3], in[0], in[1], f[1], f[2], f[0], in[2]},
+      kBnAttrs);
+  SetBytes(state, in[0], 6);
+}
 Tensor Op1(const char* op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
   return (*RunOp(op, in, attrs))[0];
 }
@@ -266,6 +274,7 @@ BENCHMARK(BM_UnfusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUT
 BENCHMARK(BM_FusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNormRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBiasBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Softmax)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();

@@ -243,22 +243,21 @@ Status Backward(KernelContext& ctx) {
   const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
                            dr = Repeat(d.data(), c);
   float* dxp = dx.data<float>();
-  auto dx_at = [&](int64_t i, int64_t w) {
-    const float t0 = ar[w] * grad(i);
-    const float t1 = br[w] * (xv(i, w) - rep[w]);
-    return dxp[i] = (t0 + t1) + dr[w];
-  };
+  ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
+    for (int64_t j = 0; j < len; ++j) {
+      const float t0 = ar[j] * grad(base + j);
+      const float t1 = br[j] * (xv(base + j, j) - rep[j]);
+      dxp[base + j] = (t0 + t1) + dr[j];
+    }
+  });
   if constexpr (kBias) {
-    // dbias = SumToShapeOf(dx): the sums of dx per channel in ReduceInto's order, which
-    // ChannelSums<float> follows, taken while dx is written.
+    // dbias = SumToShapeOf(dx): dx's sums per channel in ReduceInto's order, which
+    // ChannelSums<float> follows (a separate read pass: summing while writing dx does not
+    // vectorize).
     TROUPE_ASSIGN_OR_RETURN(Tensor dbias_t, ctx.AllocateOutput(3, DType::kFloat32, specs[3].shape));
     float* outs1[1] = {dbias_t.data<float>()};
-    auto dx1 = [&dx_at](int64_t i, int64_t w) { return std::array<float, 1>{dx_at(i, w)}; };
+    auto dx1 = [dxp](int64_t i, int64_t) { return std::array<float, 1>{dxp[i]}; };
     ChannelSums<1, float>(ctx.pool(), rows, c, dx1, outs1);
-  } else {
-    ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
-      for (int64_t j = 0; j < len; ++j) dx_at(base + j, j);
-    });
   }
   return Status::OK();
 }

@@ -174,7 +174,8 @@ Value BatchNormalization::UnfusedCall(const Value& x, bool training) {
 
 // The training-mode call over the last axis as one FusedBatchNormTraining op (CPU only): the
 // same bits as the unfused Moments + Normalize graph, in three passes over x, and one
-// FusedBatchNormTrainingGrad op for the gradient.
+// FusedBatchNormTrainingGrad op for the gradient. Its Relu / Bias variants also rectify the
+// output (relu_output_) and add the handed-over bias to x first (`bias` defined).
 Value BatchNormalization::FusedTrainingCall(const Value& x, const Value& bias) {
   Value mm = moving_mean_.Read();
   // A missing gamma (beta) acts as ones (zeros): x * (inv * 1) + (0 - mean * inv) has the bits
