@@ -189,6 +189,22 @@ void BM_FusedBiasBatchNormReluGrad(benchmark::State& state) {
 Tensor Op1(const char* op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
   return (*RunOp(op, in, attrs))[0];
 }
+// The residual join: AddRelu against AddV2 then Relu, on [n, 28, 28, 16] (ResNet-20's first
+// stack at batch n).
+std::vector<Tensor> JoinInputs(benchmark::State& state) {
+  const TensorShape s({state.range(0), 28, 28, 16});
+  return {Random(s, 1), Random(s, 2)};
+}
+void BM_AddRelu(benchmark::State& state) {
+  std::vector<Tensor> in = JoinInputs(state);
+  Run(state, "AddRelu", {in[0], in[1]}, {});
+  SetBytes(state, in[0], 3);
+}
+void BM_AddThenRelu(benchmark::State& state) {
+  std::vector<Tensor> in = JoinInputs(state);
+  for (auto _ : state) benchmark::DoNotOptimize(Op1("Relu", {Op1("AddV2", {in[0], in[1]})}));
+  SetBytes(state, in[0], 5);
+}
 // The unfused forward: Mean, SquaredDifference, Mean, Rsqrt, Mul, Mul, Sub, Mul, Add.
 void BM_UnfusedBatchNorm(benchmark::State& state) {
   std::vector<Tensor> in = BnInputs(state);
@@ -275,6 +291,8 @@ BENCHMARK(BM_FusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCP
 BENCHMARK(BM_FusedBatchNormRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBiasBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_AddRelu)->Arg(128)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_AddThenRelu)->Arg(128)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Softmax)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SoftmaxGrad)->UseRealTime()->MeasureProcessCPUTime();
