@@ -174,8 +174,45 @@ void BM_FusedBatchNormGrad(benchmark::State& state) {
   Run(state, "FusedBatchNormTrainingGrad", {in[3], in[0], in[1], f[1], f[2]}, kBnAttrs);
   SetBytes(state, in[0], 5);
 }
+// The Relu variants: the Conv-BN-ReLU block's forward and backward in one op each.
+void BM_FusedBatchNormRelu(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  Run(state, "FusedBatchNormReluTraining", {in[0], in[1], in[2]}, kBnAttrs);
+  SetBytes(state, in[0], 4);
+}
+void BM_FusedBatchNormReluGrad(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  std::vector<Tensor> f =
+      *RunOp("FusedBatchNormReluTraining", std::vector<Tensor>{in[0], in[1], in[2]}, kBnAttrs);
+  Run(state, "FusedBatchNormReluTrainingGrad", {in[3], in[0], in[1], f[1], f[2], f[0]}, kBnAttrs);
+  SetBytes(state, in[0], 6);
+}
+void BM_FusedBiasBatchNormReluGrad(benchmark::State& state) {
+  std::vector<Tensor> in = BnInputs(state);
+  std::vector<Tensor> f = *RunOp("FusedBiasBatchNormReluTraining",
+                                 std::vector<Tensor>{in[0], in[1], in[2], in[2]}, kBnAttrs);
+  Run(state, "FusedBiasBatchNormReluTrainingGrad", {in[3], in[0], in[1], f[1], f[2], f[0], in[2]},
+      kBnAttrs);
+  SetBytes(state, in[0], 6);
+}
 Tensor Op1(const char* op, std::vector<Tensor> in, const AttrMap& attrs = {}) {
   return (*RunOp(op, in, attrs))[0];
+}
+// The residual join: AddRelu against AddV2 then Relu, on [n, 28, 28, 16] (ResNet-20's first
+// stack at batch n).
+std::vector<Tensor> JoinInputs(benchmark::State& state) {
+  const TensorShape s({state.range(0), 28, 28, 16});
+  return {Random(s, 1), Random(s, 2)};
+}
+void BM_AddRelu(benchmark::State& state) {
+  std::vector<Tensor> in = JoinInputs(state);
+  Run(state, "AddRelu", {in[0], in[1]}, {});
+  SetBytes(state, in[0], 3);
+}
+void BM_AddThenRelu(benchmark::State& state) {
+  std::vector<Tensor> in = JoinInputs(state);
+  for (auto _ : state) benchmark::DoNotOptimize(Op1("Relu", {Op1("AddV2", {in[0], in[1]})}));
+  SetBytes(state, in[0], 5);
 }
 // The unfused forward: Mean, SquaredDifference, Mean, Rsqrt, Mul, Mul, Sub, Mul, Add.
 void BM_UnfusedBatchNorm(benchmark::State& state) {
@@ -308,6 +345,11 @@ BENCHMARK(BM_MaxPoolGrad)->Arg(8)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBatchNormRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_FusedBiasBatchNormReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_AddRelu)->Arg(128)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_AddThenRelu)->Arg(128)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_UnfusedBatchNormGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MatMul)
     ->Apply(TransformerMatMulArgs)

@@ -34,16 +34,23 @@ Result<std::vector<int64_t>> SizesOf(const Value& x, const std::string& what) {
   return s.dims();
 }
 // Gradient of FusedBatchNormTraining (statistics per channel, over rows) or FusedLayerNorm
-// (statistics per row, over the last axis); see RegisterNnGradients.
+// (statistics per row, over the last axis); see RegisterNnGradients. `relu`: the op rectified
+// its output (FusedBatchNormRelu*), whose grad op also takes that output to mask dy. `bias`:
+// the op normalized x + its 4th input (FusedBiasBatchNorm*), whose grad op takes the bias last
+// and returns dbias too.
 Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<Value>* dx,
-                     const char* grad_op, bool per_row) {
+                     const char* grad_op, bool per_row, bool relu = false, bool bias = false) {
   const Value& x = c.inputs[0];
   const Value& mean = c.outputs[1];
   Value dy0 = dy[0].defined() ? dy[0] : ops::ZerosLike(c.outputs[0]);
   AttrMap attrs;
   attrs.Set("epsilon", c.attrs.values().at("epsilon"));
-  std::vector<Value> g = Apply(grad_op, {dy0, x, c.inputs[1], mean, c.outputs[2]}, attrs, grad_op);
-  if (g.size() != 3) return InternalError(std::string(grad_op) + ": expected 3 outputs");
+  std::vector<Value> in = {dy0, x, c.inputs[1], mean, c.outputs[2]};
+  if (relu) in.push_back(c.outputs[0]);
+  if (bias) in.push_back(c.inputs[3]);
+  std::vector<Value> g = Apply(grad_op, in, attrs, grad_op);
+  const size_t outs = bias ? 4 : 3;
+  if (g.size() != outs) return InternalError(std::string(grad_op) + ": wrong output count");
   Value dxv = g[0];
   if (dy[1].defined() || dy[2].defined()) {
     const TensorShape& s = x.shape();
@@ -57,14 +64,20 @@ Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<
     const int64_t n = per_row ? last : (last == 0 ? 1 : s.num_elements() / last);
     auto stat = [&](const Value& v) { return per_row ? ops::ExpandDims(v, -1) : v; };
     const double inv_n = 1.0 / static_cast<double>(std::max<int64_t>(n, 1));
-    if (dy[1].defined())
-      dxv = ops::Add(dxv, stat(ops::Mul(dy[1], ops::ScalarOf(inv_n, x.dtype()))));
+    const Value xb = bias ? ops::Add(x, c.inputs[3]) : x;  // what was normalized
+    Value extra;
+    auto add = [&](const Value& v) { extra = extra.defined() ? ops::Add(extra, v) : v; };
+    if (dy[1].defined()) add(stat(ops::Mul(dy[1], ops::ScalarOf(inv_n, x.dtype()))));
     if (dy[2].defined()) {
       Value scale = stat(ops::Mul(dy[2], ops::ScalarOf(2 * inv_n, x.dtype())));
-      dxv = ops::Add(dxv, ops::Mul(ops::Sub(x, stat(mean)), scale));
+      add(ops::Mul(ops::Sub(xb, stat(mean)), scale));
     }
+    dxv = ops::Add(dxv, extra);
+    if (bias)
+      g[3] = ops::Add(g[3], grad::ReduceLike(ops::Add(extra, ops::ZerosLike(x)), c.inputs[3]));
   }
   *dx = {dxv, g[1], g[2]};
+  if (bias) dx->push_back(g[3]);
   return Status::OK();
 }
 }  // namespace
@@ -150,6 +163,24 @@ void RegisterNnGradients() {
   // add d mean / n and d variance * 2 (x - mean) / n to dx.
   RegisterGradient("FusedBatchNormTraining", [](const OpCall& c, const V& dy, V* dx) {
     return FusedNormGrad(c, dy, dx, "FusedBatchNormTrainingGrad", /*per_row=*/false);
+  });
+  RegisterGradient("FusedBatchNormReluTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormGrad(c, dy, dx, "FusedBatchNormReluTrainingGrad", /*per_row=*/false,
+                         /*relu=*/true);
+  });
+  RegisterGradient("FusedBiasBatchNormTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormGrad(c, dy, dx, "FusedBiasBatchNormTrainingGrad", /*per_row=*/false,
+                         /*relu=*/false, /*bias=*/true);
+  });
+  RegisterGradient("FusedBiasBatchNormReluTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormGrad(c, dy, dx, "FusedBiasBatchNormReluTrainingGrad", /*per_row=*/false,
+                         /*relu=*/true, /*bias=*/true);
+  });
+  // Relu(x + y): ReluGrad through the output, then the add's identity to both inputs.
+  RegisterGradient("AddRelu", [](const OpCall& c, const V& dy, V* dx) {
+    Value g = Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad");
+    *dx = {g, g};
+    return Status::OK();
   });
   RegisterGradient("FusedLayerNorm", [](const OpCall& c, const V& dy, V* dx) {
     return FusedNormGrad(c, dy, dx, "FusedLayerNormGrad", /*per_row=*/true);

@@ -11,9 +11,23 @@
 //   dx = gamma * rstd * (dy - mean(dy) - (x - mean) * rstd^2 * mean(dy * (x - mean))).
 // Per-channel sums run over fixed row chunks combined in chunk order, and each channel is one
 // SIMD lane, so the bits depend neither on the thread count nor on the vector width.
+//
+// The Relu variants fuse the Conv-BN-ReLU pattern's activation:
+//   FusedBatchNormReluTraining(x, gamma, beta; epsilon) -> Relu(y), mean, variance
+//   FusedBatchNormReluTrainingGrad(dy, x, gamma, mean, variance, y; epsilon) -> dx, dgamma, dbeta
+// where y is the forward's (rectified) output and the gradient first masks dy as ReluGrad does
+// (dy * (y > 0)), so both have the bits of the separate Relu / ReluGrad ops around the plain
+// ones, without the intermediate tensors.
+//
+// The Bias variants (FusedBiasBatchNorm[Relu]Training[Grad]) take one more input, last: the
+// bias [C] of the convolution before them, and normalize x + bias (each sum rounded as the
+// broadcasting AddV2 rounds it) without that tensor; their gradients add dbias, the column sums
+// of dx in the order of SumToShapeOf (ReduceInto's), to their outputs.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/channel_sums.h"
@@ -59,6 +73,10 @@ Result<SpecList> ForwardShape(Specs in, const AttrMap& attrs) {
     TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "x", in[0].dtype, arg, in[i].dtype));
     TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "channels of x", cs, arg, in[i].shape));
   }
+  if (in.size() > 3) {
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "x", in[0].dtype, "bias", in[3].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "channels of x", cs, "bias", in[3].shape));
+  }
   return SpecList{in[0], TensorSpec{cs, in[0].dtype, ""}, TensorSpec{cs, in[0].dtype, ""}};
 }
 
@@ -80,6 +98,47 @@ Result<SpecList> BackwardShape(Specs in, const AttrMap& attrs) {
   return SpecList{in[1], TensorSpec{cs, in[0].dtype, ""}, TensorSpec{cs, in[0].dtype, ""}};
 }
 
+// As the Relu op (Eigen's max(v, 0), which is std::max): NaN and -0 pass through unchanged.
+inline float Relu(float v) { return std::max(v, 0.f); }
+
+// As the ReluGrad op: g * (y > 0), a product with 1 or 0 (so -0 and NaN behave as there).
+// y > 0 is tested on y's bits (0 < bits <= +inf's as int32; NaN and negatives fail), which
+// GCC vectorizes; a float compare here becomes a mispredicted branch per element.
+inline float MaskedGrad(float g, float y) {
+  int32_t bits;
+  std::memcpy(&bits, &y, sizeof bits);
+  const int32_t positive =
+      static_cast<int32_t>(bits > 0) & static_cast<int32_t>(bits <= 0x7f800000);
+  return g * static_cast<float>(positive);
+}
+
+// The gradients' inputs past the plain op's five: y (kRelu), then bias (kBias).
+template <bool kRelu, bool kBias>
+Result<SpecList> GradShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "FusedBatchNorm*TrainingGrad";
+  TROUPE_ASSIGN_OR_RETURN(SpecList out, BackwardShape(in.first(5), attrs));
+  if (kRelu) {
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "y", in[5].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[1].shape, "y", in[5].shape));
+  }
+  if (kBias) {
+    const size_t b = kRelu ? 6 : 5;
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "bias", in[b].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "gamma", in[2].shape, "bias", in[b].shape));
+    out.push_back(in[b]);
+  }
+  return out;
+}
+
+// x[i] (+ bias of its channel: w indexes the Repeat()ed bias, as in ChannelSums).
+template <bool kBias>
+struct BiasedX {
+  const float* x;
+  const float* bias;  // Repeat()ed; unused without kBias
+  float operator()(int64_t i, int64_t w) const { return kBias ? x[i] + bias[w] : x[i]; }
+};
+
+template <bool kRelu, bool kBias>
 Status Forward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(SpecList specs, ForwardShape(InputSpecs(ctx), ctx.attrs()));
   const Tensor& x = ctx.input(0);
@@ -89,13 +148,15 @@ Status Forward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
   TROUPE_ASSIGN_OR_RETURN(Tensor mean_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
   TROUPE_ASSIGN_OR_RETURN(Tensor var_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
-  const float* xp = x.data<float>();
+  const std::vector<float> bias_rep =
+      kBias ? Repeat(ctx.input(3).data<float>(), c) : std::vector<float>();
+  const BiasedX<kBias> xv{x.data<float>(), bias_rep.data()};
   float* mean = mean_t.data<float>();
   float* var = var_t.data<float>();
   const float count = static_cast<float>(rows);  // Mean: the sum divided by the count
   {
     float* outs[1] = {mean};
-    auto x1 = [xp](int64_t i, int64_t) { return std::array<float, 1>{xp[i]}; };
+    auto x1 = [&xv](int64_t i, int64_t w) { return std::array<float, 1>{xv(i, w)}; };
     ChannelSums<1, float>(ctx.pool(), rows, c, x1, outs);
     if (rows > 0)
       for (int64_t j = 0; j < c; ++j) mean[j] /= count;
@@ -103,8 +164,8 @@ Status Forward(KernelContext& ctx) {
   {
     float* outs[1] = {var};
     const std::vector<float> rep = Repeat(mean, c);
-    auto sq = [xp, m = rep.data()](int64_t i, int64_t w) {
-      const float d = xp[i] - m[w];
+    auto sq = [&xv, m = rep.data()](int64_t i, int64_t w) {
+      const float d = xv(i, w) - m[w];
       return std::array<float, 1>{d * d};
     };
     ChannelSums<1, float>(ctx.pool(), rows, c, sq, outs);
@@ -127,15 +188,17 @@ Status Forward(KernelContext& ctx) {
   float* yp = y.data<float>();
   ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
-      const float scaled = xp[base + j] * ip[j];
-      yp[base + j] = scaled + sp[j];
+      const float scaled = xv(base + j, j) * ip[j];
+      const float v = scaled + sp[j];
+      yp[base + j] = kRelu ? Relu(v) : v;
     }
   });
   return Status::OK();
 }
 
+template <bool kRelu, bool kBias>
 Status Backward(KernelContext& ctx) {
-  TROUPE_ASSIGN_OR_RETURN(SpecList specs, BackwardShape(InputSpecs(ctx), ctx.attrs()));
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, (GradShape<kRelu, kBias>(InputSpecs(ctx), ctx.attrs())));
   const Tensor& x = ctx.input(1);
   const double eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
   const int64_t c = specs[1].shape.dim(0);
@@ -144,19 +207,24 @@ Status Backward(KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(Tensor dgamma_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
   TROUPE_ASSIGN_OR_RETURN(Tensor dbeta_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
   const float* dyp = ctx.input(0).data<float>();
-  const float* xp = x.data<float>();
+  const std::vector<float> bias_rep =
+      kBias ? Repeat(ctx.input(kRelu ? 6 : 5).data<float>(), c) : std::vector<float>();
+  const BiasedX<kBias> xv{x.data<float>(), bias_rep.data()};
   const float* gamma = ctx.input(2).data<float>();
   const float* mean = ctx.input(3).data<float>();
   const float* var = ctx.input(4).data<float>();
   float* dgamma = dgamma_t.data<float>();
   float* dbeta = dbeta_t.data<float>();
+  const float* yp = kRelu ? ctx.input(5).data<float>() : nullptr;
+  auto grad = [dyp, yp](int64_t i) { return kRelu ? MaskedGrad(dyp[i], yp[i]) : dyp[i]; };
   // Per channel, in double: sum(dy) and sum(dy * (x - mean)).
   std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
   double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
-  auto terms = [dyp, xp, m = rep.data()](int64_t i, int64_t w) {
-    const float xc = xp[i] - m[w];
-    return std::array<double, 2>{dyp[i], static_cast<double>(dyp[i]) * xc};
+  auto terms = [&grad, &xv, m = rep.data()](int64_t i, int64_t w) {
+    const float xc = xv(i, w) - m[w];
+    const float g = grad(i);
+    return std::array<double, 2>{g, static_cast<double>(g) * xc};
   };
   ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
   // dx = a * dy + b * (x - mean) + d per channel; the coefficients in double, rounded once.
@@ -177,35 +245,54 @@ Status Backward(KernelContext& ctx) {
   float* dxp = dx.data<float>();
   ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
-      const float t0 = ar[j] * dyp[base + j];
-      const float t1 = br[j] * (xp[base + j] - rep[j]);
+      const float t0 = ar[j] * grad(base + j);
+      const float t1 = br[j] * (xv(base + j, j) - rep[j]);
       dxp[base + j] = (t0 + t1) + dr[j];
     }
   });
+  if constexpr (kBias) {
+    // dbias = SumToShapeOf(dx): dx's sums per channel in ReduceInto's order, which
+    // ChannelSums<float> follows (a separate read pass: summing while writing dx does not
+    // vectorize).
+    TROUPE_ASSIGN_OR_RETURN(Tensor dbias_t, ctx.AllocateOutput(3, DType::kFloat32, specs[3].shape));
+    float* outs1[1] = {dbias_t.data<float>()};
+    auto dx1 = [dxp](int64_t i, int64_t) { return std::array<float, 1>{dxp[i]}; };
+    ChannelSums<1, float>(ctx.pool(), rows, c, dx1, outs1);
+  }
   return Status::OK();
+}
+
+// `name` (x, gamma, beta[, bias]) and `name`Grad (dy, x, gamma, mean, variance[, y][, bias]).
+template <bool kRelu, bool kBias>
+void RegisterVariants(OpRegistry& r, const std::string& name) {
+  Register(
+      r,
+      {.name = name, .num_inputs = kBias ? 4 : 3, .num_outputs = 3, .infer_shapes = ForwardShape},
+      Forward<kRelu, kBias>);
+  Register(r,
+           {.name = name + "Grad",
+            .num_inputs = 5 + int{kRelu} + int{kBias},
+            .num_outputs = kBias ? 4 : 3,
+            .infer_shapes = GradShape<kRelu, kBias>},
+           Backward<kRelu, kBias>);
 }
 
 }  // namespace
 }  // namespace kernels
 
 void RegisterLayerNormOps(OpRegistry& r);  // kernels/layer_norm.cc
+void RegisterAddReluOps(OpRegistry& r);    // kernels/add_relu.cc
 
-// The fused normalization ops: batch norm here, layer norm in layer_norm.cc.
+// The fused normalization ops: batch norm here, layer norm in layer_norm.cc; and AddRelu, the
+// other fused op of CNN blocks.
 void RegisterBatchNormOps(OpRegistry& r) {
   using namespace kernels;  // NOLINT
   RegisterLayerNormOps(r);
-  Register(r,
-           {.name = "FusedBatchNormTraining",
-            .num_inputs = 3,
-            .num_outputs = 3,
-            .infer_shapes = ForwardShape},
-           Forward);
-  Register(r,
-           {.name = "FusedBatchNormTrainingGrad",
-            .num_inputs = 5,
-            .num_outputs = 3,
-            .infer_shapes = BackwardShape},
-           Backward);
+  RegisterAddReluOps(r);
+  RegisterVariants<false, false>(r, "FusedBatchNormTraining");
+  RegisterVariants<true, false>(r, "FusedBatchNormReluTraining");
+  RegisterVariants<false, true>(r, "FusedBiasBatchNormTraining");
+  RegisterVariants<true, true>(r, "FusedBiasBatchNormReluTraining");
 }
 
 }  // namespace troupe

@@ -34,6 +34,8 @@ class UnaryLayer : public KerasLayer {
   Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override;
   std::vector<std::pair<std::string, Variable>> KerasWeights() const override;
   std::vector<WeightPenalty> Penalties() const override;
+  bool FuseRelu() override;  // a BatchNormalization without an activation of its own
+  bool FuseBiasOf(KerasLayer* producer) override;  // a BatchNormalization after a Conv2D
 
  private:
   std::unique_ptr<nn::Layer> layer_;
@@ -41,18 +43,25 @@ class UnaryLayer : public KerasLayer {
   nn::ActivationFn activation_;
 };
 
-// A weightless Keras layer computed from all its inputs (Add, Concatenate).
+// A weightless Keras layer computed from all its inputs (Add, Concatenate). `relu_fn`, when
+// given, computes Relu(fn(inputs)) (fused) and lets FuseRelu() switch to it.
 class FunctionLayer : public KerasLayer {
  public:
   using Fn = std::function<Value(const std::vector<Value>&)>;
-  FunctionLayer(const ConfigReader& r, Fn fn)
-      : KerasLayer(r.name(), r.class_name()), fn_(std::move(fn)) {}
+  FunctionLayer(const ConfigReader& r, Fn fn, Fn relu_fn = nullptr)
+      : KerasLayer(r.name(), r.class_name()), fn_(std::move(fn)), relu_fn_(std::move(relu_fn)) {}
   nn::Module* module() override { return nullptr; }
   Value Apply(const std::vector<Value>& inputs, const CallOptions&) override { return fn_(inputs); }
   std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
+  bool FuseRelu() override {
+    if (!relu_fn_) return false;
+    fn_ = relu_fn_;
+    return true;
+  }
 
  private:
   Fn fn_;
+  Fn relu_fn_;
 };
 
 // Builds one layer from its (opened) config; `seed` is the base of its initializers' default

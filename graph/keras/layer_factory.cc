@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "graph/keras/factory_internal.h"
+#include "graph/nn/layers.h"
+#include "graph/nn/normalization.h"
 
 namespace troupe::keras {
 namespace internal {
@@ -27,6 +29,24 @@ Value UnaryLayer::Apply(const std::vector<Value>& inputs, const CallOptions& opt
   }
   Value y = (*layer_)(inputs[0], options.training);
   return activation_ ? activation_(y) : y;
+}
+
+bool UnaryLayer::FuseRelu() {
+  auto* bn = dynamic_cast<nn::BatchNormalization*>(layer_.get());
+  if (bn == nullptr || activation_) return false;
+  bn->set_relu_output(true);
+  return true;
+}
+
+bool UnaryLayer::FuseBiasOf(KerasLayer* producer) {
+  auto* bn = dynamic_cast<nn::BatchNormalization*>(layer_.get());
+  auto* p = dynamic_cast<UnaryLayer*>(producer);
+  if (bn == nullptr || p == nullptr) return false;
+  auto* conv = dynamic_cast<nn::Conv2D*>(p->layer_.get());
+  if (conv == nullptr || !conv->use_bias() || conv->has_activation()) return false;
+  conv->set_bias_handed_over(true);
+  bn->set_input_bias([conv] { return conv->bias(); });
+  return true;
 }
 
 std::vector<WeightPenalty> PenaltiesOf(const std::vector<WeightSpec>& weights) {

@@ -64,6 +64,14 @@ class KerasLayer {
   virtual Value Apply(const std::vector<Value>& inputs, const CallOptions& options) = 0;
   virtual std::vector<std::pair<std::string, Variable>> KerasWeights() const = 0;
   virtual std::vector<WeightPenalty> Penalties() const { return {}; }
+  // Asks the layer to return Relu(output) from now on, so that a model can drop the ReLU
+  // activation that alone consumes this layer's output and let the layer fuse it
+  // (BatchNormalization, Add). False, and nothing changes, for layers that cannot.
+  virtual bool FuseRelu() { return false; }
+  // Asks the layer to add the bias of `producer` (a Conv2D without activation whose output
+  // only this layer reads) to its input itself, and the producer to skip that add, so that the
+  // add can be fused (BatchNormalization). False, and nothing changes, where that cannot be.
+  virtual bool FuseBiasOf(KerasLayer* /*producer*/) { return false; }
 
  protected:
   KerasLayer(std::string name, std::string class_name)

@@ -127,7 +127,7 @@ Result<LayerPtr> MakeGlobalPool(ConfigReader& r, nn::GlobalPooling::Kind kind, i
 }
 
 Result<LayerPtr> MakeAdd(ConfigReader& r, int64_t) {
-  return LayerPtr(std::make_unique<FunctionLayer>(r, nn::AddAll));
+  return LayerPtr(std::make_unique<FunctionLayer>(r, nn::AddAll, nn::AddAllRelu));
 }
 
 Result<LayerPtr> MakeConcatenate(ConfigReader& r, int64_t) {

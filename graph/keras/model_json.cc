@@ -44,6 +44,23 @@ Status CollectTensors(const json& arg, const std::string& where, std::vector<Ten
                             arg.dump());
 }
 
+// keras.layers.Activation("relu") (the activation as a name or a serialized function).
+bool IsReluActivation(const json& envelope) {
+  if (envelope.value("class_name", "") != "Activation") return false;
+  const json* config = Find(envelope, "config");
+  if (config == nullptr || !config->is_object() || !config->contains("activation")) return false;
+  const json& a = (*config)["activation"];
+  return a.is_string() && a.get<std::string>() == "relu";
+}
+
+// A layer config without an activation of its own ("linear", null or no key).
+bool IsLinear(const json& envelope) {
+  const json* config = Find(envelope, "config");
+  if (config == nullptr || !config->is_object() || !config->contains("activation")) return true;
+  const json& a = (*config)["activation"];
+  return a.is_null() || (a.is_string() && a.get<std::string>() == "linear");
+}
+
 }  // namespace
 
 // One layer call: which layer, on which tensors, with which keyword options.
@@ -52,6 +69,9 @@ struct KerasModel::Node {
   int64_t index = 0;  // this node's index among the layer's calls
   std::vector<TensorRef> inputs;
   CallOptions options;
+  bool relu = false;      // an Activation("relu") call
+  bool linear = false;    // a layer with "activation": "linear" or none
+  bool fused_to = false;  // its producer applies the ReLU (FuseLayerPairs): an alias
 };
 
 // The layer calls in an order where every input exists before it is used.
@@ -252,10 +272,13 @@ Status KerasModel::LoadSequential(const json& config, int64_t seed) {
     TROUPE_ASSIGN_OR_RETURN(KerasLayer * layer, AddLayer(envelope, seed));
     if (nn::Module* m = layer->module()) AddModule(m);
     plan_->nodes.push_back(Node{layer, 0, {TensorRef{previous, 0, 0}}, {}});
+    plan_->nodes.back().relu = IsReluActivation(envelope);
+    plan_->nodes.back().linear = IsLinear(envelope);
     previous = layer->name();
   }
   if (layers_.empty()) return InvalidArgumentError("the model has no layers");
   plan_->output = TensorRef{previous, 0, 0};
+  FuseLayerPairs();
   return Status::OK();
 }
 
@@ -327,6 +350,8 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
         return UnimplementedError(where + ": a Keras 2 (legacy) node; save the model with Keras 3");
       }
       Node n{layer, static_cast<int64_t>(k), {}, {}};
+      n.relu = IsReluActivation(envelope);
+      n.linear = IsLinear(envelope);
       TROUPE_RETURN_IF_ERROR(CollectTensors(node.value("args", json::array()), where, &n.inputs));
       TROUPE_RETURN_IF_ERROR(
           ParseCallKwargs(node.value("kwargs", json::object()), where, &n.options, &n.inputs));
@@ -366,7 +391,44 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
     return InvalidArgumentError("output tensor " + outputs[0].ToString() + " is never produced");
   }
   plan_->output = outputs[0];
+  FuseLayerPairs();
   return Status::OK();
+}
+
+// Hands work to the layer that alone reads a single-call layer's output (and no other node nor
+// the model output reads it): a linear Conv2D's bias add to a BatchNormalization after it
+// (FuseBiasOf), and an Activation("relu") node to the BatchNormalization or Add before it
+// (FuseRelu; the node then passes its input on). Same math, and the same ops when unfused; the
+// CPU graph then uses FusedBiasBatchNorm[Relu]Training / AddRelu, without the intermediate
+// tensors of the separate ops.
+void KerasModel::FuseLayerPairs() {
+  std::map<TensorRef, int> readers = {{plan_->output, 1}};
+  std::map<std::string, int> calls;
+  std::map<std::string, Node*> producer;
+  for (Node& n : plan_->nodes) {
+    for (const TensorRef& in : n.inputs) ++readers[in];
+    ++calls[n.layer->name()];
+    producer[n.layer->name()] = &n;
+  }
+  // The only reader of a single-call layer's output, in the same dtype policy.
+  auto sole_producer = [&](const Node& n) -> Node* {
+    if (n.inputs.size() != 1) return nullptr;
+    const TensorRef& in = n.inputs[0];
+    if (in.tensor != 0 || readers[in] != 1 || calls[in.layer] != 1) return nullptr;
+    auto p = producer.find(in.layer);
+    if (p == producer.end() || p->second->layer->dtype_policy() != n.layer->dtype_policy()) {
+      return nullptr;
+    }
+    return p->second;
+  };
+  for (Node& n : plan_->nodes) {
+    Node* p = calls[n.layer->name()] == 1 ? sole_producer(n) : nullptr;
+    if (p != nullptr && p->linear) n.layer->FuseBiasOf(p->layer);
+  }
+  for (Node& n : plan_->nodes) {
+    Node* p = n.relu ? sole_producer(n) : nullptr;
+    if (p != nullptr) n.fused_to = p->layer->FuseRelu();
+  }
 }
 
 Value KerasModel::Run(const Value& features, bool training, std::vector<TensorShape>* shapes) {
@@ -375,6 +437,12 @@ Value KerasModel::Run(const Value& features, bool training, std::vector<TensorSh
   if (input.ok() && input.dtype() != input_dtype_) input = ops::Cast(input, input_dtype_);
   values[TensorRef{input_name_, 0, 0}] = input;
   for (Node& node : plan_->nodes) {
+    if (node.fused_to) {
+      const Value& in = values[node.inputs[0]];
+      if (shapes != nullptr) shapes->push_back(in.shape());
+      values[TensorRef{node.layer->name(), node.index, 0}] = in;
+      continue;
+    }
     std::vector<Value> args;
     for (const TensorRef& ref : node.inputs) args.push_back(values[ref]);
     CallOptions options = node.options;

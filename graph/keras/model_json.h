@@ -79,6 +79,7 @@ class KerasModel : public nn::Model {
   // so variables, checkpoint indices and optimizer slots follow Keras.
   Status OrderLikeKeras(const std::vector<LayerCall>& calls, const TensorRef& output);
   Value Run(const Value& features, bool training, std::vector<TensorShape>* shapes);
+  void FuseLayerPairs();
 
   nlohmann::json json_;
   bool functional_ = false;

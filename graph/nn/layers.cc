@@ -157,7 +157,9 @@ Value Conv2D::Call(const Value& x, bool) {
   if (d.size() == 2 && (d[0] != 1 || d[1] != 1)) dilations = {1, d[0], d[1], 1};
   Value y = ops::Conv2D(x, kernel_, strides, options_.padding, dilations);
   // Keras adds the bias reshaped to (1, 1, 1, F): a broadcasting add.
-  if (options_.use_bias) y = ops::Add(y, ops::Reshape(bias_, {1, 1, 1, filters_}));
+  if (options_.use_bias && !bias_handed_over_) {
+    y = ops::Add(y, ops::Reshape(bias_, {1, 1, 1, filters_}));
+  }
   return Activate(options_.activation, y);
 }
 

@@ -64,6 +64,11 @@ class Conv2D : public Layer {
          Conv2DOptions options = {});
   const Variable& kernel() const { return kernel_; }
   const Variable& bias() const { return bias_; }
+  bool use_bias() const { return options_.use_bias; }
+  bool has_activation() const { return options_.activation != Activation::kNone; }
+  // Leaves the bias add (not the variable) to the layer that alone reads this one's output
+  // (BatchNormalization::set_input_bias), which fuses it. Only without an activation.
+  void set_bias_handed_over(bool handed_over) { bias_handed_over_ = handed_over; }
 
  protected:
   Status BuildImpl(const TensorShape& input_shape) override;
@@ -73,6 +78,7 @@ class Conv2D : public Layer {
   int64_t filters_;
   std::vector<int64_t> kernel_size_;
   Conv2DOptions options_;
+  bool bias_handed_over_ = false;
   Variable kernel_, bias_;
 };
 

@@ -119,48 +119,64 @@ Status BatchNormalization::UpdateMovingStats(const Value& mean, const Value& var
 }
 
 Value BatchNormalization::Call(const Value& input, bool training) {
+  const bool fused = training && options_.trainable && !options_.synchronized &&
+                     axis_ == rank_ - 1 && UseCpuFusedOps();
+  Value biased = input, bias;
+  if (input_bias_) {
+    const Variable b = input_bias_();
+    if (fused && CurrentComputeDType() == DType::kFloat32 && input.dtype() == DType::kFloat32) {
+      bias = b.Read();  // added inside the fused op
+    } else {
+      // Conv2D::Call's broadcasting add, in the conv layer's precision scope.
+      biased = ops::Add(input, ops::Reshape(b, {1, 1, 1, -1}));
+    }
+  }
   // Keras casts the input to the compute dtype (Layer.__call__), then computes in float32
   // (LayerNormalization's input is not cast).
-  const Value x = RoundTo(input, CurrentComputeDType());
+  const Value x = RoundTo(biased, CurrentComputeDType());
   return KeepFloat32([&]() -> Value {
     if (x.dtype() != DType::kFloat32) {
       return Value::Error(UnimplementedError("BatchNormalization '" + name() +
                                              "' supports float32 inputs only, got " +
                                              std::string(DTypeName(x.dtype()))));
     }
-    if (training && options_.trainable && !options_.synchronized && axis_ == rank_ - 1 &&
-        UseCpuFusedOps()) {
-      return FusedTrainingCall(x);
-    }
-    Value mean, variance;
-    if (training && options_.trainable) {
-      std::vector<Value> m = Moments(x);
-      mean = m[0];
-      variance = m[1];
-      if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
-    } else {
-      mean = moving_mean_.Read();
-      variance = moving_variance_.Read();
-    }
-    Value gamma = options_.scale ? gamma_.Read() : Value();
-    Value beta = options_.center ? beta_.Read() : Value();
-    if (axis_ != rank_ - 1) {
-      // Keras reshapes the [C] statistics to broadcast along the channel axis.
-      std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
-      shape[static_cast<size_t>(axis_)] = -1;
-      mean = ops::Reshape(mean, shape);
-      variance = ops::Reshape(variance, shape);
-      if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
-      if (beta.defined()) beta = ops::Reshape(beta, shape);
-    }
-    return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
+    if (fused) return FusedTrainingCall(x, bias);
+    Value y = UnfusedCall(x, training);
+    return relu_output_ ? ops::Relu(y) : y;
   });
+}
+
+// Moments (or the moving statistics) and Normalize as Keras' graph, in separate ops.
+Value BatchNormalization::UnfusedCall(const Value& x, bool training) {
+  Value mean, variance;
+  if (training && options_.trainable) {
+    std::vector<Value> m = Moments(x);
+    mean = m[0];
+    variance = m[1];
+    if (Status s = UpdateMovingStats(mean, variance); !s.ok()) return Value::Error(s);
+  } else {
+    mean = moving_mean_.Read();
+    variance = moving_variance_.Read();
+  }
+  Value gamma = options_.scale ? gamma_.Read() : Value();
+  Value beta = options_.center ? beta_.Read() : Value();
+  if (axis_ != rank_ - 1) {
+    // Keras reshapes the [C] statistics to broadcast along the channel axis.
+    std::vector<int64_t> shape(static_cast<size_t>(rank_), 1);
+    shape[static_cast<size_t>(axis_)] = -1;
+    mean = ops::Reshape(mean, shape);
+    variance = ops::Reshape(variance, shape);
+    if (gamma.defined()) gamma = ops::Reshape(gamma, shape);
+    if (beta.defined()) beta = ops::Reshape(beta, shape);
+  }
+  return Normalize(x, mean, variance, gamma, beta, options_.epsilon);
 }
 
 // The training-mode call over the last axis as one FusedBatchNormTraining op (CPU only): the
 // same bits as the unfused Moments + Normalize graph, in three passes over x, and one
-// FusedBatchNormTrainingGrad op for the gradient.
-Value BatchNormalization::FusedTrainingCall(const Value& x) {
+// FusedBatchNormTrainingGrad op for the gradient. Its Relu / Bias variants also rectify the
+// output (relu_output_) and add the handed-over bias to x first (`bias` defined).
+Value BatchNormalization::FusedTrainingCall(const Value& x, const Value& bias) {
   Value mm = moving_mean_.Read();
   // A missing gamma (beta) acts as ones (zeros): x * (inv * 1) + (0 - mean * inv) has the bits
   // of the unscaled (uncentered) graph.
@@ -168,7 +184,13 @@ Value BatchNormalization::FusedTrainingCall(const Value& x) {
   Value beta = options_.center ? beta_.Read() : ops::ZerosLike(mm);
   AttrMap attrs;
   attrs.Set("epsilon", options_.epsilon);
-  std::vector<Value> out = Apply("FusedBatchNormTraining", {x, gamma, beta}, attrs, "BatchNorm");
+  static const char* const kOps[2][2] = {
+      {"FusedBatchNormTraining", "FusedBatchNormReluTraining"},
+      {"FusedBiasBatchNormTraining", "FusedBiasBatchNormReluTraining"}};
+  std::vector<Value> in = {x, gamma, beta};
+  if (bias.defined()) in.push_back(bias);
+  const char* op = kOps[bias.defined() ? 1 : 0][relu_output_ ? 1 : 0];
+  std::vector<Value> out = Apply(op, in, attrs, "BatchNorm");
   if (out.size() != 3) return out.empty() ? Value::Error(InternalError("no outputs")) : out[0];
   if (Status s = UpdateMovingStats(out[1], out[2]); !s.ok()) return Value::Error(s);
   return out[0];

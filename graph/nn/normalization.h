@@ -48,6 +48,15 @@ class BatchNormalization : public Layer {
   const Variable& moving_variance() const { return moving_variance_; }
   // Overrides SumAcrossReplicas for synchronized statistics (see the header comment).
   void set_cross_replica_sum(CrossReplicaSum sum) { options_.cross_replica_sum = std::move(sum); }
+  // The layer returns Relu(output): a model that follows it by a ReLU activation hands the
+  // activation over, so the CPU training graph can rectify inside FusedBatchNormReluTraining
+  // (same bits as the separate Relu op; the unfused graph applies ops::Relu).
+  void set_relu_output(bool relu) { relu_output_ = relu; }
+  // The layer adds `bias()` ([C], broadcast over the last axis) to its input first: the bias of
+  // the convolution before it, handed over (nn::Conv2D::set_bias_handed_over) so that the CPU
+  // training graph folds the add into FusedBiasBatchNorm*Training; elsewhere the layer adds it
+  // with the Conv2D layer's op (same bits).
+  void set_input_bias(std::function<Variable()> bias) { input_bias_ = std::move(bias); }
 
  protected:
   Status BuildImpl(const TensorShape& input_shape) override;
@@ -58,11 +67,14 @@ class BatchNormalization : public Layer {
   std::vector<Value> Moments(const Value& x);
   std::vector<Value> SyncMoments(const Value& x);
   Status UpdateMovingStats(const Value& mean, const Value& variance);
-  Value FusedTrainingCall(const Value& x);
+  Value FusedTrainingCall(const Value& x, const Value& bias);  // bias: undefined for none
+  Value UnfusedCall(const Value& x, bool training);            // without relu_output_
 
   BatchNormOptions options_;
   int rank_ = 0;
   int axis_ = 0;  // normalized
+  bool relu_output_ = false;
+  std::function<Variable()> input_bias_;
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };
 

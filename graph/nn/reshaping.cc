@@ -3,6 +3,7 @@
 #include "graph/nn/layer_util.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
+#include "graph/tracing_device.h"
 
 namespace troupe::nn {
 
@@ -71,6 +72,16 @@ Value AddAll(const std::vector<Value>& inputs) {
   Value sum = inputs[0];
   for (size_t i = 1; i < inputs.size(); ++i) sum = ops::Add(sum, inputs[i]);
   return sum;
+}
+
+Value AddAllRelu(const std::vector<Value>& inputs) {
+  if (inputs.size() == 2 && inputs[0].ok() && inputs[1].ok() &&
+      inputs[0].dtype() == DType::kFloat32 && inputs[1].dtype() == DType::kFloat32 &&
+      inputs[0].shape().IsFullyDefined() && inputs[0].shape() == inputs[1].shape() &&
+      UseCpuFusedOps()) {
+    return Apply1("AddRelu", {inputs[0], inputs[1]}, {}, "AddRelu");
+  }
+  return ops::Relu(AddAll(inputs));
 }
 
 Value ConcatenateAll(const std::vector<Value>& inputs, int64_t axis) {

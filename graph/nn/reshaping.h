@@ -55,6 +55,10 @@ class GlobalPooling : public Layer {
 
 // keras.layers.Add: in0 + in1 + ... left to right.
 Value AddAll(const std::vector<Value>& inputs);
+// Relu(AddAll(inputs)), the residual join of a ResNet block followed by its ReLU: one AddRelu op
+// (same bits) for two float32 inputs of one known shape on the CPU (UseCpuFusedOps), else the
+// separate ops.
+Value AddAllRelu(const std::vector<Value>& inputs);
 // keras.layers.Concatenate(axis): tf.concat, a negative axis counted from the end.
 Value ConcatenateAll(const std::vector<Value>& inputs, int64_t axis);
 

@@ -1,4 +1,5 @@
-// FusedBatchNormTraining / FusedBatchNormTrainingGrad (kernels/batch_norm.cc): the forward op
+// FusedBatchNormTraining / FusedBatchNormTrainingGrad (kernels/batch_norm.cc), their Relu
+// variants and AddRelu (kernels/add_relu.cc): the forward op
 // equals the unfused Keras graph (Mean, SquaredDifference, Rsqrt, Mul, Sub, Add) bit for bit,
 // the backward op matches a float64 reference of the same graph's gradient, and both give the
 // same bits for any thread count. (They have no AVX-512 variant; the interop script
@@ -141,6 +142,109 @@ TEST(FusedBatchNormTest, SameBitsForAnyThreadCount) {
       }
     }
   }
+}
+
+// The Relu variants against Relu / ReluGrad around the plain ops: same bits, any thread count.
+// dy has exact zeros and x a mean offset, so masked and unmasked sums differ.
+TEST(FusedBatchNormTest, ReluVariantsEqualSeparateOpsBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  pools.push_back(nullptr);
+  for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "bn"));
+  uint32_t seed = 300;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    in.x = Random(shape, seed, -1.0, 1.5);
+    for (int64_t i = 0; i < in.dy.num_elements(); i += 7) in.dy.data<float>()[i] = 0.f;
+    std::vector<Tensor> plain =
+        *RunV("FusedBatchNormTraining", {in.x, in.gamma, in.beta}, EpsAttrs());
+    const Tensor y = Run1("Relu", {plain[0]});
+    const Tensor dy = Run1("ReluGrad", {in.dy, y});
+    std::vector<Tensor> want_grad =
+        *RunV("FusedBatchNormTrainingGrad", {dy, in.x, in.gamma, plain[1], plain[2]}, EpsAttrs());
+    for (const auto& pool : pools) {
+      Result<std::vector<Tensor>> f =
+          RunOn(pool.get(), "FusedBatchNormReluTraining", {in.x, in.gamma, in.beta}, EpsAttrs());
+      ASSERT_TRUE(f.ok()) << f.status();
+      EXPECT_TRUE(SameBits((*f)[0], y)) << shape.ToString();
+      EXPECT_TRUE(SameBits((*f)[1], plain[1]) && SameBits((*f)[2], plain[2])) << shape.ToString();
+      Result<std::vector<Tensor>> g =
+          RunOn(pool.get(), "FusedBatchNormReluTrainingGrad",
+                {in.dy, in.x, in.gamma, plain[1], plain[2], y}, EpsAttrs());
+      ASSERT_TRUE(g.ok()) << g.status();
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_TRUE(SameBits((*g)[i], want_grad[i])) << shape.ToString() << " output " << i;
+      }
+    }
+  }
+}
+
+// The Bias variants against AddV2(x, bias) before the plain / Relu ops and SumToShapeOf(dx) for
+// dbias (the graph of a Conv2D's bias add before BatchNormalization): same bits, any threads.
+TEST(FusedBatchNormTest, BiasVariantsEqualSeparateOpsBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  pools.push_back(nullptr);
+  for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "bn"));
+  uint32_t seed = 400;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    const int64_t c = in.gamma.num_elements();
+    const Tensor bias = Random(TensorShape({c}), seed, -2.0, 2.0);
+    std::vector<int64_t> like_dims(static_cast<size_t>(shape.rank()), 1);
+    like_dims.back() = c;
+    const Tensor bias_like = Random(TensorShape(like_dims), seed);  // SumToShapeOf's target
+    const Tensor xb = Run1("AddV2", {in.x, bias});
+    for (bool relu : {false, true}) {
+      const std::string plain_op = relu ? "FusedBatchNormReluTraining" : "FusedBatchNormTraining";
+      const std::string op = relu ? "FusedBiasBatchNormReluTraining" : "FusedBiasBatchNormTraining";
+      std::vector<Tensor> want = *RunV(plain_op, {xb, in.gamma, in.beta}, EpsAttrs());
+      std::vector<Tensor> grad_in = {in.dy, xb, in.gamma, want[1], want[2]};
+      if (relu) grad_in.push_back(want[0]);
+      std::vector<Tensor> want_grad = *RunV(plain_op + "Grad", grad_in, EpsAttrs());
+      const Tensor want_dbias = Run1("SumToShapeOf", {want_grad[0], bias_like});
+      grad_in[1] = in.x;
+      grad_in.push_back(bias);
+      for (const auto& pool : pools) {
+        Result<std::vector<Tensor>> f =
+            RunOn(pool.get(), op, {in.x, in.gamma, in.beta, bias}, EpsAttrs());
+        ASSERT_TRUE(f.ok()) << f.status();
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_TRUE(SameBits((*f)[i], want[i])) << op << shape.ToString() << " output " << i;
+        }
+        Result<std::vector<Tensor>> g = RunOn(pool.get(), op + "Grad", grad_in, EpsAttrs());
+        ASSERT_TRUE(g.ok()) << g.status();
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_TRUE(SameBits((*g)[i], want_grad[i])) << op << shape.ToString() << " grad " << i;
+        }
+        ASSERT_EQ((*g)[3].num_elements(), c);
+        EXPECT_EQ(std::memcmp((*g)[3].data<float>(), want_dbias.data<float>(), c * sizeof(float)),
+                  0)
+            << op << shape.ToString() << " dbias";
+      }
+    }
+  }
+}
+
+// AddRelu(a, b) has the bits of Relu(AddV2(a, b)) (including -0 and NaN) for any thread count.
+TEST(AddReluTest, EqualsAddThenReluBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  pools.push_back(nullptr);
+  for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "ar"));
+  for (const TensorShape& shape : Shapes()) {
+    Tensor a = Random(shape, 7), b = Random(shape, 8);
+    float* pa = a.data<float>();
+    pa[0] = -0.f;
+    b.data<float>()[0] = -0.f;
+    if (a.num_elements() > 2) pa[1] = std::nanf("");
+    const Tensor want = Run1("Relu", {Run1("AddV2", {a, b})});
+    for (const auto& pool : pools) {
+      Result<std::vector<Tensor>> got = RunOn(pool.get(), "AddRelu", {a, b}, AttrMap());
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_TRUE(SameBits((*got)[0], want)) << shape.ToString();
+    }
+  }
+  Result<std::vector<Tensor>> mismatch =
+      RunV("AddRelu", {Random(TensorShape({2, 3}), 1), Random(TensorShape({3}), 2)});
+  EXPECT_FALSE(mismatch.ok());
 }
 
 TEST(FusedBatchNormTest, ShapeErrorsNameTheArgument) {
