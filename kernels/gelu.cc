@@ -66,13 +66,13 @@ Status GeluForward(KernelContext& ctx) {
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
   ParallelFor(ctx.pool(), x.num_elements(), 30, [&](int64_t b, int64_t e) {
+    auto fs = [](float v) { return GeluValue<simd_math::ScalarOps>(v); };
 #if TROUPE_SIMD_MATH_AVX2
     auto fv = [](__m256 v) { return GeluValue<simd_math::Avx2Ops>(v); };
 #else
-    auto fv = [](float v) { return v; };
+    auto fv = fs;  // unused: without AVX2, Apply runs only the scalar loop
 #endif
-    Apply<false>(xp, nullptr, yp, b, e, fv,
-                 [](float v) { return GeluValue<simd_math::ScalarOps>(v); });
+    Apply<false>(xp, nullptr, yp, b, e, fv, fs);
   });
   return Status::OK();
 }
@@ -91,13 +91,13 @@ Status GeluBackward(KernelContext& ctx) {
   const float* xp = x.data<float>();
   float* dxp = dx.data<float>();
   ParallelFor(ctx.pool(), x.num_elements(), 50, [&](int64_t b, int64_t e) {
+    auto fs = [](float g, float v) { return GeluGradValue<simd_math::ScalarOps>(g, v); };
 #if TROUPE_SIMD_MATH_AVX2
     auto fv = [](__m256 g, __m256 v) { return GeluGradValue<simd_math::Avx2Ops>(g, v); };
 #else
-    auto fv = [](float g, float) { return g; };
+    auto fv = fs;  // unused: without AVX2, Apply runs only the scalar loop
 #endif
-    Apply<true>(dyp, xp, dxp, b, e, fv,
-                [](float g, float v) { return GeluGradValue<simd_math::ScalarOps>(g, v); });
+    Apply<true>(dyp, xp, dxp, b, e, fv, fs);
   });
   return Status::OK();
 }

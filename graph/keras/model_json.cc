@@ -9,6 +9,7 @@
 #include "graph/keras/json_util.h"
 #include "graph/keras/keras_file.h"
 #include "graph/keras/keras_order.h"
+#include "graph/keras/model_plan.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
@@ -44,41 +45,7 @@ Status CollectTensors(const json& arg, const std::string& where, std::vector<Ten
                             arg.dump());
 }
 
-// keras.layers.Activation("relu") (the activation as a name or a serialized function).
-bool IsReluActivation(const json& envelope) {
-  if (envelope.value("class_name", "") != "Activation") return false;
-  const json* config = Find(envelope, "config");
-  if (config == nullptr || !config->is_object() || !config->contains("activation")) return false;
-  const json& a = (*config)["activation"];
-  return a.is_string() && a.get<std::string>() == "relu";
-}
-
-// A layer config without an activation of its own ("linear", null or no key).
-bool IsLinear(const json& envelope) {
-  const json* config = Find(envelope, "config");
-  if (config == nullptr || !config->is_object() || !config->contains("activation")) return true;
-  const json& a = (*config)["activation"];
-  return a.is_null() || (a.is_string() && a.get<std::string>() == "linear");
-}
-
 }  // namespace
-
-// One layer call: which layer, on which tensors, with which keyword options.
-struct KerasModel::Node {
-  KerasLayer* layer = nullptr;
-  int64_t index = 0;  // this node's index among the layer's calls
-  std::vector<TensorRef> inputs;
-  CallOptions options;
-  bool relu = false;      // an Activation("relu") call
-  bool linear = false;    // a layer with "activation": "linear" or none
-  bool fused_to = false;  // its producer applies the ReLU (FuseLayerPairs): an alias
-};
-
-// The layer calls in an order where every input exists before it is used.
-struct KerasModel::Plan {
-  std::vector<Node> nodes;
-  TensorRef output;
-};
 
 KerasModel::KerasModel(std::string name) : nn::Model(std::move(name)) {}
 KerasModel::~KerasModel() = default;
@@ -393,42 +360,6 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
   plan_->output = outputs[0];
   FuseLayerPairs();
   return Status::OK();
-}
-
-// Hands work to the layer that alone reads a single-call layer's output (and no other node nor
-// the model output reads it): a linear Conv2D's bias add to a BatchNormalization after it
-// (FuseBiasOf), and an Activation("relu") node to the BatchNormalization or Add before it
-// (FuseRelu; the node then passes its input on). Same math, and the same ops when unfused; the
-// CPU graph then uses FusedBiasBatchNorm[Relu]Training / AddRelu, without the intermediate
-// tensors of the separate ops.
-void KerasModel::FuseLayerPairs() {
-  std::map<TensorRef, int> readers = {{plan_->output, 1}};
-  std::map<std::string, int> calls;
-  std::map<std::string, Node*> producer;
-  for (Node& n : plan_->nodes) {
-    for (const TensorRef& in : n.inputs) ++readers[in];
-    ++calls[n.layer->name()];
-    producer[n.layer->name()] = &n;
-  }
-  // The only reader of a single-call layer's output, in the same dtype policy.
-  auto sole_producer = [&](const Node& n) -> Node* {
-    if (n.inputs.size() != 1) return nullptr;
-    const TensorRef& in = n.inputs[0];
-    if (in.tensor != 0 || readers[in] != 1 || calls[in.layer] != 1) return nullptr;
-    auto p = producer.find(in.layer);
-    if (p == producer.end() || p->second->layer->dtype_policy() != n.layer->dtype_policy()) {
-      return nullptr;
-    }
-    return p->second;
-  };
-  for (Node& n : plan_->nodes) {
-    Node* p = calls[n.layer->name()] == 1 ? sole_producer(n) : nullptr;
-    if (p != nullptr && p->linear) n.layer->FuseBiasOf(p->layer);
-  }
-  for (Node& n : plan_->nodes) {
-    Node* p = n.relu ? sole_producer(n) : nullptr;
-    if (p != nullptr) n.fused_to = p->layer->FuseRelu();
-  }
 }
 
 Value KerasModel::Run(const Value& features, bool training, std::vector<TensorShape>* shapes) {

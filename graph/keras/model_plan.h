@@ -1,0 +1,35 @@
+// Internal to graph/keras: the layer-call plan a KerasModel runs (model_json.cc builds it,
+// model_fusion.cc hands work between neighbouring layers in it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/keras/json_util.h"
+#include "graph/keras/model_json.h"
+
+namespace troupe::keras {
+
+// One layer call: which layer, on which tensors, with which keyword options.
+struct KerasModel::Node {
+  KerasLayer* layer = nullptr;
+  int64_t index = 0;  // this node's index among the layer's calls
+  std::vector<TensorRef> inputs;
+  CallOptions options;
+  bool relu = false;      // an Activation("relu") call
+  bool linear = false;    // a layer with "activation": "linear" or none
+  bool fused_to = false;  // its producer applies the ReLU (FuseLayerPairs): an alias
+};
+
+// The layer calls in an order where every input exists before it is used.
+struct KerasModel::Plan {
+  std::vector<Node> nodes;
+  TensorRef output;
+};
+
+// keras.layers.Activation("relu") (the activation as a name or a serialized function).
+bool IsReluActivation(const nlohmann::json& envelope);
+// A layer config without an activation of its own ("linear", null or no key).
+bool IsLinear(const nlohmann::json& envelope);
+
+}  // namespace troupe::keras
