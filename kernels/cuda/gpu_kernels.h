@@ -17,5 +17,6 @@ void RegisterGpuElementwiseKernels(OpRegistry& registry);  // binary (broadcasti
 void RegisterGpuReductionKernels(OpRegistry& registry);    // Sum, Mean, Max, SumToShapeOf, ArgMax
 void RegisterGpuSoftmaxKernels(OpRegistry& registry);      // Softmax, LogSoftmax, *CrossEntropy*
 void RegisterGpuArrayKernels(OpRegistry& registry);        // views, Cast, Fill, *Like, AddN, ...
+void RegisterGpuSlicingKernels(OpRegistry& registry);      // Slice, Pad
 
 }  // namespace troupe
