@@ -87,6 +87,24 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_
                         lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
 }
 
+using GemmStridedBatchedExFn = cublasStatus_t(cublasHandle_t, cublasOperation_t, cublasOperation_t,
+                                              int, int, int, const void*, const void*, cudaDataType,
+                                              int, long long int, const void*, cudaDataType, int,
+                                              long long int, const void*, void*, cudaDataType, int,
+                                              long long int, int, cublasComputeType_t,
+                                              cublasGemmAlgo_t);
+
+cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void* alpha, const void* A, cudaDataType Atype, int lda, long long int strideA,
+    const void* B, cudaDataType Btype, int ldb, long long int strideB, const void* beta, void* C,
+    cudaDataType Ctype, int ldc, long long int strideC, int batchCount,
+    cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  TROUPE_CUBLAS_FORWARD(GemmStridedBatchedExFn, cublasGemmStridedBatchedEx, handle, transa, transb,
+                        m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C,
+                        Ctype, ldc, strideC, batchCount, computeType, algo);
+}
+
 // The status texts come from the library too; without it, the reason it could not be loaded.
 const char* CUBLASWINAPI cublasGetStatusName(cublasStatus_t status) {
   static decltype(cublasGetStatusName)* const real =
