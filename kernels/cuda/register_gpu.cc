@@ -12,6 +12,8 @@ void RegisterGpuKernels(OpRegistry& registry) {
   RegisterGpuReductionKernels(registry);
   RegisterGpuSoftmaxKernels(registry);
   RegisterGpuArrayKernels(registry);
+  RegisterGpuBatchMatMulKernels(registry);
+  RegisterGpuGatherKernels(registry);
   // Last: wraps every kernel registered above (fault reports, TROUPE_GPU_INJECT_FAULT).
   InstallGpuFaultHandling(registry);
 }
