@@ -10,6 +10,7 @@
 #include "core/gpu.h"
 #include "graph/executor_state.h"
 #include "graph/graph_op.h"
+#include "graph/kernel_check.h"
 #include "graph/op_profile.h"
 #include "kernels/elementwise_forwarding.h"
 
@@ -46,6 +47,7 @@ Status Executor::Build() {
     for (int dep : g.node(id).control_inputs) stack.push_back(dep);
   }
   for (int id : g.inputs) keep[static_cast<size_t>(id)] = 1;
+  TROUPE_RETURN_IF_ERROR(CheckKernelsExist(g, keep, device_));
 
   std::vector<int> slot_base(static_cast<size_t>(n), -1);
   for (int i = 0; i < n; ++i) {

@@ -14,7 +14,7 @@ done
 for what in "$@"; do
   case $what in
     tests)
-      for t in core_gpu_tests kernels_gpu_tests graph_gpu_tests collectives_nccl_tests; do
+      for t in core_gpu_tests kernels_gpu_tests graph_gpu_tests keras_layers_gpu_tests collectives_nccl_tests; do
         [[ -x $bundle/bin/$t ]] || continue
         echo "== $t"
         "$bundle/bin/$t" --gtest_brief=1 2>&1 | tee "$out/$t.log" | tail -40

@@ -1,6 +1,7 @@
 // GPU elementwise kernels: binary arithmetic with numpy broadcasting (Add, AddV2, Sub, Mul, Div,
 // RealDiv, DivNoNan, Maximum, Minimum, Pow, SquaredDifference), comparisons (bool out), unary
-// math, activations (Relu, Relu6, Elu, LeakyRelu, Tanh, Sigmoid, Erf) and their gradient ops.
+// math, activations (Relu, Relu6, Elu, LeakyRelu, Tanh, Sigmoid, Erf) and their gradient ops, and
+// BroadcastTo (the gradient of Sum and Mean).
 // Shapes and errors come from the ops' registered shape functions; the math is in ew_functors.h,
 // the loops in ew_launch.h.
 #include <type_traits>
@@ -103,6 +104,35 @@ void RegisterLeakyReluGpu(OpRegistry& r, const std::string& op) {
   });
 }
 
+// BroadcastTo (kernels/broadcast_grad.cc): the CPU's broadcast plan of x against a scalar that
+// the functor ignores, so each output element is a copy of the input element it maps to.
+struct FirstF {
+  template <typename T>
+  __device__ T operator()(T a, T) const {
+    return a;
+  }
+};
+
+void RegisterBroadcastToGpu(OpRegistry& r) {
+  ShapeFn shape_fn = ShapeFnOf(r, "BroadcastTo");
+  RegisterGpu(r, "BroadcastTo", [shape_fn](KernelContext& ctx) -> Status {
+    TROUPE_ASSIGN_OR_RETURN(SpecList out, OutputSpecs(shape_fn, ctx));
+    const Tensor& x = ctx.input(0);
+    TROUPE_ASSIGN_OR_RETURN(Tensor y, AllocateOutput(ctx, 0, out[0].dtype, out[0].shape));
+    const kernels::BroadcastPlan plan =
+        kernels::MakeBroadcastPlan(x.shape(), TensorShape{}, y.shape());
+    Status status;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      status = LaunchBinary<T, T>(ctx, plan, x.data<T>(), x.data<T>(), y.data<T>(), FirstF{});
+    };
+    if (!kernels::DispatchReal(x.dtype(), run)) {
+      return UnsupportedDType(ctx, x.dtype(), TypesName(Types::kReal));
+    }
+    return status;
+  });
+}
+
 }  // namespace
 }  // namespace gpu_ew
 
@@ -154,6 +184,7 @@ void RegisterGpuElementwiseKernels(OpRegistry& r) {
   RegisterBinaryGpu<Relu6GradF, Types::kReal>(r, "Relu6Grad");
   RegisterLeakyReluGpu<false>(r, "LeakyRelu");
   RegisterLeakyReluGpu<true>(r, "LeakyReluGrad");
+  RegisterBroadcastToGpu(r);
 }
 
 }  // namespace troupe

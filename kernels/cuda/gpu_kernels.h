@@ -17,6 +17,7 @@ void RegisterGpuElementwiseKernels(OpRegistry& registry);  // binary (broadcasti
 void RegisterGpuReductionKernels(OpRegistry& registry);    // Sum, Mean, Max, SumToShapeOf, ArgMax
 void RegisterGpuSoftmaxKernels(OpRegistry& registry);      // Softmax, LogSoftmax, *CrossEntropy*
 void RegisterGpuArrayKernels(OpRegistry& registry);        // views, Cast, Fill, *Like, AddN, ...
+void RegisterGpuSlicingKernels(OpRegistry& registry);      // Slice, Pad
 void RegisterGpuBatchMatMulKernels(OpRegistry& registry);  // BatchMatMulV2 (cuBLAS)
 void RegisterGpuGatherKernels(OpRegistry& registry);       // GatherV2, UnsortedSegmentSum
 

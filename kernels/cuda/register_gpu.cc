@@ -12,6 +12,7 @@ void RegisterGpuKernels(OpRegistry& registry) {
   RegisterGpuReductionKernels(registry);
   RegisterGpuSoftmaxKernels(registry);
   RegisterGpuArrayKernels(registry);
+  RegisterGpuSlicingKernels(registry);
   RegisterGpuBatchMatMulKernels(registry);
   RegisterGpuGatherKernels(registry);
   // Last: wraps every kernel registered above (fault reports, TROUPE_GPU_INJECT_FAULT).
