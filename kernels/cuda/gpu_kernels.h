@@ -18,5 +18,7 @@ void RegisterGpuReductionKernels(OpRegistry& registry);    // Sum, Mean, Max, Su
 void RegisterGpuSoftmaxKernels(OpRegistry& registry);      // Softmax, LogSoftmax, *CrossEntropy*
 void RegisterGpuArrayKernels(OpRegistry& registry);        // views, Cast, Fill, *Like, AddN, ...
 void RegisterGpuSlicingKernels(OpRegistry& registry);      // Slice, Pad
+void RegisterGpuBatchMatMulKernels(OpRegistry& registry);  // BatchMatMulV2 (cuBLAS)
+void RegisterGpuGatherKernels(OpRegistry& registry);       // GatherV2, UnsortedSegmentSum
 
 }  // namespace troupe

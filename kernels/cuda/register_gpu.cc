@@ -13,6 +13,8 @@ void RegisterGpuKernels(OpRegistry& registry) {
   RegisterGpuSoftmaxKernels(registry);
   RegisterGpuArrayKernels(registry);
   RegisterGpuSlicingKernels(registry);
+  RegisterGpuBatchMatMulKernels(registry);
+  RegisterGpuGatherKernels(registry);
   // Last: wraps every kernel registered above (fault reports, TROUPE_GPU_INJECT_FAULT).
   InstallGpuFaultHandling(registry);
 }
