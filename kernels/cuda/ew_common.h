@@ -74,9 +74,8 @@ class Scratch {
     bytes_ = bytes == 0 ? 1 : bytes;
     ptr_ = alloc_ != nullptr ? alloc_->Allocate(bytes_) : nullptr;
     if (ptr_ == nullptr) {
-      return ResourceExhaustedError(ctx.device().ToString() + ": " + std::string(ctx.op_name()) +
-                                    ": out of memory for " + std::to_string(bytes) +
-                                    " bytes of scratch");
+      return ResourceExhaustedError(std::string(ctx.op_name()) + " scratch: " +
+                                    gpu::DescribeOutOfMemory(ctx.device().index, bytes_));
     }
     return Status::OK();
   }

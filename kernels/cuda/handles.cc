@@ -153,8 +153,8 @@ Result<DeviceScratch> DeviceScratch::Allocate(int device, size_t bytes, std::str
   }
   void* p = alloc->Allocate(bytes);
   if (p == nullptr) {
-    return ResourceExhaustedError(Prefix(device, op) + "out of device memory for " +
-                                  std::to_string(bytes) + " bytes of scratch");
+    return ResourceExhaustedError(std::string(op) +
+                                  " scratch: " + DescribeOutOfMemory(device, bytes));
   }
   s.allocator_ = alloc;
   s.ptr_ = p;
