@@ -1,0 +1,460 @@
+// The keys of `troupe train`'s config, table by table, in the order `troupe config keys`
+// lists them, built from small helpers that tie each key to its TrainConfig field and state
+// its type, range, choices and conditions (config_schema.h states the contract).
+#include "launch/config_keys.h"
+
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "graph/models/registry.h"
+#include "input/data_source.h"
+
+namespace troupe::launch {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Where a key's value lives: a TrainConfig member, or a member of one of its Features
+// (data.features.image.key is image_feature.key).
+template <class T>
+struct Field {
+  Field(T TrainConfig::*f) : top(f) {}  // NOLINT: implicit, so that &C::seed is a Field
+  Field(TrainConfig::Feature TrainConfig::*f, T TrainConfig::Feature::*m) : feature(f), member(m) {}
+  T& operator()(TrainConfig& c) const { return top != nullptr ? c.*top : (c.*feature).*member; }
+  const T& operator()(const TrainConfig& c) const {
+    return top != nullptr ? c.*top : (c.*feature).*member;
+  }
+  T TrainConfig::*top = nullptr;
+  TrainConfig::Feature TrainConfig::*feature = nullptr;
+  T TrainConfig::Feature::*member = nullptr;
+};
+
+template <class T>
+ConfigKey Key(std::string name, ConfigType type, Field<T> field, std::string meaning) {
+  ConfigKey k;
+  k.name = std::move(name);
+  k.type = type;
+  k.meaning = std::move(meaning);
+  k.store = [field](const ConfigValue& v, TrainConfig& c) { field(c) = std::get<T>(v); };
+  k.get = [field](const TrainConfig& c) -> ConfigValue { return field(c); };
+  return k;
+}
+
+ConfigKey Int(std::string name, Field<int64_t> field, double min, std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kInt, field, std::move(meaning));
+  k.min = min;
+  return k;
+}
+
+// A list of integers, each >= min.
+ConfigKey IntList(std::string name, Field<std::vector<int64_t>> field, double min,
+                  std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kIntList, field, std::move(meaning));
+  k.min = min;
+  return k;
+}
+
+ConfigKey StringList(std::string name, Field<std::vector<std::string>> field, std::string meaning) {
+  return Key(std::move(name), ConfigType::kStringList, field, std::move(meaning));
+}
+
+// A list of numbers, each in [min, max).
+ConfigKey FloatList(std::string name, Field<std::vector<double>> field, double min,
+                    std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kFloatList, field, std::move(meaning));
+  k.min = min;
+  return k;
+}
+
+// A number in [min, max), or in (min, max) with min_exclusive.
+ConfigKey Float(std::string name, Field<double> field, double min, bool min_exclusive, double max,
+                std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kFloat, field, std::move(meaning));
+  k.min = min;
+  k.min_exclusive = min_exclusive;
+  k.max = max;
+  return k;
+}
+
+ConfigKey Positive(std::string name, Field<double> field, std::string meaning) {
+  return Float(std::move(name), field, 0, true, kInf, std::move(meaning));
+}
+
+ConfigKey NonNegative(std::string name, Field<double> field, std::string meaning) {
+  return Float(std::move(name), field, 0, false, kInf, std::move(meaning));
+}
+
+ConfigKey AnyNumber(std::string name, Field<double> field, std::string meaning) {
+  return Float(std::move(name), field, -kInf, false, kInf, std::move(meaning));
+}
+
+ConfigKey Bool(std::string name, Field<bool> field, std::string meaning) {
+  return Key(std::move(name), ConfigType::kBool, field, std::move(meaning));
+}
+
+ConfigKey String(std::string name, Field<std::string> field, std::vector<std::string> choices,
+                 std::string meaning) {
+  ConfigKey k = Key(std::move(name), ConfigType::kString, field, std::move(meaning));
+  k.choices = std::move(choices);
+  return k;
+}
+
+ConfigKey OnlyWith(ConfigKey k, std::string key, std::vector<std::string> values, std::string why) {
+  k.only_with = ConfigKey::Condition{std::move(key), std::move(values), std::move(why)};
+  return k;
+}
+
+ConfigKey FromRegistry(ConfigKey k, std::function<std::vector<std::string>()> names) {
+  k.choices_from = std::move(names);
+  return k;
+}
+
+ConfigKey WithCheck(ConfigKey k, std::function<std::string(const ConfigValue&)> check) {
+  k.extra_check = std::move(check);
+  return k;
+}
+
+// A kIntList check: the list has one of `sizes` entries; `want` says so ("empty or [height,
+// width]").
+std::function<std::string(const ConfigValue&)> ListSizeIn(std::vector<size_t> sizes,
+                                                          std::string want) {
+  return [sizes = std::move(sizes), want = std::move(want)](const ConfigValue& v) {
+    const size_t n = std::get<std::vector<int64_t>>(v).size();
+    if (std::find(sizes.begin(), sizes.end(), n) != sizes.end()) return std::string();
+    return "must be " + want + ", got " + ValueText(v);
+  };
+}
+
+std::string NonEmptyList(const ConfigValue& v) {
+  return std::get<std::vector<int64_t>>(v).empty() ? "must not be empty, got []" : "";
+}
+
+// [job] and [model].
+std::vector<ConfigKey> JobAndModelKeys() {
+  using C = TrainConfig;
+  using C = TrainConfig;
+  return {
+      String("job.name", &C::name, {},
+             "Name of the run: the start-up line, TensorBoard file names, checkpoints and "
+             "<run_dir>/config.toml."),
+      Int("job.seed", &C::seed, -kInf,
+          "Seeds the initial weights, the shuffle order and the job's random generator."),
+      String("job.run_dir", &C::run_dir, {},
+             "Holds checkpoints/, events/ (TensorBoard) and config.toml; a run dir with "
+             "checkpoints resumes from them."),
+      FromRegistry(String("model.name", &C::model, {},
+                          "The model to train: one of the zoo's or one the program registered "
+                          "(graph/models/registry.h)."),
+                   models::RegisteredModelNames),
+      String("model.keras", &C::model_keras, {},
+             "A Keras 3 model to train instead of model.name: a .json file written by "
+             "model.to_json() or a .keras file (Sequential or Functional)."),
+      String("model.init_from", &C::init_from, {},
+             "A checkpoint (prefix or directory) whose model weights a new run starts from: "
+             "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
+             "ignores it."),
+  };
+}
+
+// [data] and its [data.features.*] tables.
+std::vector<ConfigKey> DataKeys() {
+  using C = TrainConfig;
+  using F = TrainConfig::Feature;
+  using C = TrainConfig;
+  using F = TrainConfig::Feature;
+  const std::string tfrecord_only = "only the tfrecord source reads tf.train.Example features";
+  const std::vector<std::string> image_sources = {"fashion_mnist", "tfrecord", "synthetic"};
+  const std::string no_images = "the text source has no images";
+  return {
+      FromRegistry(String("data.source", &C::data_source, {},
+                          "Where examples come from: fashion_mnist reads the IDX files in "
+                          "data.dir; text makes character-level language-model windows of the "
+                          "files data.files matches; tfrecord reads tf.train.Example records "
+                          "(data.features.*); synthetic makes random examples."),
+                   input::RegisteredDataSourceNames),
+      String("data.dir", &C::data_dir, {},
+             "Directory of the dataset's files (Fashion-MNIST: the four IDX .gz files)."),
+      OnlyWith(String("data.files", &C::data_files, {},
+                      "A glob of the training files, read in sorted order (text: plain text; "
+                      "tfrecord: TFRecord files)."),
+               "data.source", {"text", "tfrecord"}, "only these sources read files by glob"),
+      OnlyWith(String("data.eval_files", &C::data_eval_files, {},
+                      "A glob of the evaluation TFRecord files, read in sorted order."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.compression", &C::compression, {"", "GZIP", "ZLIB"},
+                      "The TFRecord files' compression (tf.data's compression_type; \"\": "
+                      "none)."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(Int("data.sequence_length", &C::sequence_length, 1,
+                   "text: characters per example (the model's context length)."),
+               "data.source", {"text"}, "only the text source makes sequences"),
+      OnlyWith(Int("data.num_classes", &C::num_classes, 1,
+                   "Labels are in [0, num_classes); tfrecord and synthetic need it."),
+               "data.source", {"tfrecord", "synthetic"}, "the other sources know their classes"),
+      OnlyWith(Int("data.synthetic_examples", &C::synthetic_examples, 1,
+                   "Random examples per epoch of the synthetic source."),
+               "data.source", {"synthetic"}, "only the synthetic source makes examples up"),
+      Int("data.shuffle_buffer", &C::shuffle_buffer, 0,
+          "Training examples in the shuffle buffer (0: no shuffling)."),
+      String("data.auto_shard", &C::auto_shard, {"AUTO", "FILE", "DATA", "OFF"},
+             "How input is split across processes (tf.data's AutoShardPolicy), as the "
+             "coordinator assigns it."),
+      Int("data.prefetch", &C::prefetch, 1, "Batches each replica's input thread keeps ready."),
+      Int("data.decode_threads", &C::decode_threads, 0,
+          "Threads decoding one replica's batch (0: automatic)."),
+      OnlyWith(String("data.features.image.key", {&C::image_feature, &F::key}, {},
+                      "The tf.train.Example feature holding the model's input."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.features.image.decode", {&C::image_feature, &F::decode},
+                      {"raw", "png", "jpeg", "int64", "float"},
+                      "How the input is stored: raw uint8 bytes, an encoded png or jpeg, or an "
+                      "int64_list or float_list of values."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(WithCheck(IntList("data.features.image.shape", {&C::image_feature, &F::shape}, 1,
+                                 "One example's input shape, [height, width, channels] for an "
+                                 "image (synthetic examples have it too)."),
+                         NonEmptyList),
+               "data.source", {"tfrecord", "synthetic"},
+               "only these sources take the shape from the config"),
+      OnlyWith(AnyNumber("data.features.image.scale", {&C::image_feature, &F::scale},
+                         "The input is x * scale + offset, in float32."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(AnyNumber("data.features.image.offset", {&C::image_feature, &F::offset},
+                         "Added to the input after scale."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.features.label.key", {&C::label_feature, &F::key}, {},
+                      "The tf.train.Example feature holding the label."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(String("data.features.label.dtype", {&C::label_feature, &F::dtype},
+                      {"int64", "float"}, "The label feature's list: int64_list or float_list."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(IntList("data.features.label.shape", {&C::label_feature, &F::shape}, 1,
+                       "One example's label shape ([]: a scalar, the class id)."),
+               "data.source", {"tfrecord"}, tfrecord_only),
+      OnlyWith(WithCheck(IntList("data.augment.resize", &C::resize, 1,
+                                 "Resize training images to [height, width] (bilinear) before "
+                                 "the other augmentations ([]: off)."),
+                         ListSizeIn({0, 2}, "empty or [height, width]")),
+               "data.source", image_sources, no_images),
+      OnlyWith(Int("data.augment.random_crop_padding", &C::random_crop_padding, 0,
+                   "Pad training images by this many pixels, then crop back at a random "
+                   "offset (0: off)."),
+               "data.source", image_sources, no_images),
+      OnlyWith(Bool("data.augment.random_flip", &C::random_flip,
+                    "Flip training images left-right with probability 1/2."),
+               "data.source", image_sources, no_images),
+  };
+}
+
+// [train].
+std::vector<ConfigKey> TrainKeys() {
+  using C = TrainConfig;
+  using C = TrainConfig;
+  const std::vector<std::string> schedules = {"constant",    "cosine",       "piecewise",
+                                              "exponential", "inverse_time", "polynomial"};
+  return {
+      Int("train.epochs", &C::epochs, 1, "Passes over the training set."),
+      Int("train.max_steps", &C::max_steps, 0,
+          "Stop after this many global steps, even mid-epoch (0: run all epochs)."),
+      Int("train.global_batch_size", &C::global_batch_size, 1,
+          "Examples per step over all replicas; the replica count must divide it."),
+      Int("train.replicas_per_process", &C::replicas_per_process, 1,
+          "Model replicas each process runs (the job's replicas: processes x this)."),
+      Int("train.intra_op_threads", &C::intra_op_threads, 0,
+          "Threads that run a process's kernels, shared by its replicas (0: the process's "
+          "share of the cores its affinity mask and cgroup quota allow; TROUPE_NUM_THREADS "
+          "overrides 0). The bits do not depend on it."),
+      Int("train.accumulate_steps", &C::accumulate_steps, 1,
+          "Micro-batches of train.global_batch_size per update: their gradients are summed "
+          "locally and allreduced once, as Keras' gradient_accumulation_steps averages them "
+          "(schedules count micro-batches, as Keras')."),
+      String("train.device", &C::device, {"cpu", "gpu"}, "Where the replicas run."),
+      Int("train.replicas_per_gpu", &C::replicas_per_gpu, 1,
+          "With device = \"gpu\": replicas sharing one GPU (replica r of local rank L runs on "
+          "gpu:(L x replicas_per_process + r) / replicas_per_gpu)."),
+      Int("train.log_every", &C::log_every, 1,
+          "Print and log (TensorBoard) loss, accuracy and examples/s every N steps."),
+      Bool("train.skip_nonfinite", &C::skip_nonfinite,
+           "A step whose loss or gradient is NaN/Inf skips its update (counted) instead of "
+           "stopping the job."),
+      Int("train.eval_every_steps", &C::eval_every_steps, 0,
+          "Also evaluate on the test split every N steps (0: at epoch ends only; the last step "
+          "always evaluates)."),
+      Float("train.label_smoothing", &C::label_smoothing, 0, false, 1,
+            "Label smoothing of the cross-entropy in [0, 1): one-hot labels become "
+            "y * (1 - ls) + ls / classes, as Keras' CategoricalCrossentropy(label_smoothing); "
+            "the test loss is smoothed too (Keras' evaluate)."),
+      String("train.precision", &C::precision, {"float32", "mixed_bfloat16", "mixed_float16"},
+             "Keras' dtype policy: compute in bfloat16/float16 (emulated on CPUs: float32 "
+             "arithmetic on rounded operands, rounded results), variables and optimizer in "
+             "float32; BatchNormalization, LayerNormalization, Embedding, attention softmax and "
+             "the loss stay float32 as in Keras. A model.keras saved under a mixed policy "
+             "trains under it when this key is not given; given, it must match."),
+  };
+}
+
+// [optimizer]: the update rule, its schedule, clipping and averaging.
+std::vector<ConfigKey> OptimizerKeys() {
+  using C = TrainConfig;
+  using C = TrainConfig;
+  const std::vector<std::string> betas = {"adam", "adamw", "lion"};
+  const std::string no_betas = "only Adam, AdamW and Lion have betas";
+  const std::string no_momentum = "Adam has no momentum term; beta_1 plays that role";
+  const std::vector<std::string> schedules = {"constant",    "cosine",       "piecewise",
+                                              "exponential", "inverse_time", "polynomial"};
+  const std::vector<std::string> decaying = {"cosine", "exponential", "inverse_time", "polynomial"};
+  const std::string no_decay_steps = "the schedule has no decay_steps";
+  const std::string cosine_only = "only the cosine schedule has it";
+  const std::string piecewise_only = "only the piecewise schedule has it";
+  const std::string polynomial_only = "only the polynomial schedule has it";
+  return {
+      String("optimizer.name", &C::optimizer,
+             {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
+             "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
+             "update."),
+      Positive("optimizer.learning_rate", &C::learning_rate,
+               "Step size of every update (a schedule's initial learning rate)."),
+      OnlyWith(Float("optimizer.momentum", &C::momentum, 0, false, 1,
+                     "SGD's / RMSprop's momentum (0: none)."),
+               "optimizer.name", {"sgd", "rmsprop"}, no_momentum),
+      OnlyWith(Bool("optimizer.nesterov", &C::nesterov, "SGD: Nesterov momentum."),
+               "optimizer.name", {"sgd"}, "only SGD has Nesterov momentum"),
+      OnlyWith(Float("optimizer.beta_1", &C::beta_1, 0, false, 1,
+                     "Adam's / Lion's decay rate of the running mean of gradients."),
+               "optimizer.name", betas, no_betas),
+      OnlyWith(Float("optimizer.beta_2", &C::beta_2, 0, false, 1,
+                     "Adam's decay rate of the running mean of squared gradients; Lion's "
+                     "momentum decay (default: 0.999 for Adam/AdamW, 0.99 for Lion, as Keras)."),
+               "optimizer.name", betas, no_betas),
+      OnlyWith(Positive("optimizer.epsilon", &C::epsilon,
+                        "Term added to the denominator for numerical stability."),
+               "optimizer.name", {"adam", "adamw", "rmsprop", "adagrad"},
+               "SGD and Lion have no epsilon"),
+      OnlyWith(Float("optimizer.rho", &C::rho, 0, false, 1,
+                     "RMSprop's decay rate of the running mean of squared gradients."),
+               "optimizer.name", {"rmsprop"}, "only RMSprop has rho"),
+      OnlyWith(Bool("optimizer.centered", &C::centered,
+                    "RMSprop: normalize by the gradient's variance estimate."),
+               "optimizer.name", {"rmsprop"}, "only RMSprop can be centered"),
+      OnlyWith(NonNegative("optimizer.initial_accumulator_value", &C::initial_accumulator_value,
+                           "Adagrad's initial accumulator."),
+               "optimizer.name", {"adagrad"}, "only Adagrad has accumulators"),
+      NonNegative("optimizer.weight_decay", &C::weight_decay,
+                  "Decoupled weight decay w -= w x weight_decay x lr before each update "
+                  "(-1.0: none; adamw: Keras' 0.004)."),
+      StringList("optimizer.no_decay", &C::no_decay,
+                 "Regexes searched in each variable's path (\"dense_1/bias\"); a match gets "
+                 "no weight decay."),
+      NonNegative("optimizer.clipnorm", &C::clipnorm,
+                  "Clip each gradient tensor to this L2 norm (0: off)."),
+      NonNegative("optimizer.global_clipnorm", &C::global_clipnorm,
+                  "Clip all gradients together to this global L2 norm (0: off)."),
+      NonNegative("optimizer.clipvalue", &C::clipvalue,
+                  "Clip each gradient element to [-clipvalue, clipvalue] (0: off)."),
+      Bool("optimizer.ema", &C::ema,
+           "Keep an exponential moving average of the weights (in the checkpoint)."),
+      Float("optimizer.ema_momentum", &C::ema_momentum, 0, false, 1,
+            "With optimizer.ema: the average's momentum."),
+      Int("optimizer.ema_overwrite_frequency", &C::ema_overwrite_frequency, 0,
+          "With optimizer.ema: overwrite the weights with their average every N updates (0: "
+          "never)."),
+      String("optimizer.schedule.kind", &C::schedule_kind, schedules,
+             "Learning-rate schedule (Keras' CosineDecay, PiecewiseConstantDecay, "
+             "ExponentialDecay, InverseTimeDecay, PolynomialDecay); constant: none."),
+      OnlyWith(Int("optimizer.schedule.warmup_steps", &C::schedule_warmup_steps, 0,
+                   "Cosine: linear warmup steps from learning_rate to warmup_target."),
+               "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(NonNegative("optimizer.schedule.warmup_target", &C::schedule_warmup_target,
+                           "Cosine: the rate warmup reaches and decay starts from (-1.0: no "
+                           "warmup)."),
+               "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(
+          Int("optimizer.schedule.decay_steps", &C::schedule_decay_steps, 1, "Steps of the decay."),
+          "optimizer.schedule.kind", decaying, no_decay_steps),
+      OnlyWith(Float("optimizer.schedule.alpha", &C::schedule_alpha, 0, false, 1,
+                     "Cosine: the floor, as a fraction of the rate decayed from."),
+               "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(IntList("optimizer.schedule.boundaries", &C::schedule_boundaries, 0,
+                       "Piecewise: steps where the value changes (strictly increasing; a "
+                       "boundary step still has the earlier value)."),
+               "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
+      OnlyWith(FloatList("optimizer.schedule.values", &C::schedule_values, 0,
+                         "Piecewise: the learning rates, one more than boundaries."),
+               "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
+      OnlyWith(Positive("optimizer.schedule.decay_rate", &C::schedule_decay_rate,
+                        "Exponential: lr x rate^(step/decay_steps); inverse_time: lr / (1 + "
+                        "rate x step/decay_steps)."),
+               "optimizer.schedule.kind", {"exponential", "inverse_time"},
+               "only exponential and inverse_time have a decay rate"),
+      OnlyWith(Bool("optimizer.schedule.staircase", &C::schedule_staircase,
+                    "Decay in whole multiples of decay_steps."),
+               "optimizer.schedule.kind", {"exponential", "inverse_time"},
+               "only exponential and inverse_time have a staircase"),
+      OnlyWith(NonNegative("optimizer.schedule.end_learning_rate", &C::schedule_end_learning_rate,
+                           "Polynomial: the rate reached after decay_steps."),
+               "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
+      OnlyWith(NonNegative("optimizer.schedule.power", &C::schedule_power,
+                           "Polynomial: the decay's exponent."),
+               "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
+      OnlyWith(Bool("optimizer.schedule.cycle", &C::schedule_cycle,
+                    "Polynomial: restart the decay every decay_steps instead of staying at the "
+                    "end."),
+               "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
+  };
+}
+
+// [checkpoint], [collectives] and [control].
+std::vector<ConfigKey> RunKeys() {
+  using C = TrainConfig;
+  using C = TrainConfig;
+  return {
+      Int("checkpoint.every_steps", &C::checkpoint_every_steps, 0,
+          "Write a checkpoint every N steps (0: only at the end and on SIGTERM/SIGINT)."),
+      Int("checkpoint.max_to_keep", &C::max_to_keep, 1,
+          "Newest checkpoints kept; older ones are deleted."),
+      NonNegative("checkpoint.keep_every_n_hours", &C::keep_checkpoint_every_n_hours,
+                  "Also keep one checkpoint per this many hours beyond max_to_keep (0: off)."),
+      String("checkpoint.keep_best", &C::keep_best,
+             {"", "test_accuracy", "test_loss", "test_top5_accuracy", "test_perplexity"},
+             "Keep the best checkpoint by this test metric in <run_dir>/checkpoints/best "
+             "(best.json names it; \"\": off); needs a test split."),
+      Bool("collectives.deterministic", &C::deterministic,
+           "Reduce gradients in global replica order, so results are bit-equal across "
+           "topologies (false: each backend's fastest order)."),
+      String("collectives.backend", &C::collectives_backend, {"auto", "nccl"},
+             "auto: in-process, shared memory or MPI, reduced on the host; nccl: NCCL on the "
+             "GPU (device = \"gpu\", one replica per process)."),
+      Positive("collectives.bucket_mib", &C::bucket_mib,
+               "Gradients are reduced in buckets of this many MiB."),
+      Positive("collectives.timeout_s", &C::collective_timeout_s,
+               "A collective waiting this long for its peers fails the job."),
+      Positive("control.heartbeat_interval_s", &C::heartbeat_interval_s,
+               "Seconds between each worker's heartbeats to the coordinator."),
+      Positive("control.peer_timeout_s", &C::peer_timeout_s,
+               "A process silent this long is lost and the job stops, naming it."),
+      String("control.advertise_interface", &C::advertise_interface, {},
+             "Rank 0 advertises this network interface's IPv4 as the coordinator's address "
+             "(\"\": MPI's btl_tcp_if_include, else the default route's interface, else the "
+             "first non-loopback interface up; the host name only when none has IPv4)."),
+      String("control.advertise_address", &C::advertise_address, {},
+             "Rank 0 advertises exactly this address (an IP or a name every host resolves) "
+             "as the coordinator's (not together with advertise_interface)."),
+  };
+}
+
+}  // namespace
+
+std::vector<ConfigKey> BuildConfigSchema() {
+  std::vector<ConfigKey> keys;
+  for (auto table : {JobAndModelKeys, DataKeys, TrainKeys, OptimizerKeys, RunKeys}) {
+    std::vector<ConfigKey> part = table();
+    keys.insert(keys.end(), std::make_move_iterator(part.begin()),
+                std::make_move_iterator(part.end()));
+  }
+  return keys;
+}
+
+}  // namespace troupe::launch
