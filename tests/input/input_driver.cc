@@ -18,7 +18,6 @@
 // map (identity), scale (image to float32 / 255), repeat[:K], take:K, skip:K, shard:N:I,
 // shard:ctx, prefetch:K, cache, interleave-ranges:CYCLE:BLOCK, options:POLICY.
 // Ids printed per element are the int64 values of component 0.
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -26,20 +25,16 @@
 #include <map>
 #include <sstream>
 
-#include "input/augment.h"
 #include "input/dataset.h"
 #include "input/distribute.h"
 #include "input/example.h"
 #include "input/idx.h"
-#include "input/image_decode.h"
 #include "input/tfrecord.h"
 #include "state_file.h"
+#include "tests/input/input_driver.h"
 #include "tests/testutil/strings.h"
 
 namespace troupe::input {
-namespace {
-
-using troupe::testutil::Split;
 
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
@@ -58,6 +53,10 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+namespace {
+
+using troupe::testutil::Split;
+
 std::string Ids(const Element& e) {
   std::string out = "[";
   const Tensor& t = e[0];
@@ -67,19 +66,6 @@ std::string Ids(const Element& e) {
   }
   return out + "]";
 }
-
-struct Flags {
-  std::map<std::string, std::string> values;
-  std::string Get(const std::string& k, const std::string& def = "") const {
-    auto it = values.find(k);
-    return it == values.end() ? def : it->second;
-  }
-  int64_t Int(const std::string& k, int64_t def) const {
-    auto it = values.find(k);
-    return it == values.end() ? def : std::stoll(it->second);
-  }
-  bool Has(const std::string& k) const { return values.count(k) > 0; }
-};
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
@@ -445,82 +431,6 @@ int ReadRaw(const Flags& f) {
               << ", \"code\": " << JsonString(std::string(StatusCodeName(s.code())));
   }
   std::cout << "}\n";
-  return 0;
-}
-
-int FailCode(const Status& s) {
-  std::cout << "{\"error\": " << JsonString(s.ToString())
-            << ", \"code\": " << JsonString(std::string(StatusCodeName(s.code()))) << "}\n";
-  return 0;
-}
-
-Result<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot open " + path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-Status WriteFileBytes(const std::string& path, const void* data, size_t n) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-  return out ? Status::OK() : InternalError("cannot write " + path);
-}
-
-std::vector<int64_t> Ints(const std::string& csv) {
-  std::vector<int64_t> v;
-  for (const auto& t : Split(csv, ',')) v.push_back(std::stoll(t));
-  return v;
-}
-
-// Decodes one file; with --repeat N also times N decodes (microseconds per image).
-int DecodeImage(const Flags& f) {
-  auto bytes = ReadFileBytes(f.Get("file"));
-  if (!bytes.ok()) return FailCode(bytes.status());
-  const bool png = f.Get("format") == "png";
-  const int channels = static_cast<int>(f.Int("channels", 0));
-  const JpegDct dct = f.Get("dct") == "accurate" ? JpegDct::kAccurate : JpegDct::kFast;
-  auto decode = [&]() {
-    return png ? DecodePng(*bytes, channels) : DecodeJpeg(*bytes, channels, dct);
-  };
-  auto t = decode();
-  if (!t.ok()) return FailCode(t.status());
-  if (f.Has("out")) {
-    Status s = WriteFileBytes(f.Get("out"), t->raw_data(), t->byte_size());
-    if (!s.ok()) return FailCode(s);
-  }
-  std::cout << "{\"shape\": [" << t->dim(0) << "," << t->dim(1) << "," << t->dim(2) << "]";
-  const int64_t repeat = f.Int("repeat", 0);
-  if (repeat > 0) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < repeat; ++i) {
-      if (!decode().ok()) return FailCode(InternalError("decode failed while timing"));
-    }
-    const double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    std::cout << ", \"us_per_image\": " << us / repeat;
-  }
-  std::cout << "}\n";
-  return 0;
-}
-
-int Resize(const Flags& f) {
-  const std::vector<int64_t> shape = Ints(f.Get("shape")), size = Ints(f.Get("size"));
-  if (shape.size() != 4 || size.size() != 2) {
-    return FailCode(InvalidArgumentError("--shape N,H,W,C and --size OH,OW"));
-  }
-  auto bytes = ReadFileBytes(f.Get("in"));
-  if (!bytes.ok()) return FailCode(bytes.status());
-  auto in = Tensor::Allocate(DType::kFloat32, TensorShape(shape));
-  if (!in.ok()) return FailCode(in.status());
-  if (bytes->size() != in->byte_size()) {
-    return FailCode(InvalidArgumentError("input size does not match --shape"));
-  }
-  std::memcpy(in->raw_data(), bytes->data(), bytes->size());
-  auto out = ResizeBilinear(*in, size[0], size[1]);
-  if (!out.ok()) return FailCode(out.status());
-  Status s = WriteFileBytes(f.Get("out"), out->raw_data(), out->byte_size());
-  if (!s.ok()) return FailCode(s);
-  std::cout << "{\"written\": " << out->num_elements() << "}\n";
   return 0;
 }
 
