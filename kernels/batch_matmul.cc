@@ -68,30 +68,6 @@ Result<SpecList> BatchMatMulShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{TensorShape(dims), in[0].dtype, ""}};
 }
 
-// Element offset of each output batch's matrix in an operand of batch shape `in` (left-padded
-// with 1s against `out`; a dim of 1 is broadcast).
-std::vector<int64_t> BatchOffsets(const TensorShape& in, const TensorShape& out, int64_t matrix) {
-  const int r = out.rank(), pad = r - in.rank();
-  std::vector<int64_t> stride(static_cast<size_t>(r), 0);
-  int64_t s = matrix;
-  for (int d = r - 1; d >= pad; --d) {
-    const int64_t size = in.dim(d - pad);
-    stride[static_cast<size_t>(d)] = size == 1 ? 0 : s;
-    s *= size;
-  }
-  const int64_t count = out.num_elements();
-  std::vector<int64_t> off(static_cast<size_t>(count), 0);
-  for (int64_t b = 0; b < count; ++b) {
-    int64_t rem = b, o = 0;
-    for (int d = r - 1; d >= 0; --d) {
-      o += (rem % out.dim(d)) * stride[static_cast<size_t>(d)];
-      rem /= out.dim(d);
-    }
-    off[static_cast<size_t>(b)] = o;
-  }
-  return off;
-}
-
 template <typename T>
 void BatchMatMulImpl(ThreadPool* pool, const Tensor& x, const Tensor& y, Flags fl, Tensor& z) {
   const int rz = z.rank();

@@ -90,5 +90,27 @@ std::vector<int64_t> BroadcastReductionAxes(const TensorShape& in, const TensorS
   return axes;
 }
 
+std::vector<int64_t> BatchOffsets(const TensorShape& in, const TensorShape& out, int64_t matrix) {
+  const int r = out.rank(), pad = r - in.rank();
+  std::vector<int64_t> stride(static_cast<size_t>(r), 0);
+  int64_t s = matrix;
+  for (int d = r - 1; d >= pad; --d) {
+    const int64_t size = in.dim(d - pad);
+    stride[static_cast<size_t>(d)] = size == 1 ? 0 : s;
+    s *= size;
+  }
+  const int64_t count = out.num_elements();
+  std::vector<int64_t> off(static_cast<size_t>(count), 0);
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t rem = b, o = 0;
+    for (int d = r - 1; d >= 0; --d) {
+      o += (rem % out.dim(d)) * stride[static_cast<size_t>(d)];
+      rem /= out.dim(d);
+    }
+    off[static_cast<size_t>(b)] = o;
+  }
+  return off;
+}
+
 }  // namespace kernels
 }  // namespace troupe

@@ -35,5 +35,10 @@ BroadcastPlan MakeBroadcastPlan(const TensorShape& a, const TensorShape& b, cons
 // `in` undoes the broadcast. Matches TF's BroadcastGradientArgs for one operand.
 std::vector<int64_t> BroadcastReductionAxes(const TensorShape& in, const TensorShape& out);
 
+// Batched matrix products (BatchMatMulV2 on the CPU and the GPU): the element offset of each
+// batch of `out` (a batch shape) in an operand of batch shape `in` whose matrices hold `matrix`
+// elements; `in` is left-padded with 1s against `out`, and a dim of 1 is broadcast.
+std::vector<int64_t> BatchOffsets(const TensorShape& in, const TensorShape& out, int64_t matrix);
+
 }  // namespace kernels
 }  // namespace troupe

@@ -133,21 +133,8 @@ Status FillWords(const KernelContext& ctx, Tensor& out, const void* dev_value, u
       FillValueKernel<W><<<GridFor(n), kThreads, 0, s>>>(o, n, v);
     }
   };
-  switch (DTypeSize(out.dtype())) {
-    case 1:
-      launch(uint8_t{});
-      break;
-    case 2:
-      launch(uint16_t{});
-      break;
-    case 4:
-      launch(uint32_t{});
-      break;
-    case 8:
-      launch(uint64_t{});
-      break;
-    default:
-      return UnsupportedDType(ctx, out.dtype(), "numeric element types");
+  if (!DispatchWord(DTypeSize(out.dtype()), launch)) {
+    return UnsupportedDType(ctx, out.dtype(), "numeric element types");
   }
   return LaunchStatus(ctx);
 }

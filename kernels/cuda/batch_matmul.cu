@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cuda_util.h"
+#include "kernels/broadcast.h"
 #include "kernels/cuda/ew_common.h"
 #include "kernels/cuda/gpu_kernels.h"
 #include "kernels/cuda/handles.h"
@@ -23,29 +24,6 @@ constexpr char kOp[] = "BatchMatMulV2";
 
 TensorShape BatchPart(const TensorShape& s) {
   return TensorShape(std::vector<int64_t>(s.dims().begin(), s.dims().end() - 2));
-}
-
-// Element offset of each output batch's matrix in an operand of batch shape `in` (left-padded
-// with 1s against `out`; a dim of 1 is broadcast). The CPU kernel's BatchOffsets.
-std::vector<int64_t> BatchOffsets(const TensorShape& in, const TensorShape& out, int64_t matrix) {
-  const int r = out.rank(), pad = r - in.rank();
-  std::vector<int64_t> stride(static_cast<size_t>(r), 0);
-  int64_t s = matrix;
-  for (int d = r - 1; d >= pad; --d) {
-    const int64_t size = in.dim(d - pad);
-    stride[static_cast<size_t>(d)] = size == 1 ? 0 : s;
-    s *= size;
-  }
-  std::vector<int64_t> off(static_cast<size_t>(out.num_elements()), 0);
-  for (int64_t b = 0; b < out.num_elements(); ++b) {
-    int64_t rem = b, o = 0;
-    for (int d = r - 1; d >= 0; --d) {
-      o += (rem % out.dim(d)) * stride[static_cast<size_t>(d)];
-      rem /= out.dim(d);
-    }
-    off[static_cast<size_t>(b)] = o;
-  }
-  return off;
 }
 
 // True (with *stride) when off[b] == b * stride for every b.
@@ -153,9 +131,9 @@ Status GpuBatchMatMul(const ShapeFn& shape_fn, KernelContext& ctx) {
   }
   const TensorShape batch = BatchPart(z.shape());
   const std::vector<int64_t> xo =
-      BatchOffsets(BatchPart(x.shape()), batch, static_cast<int64_t>(g.m) * g.k);
+      kernels::BatchOffsets(BatchPart(x.shape()), batch, static_cast<int64_t>(g.m) * g.k);
   const std::vector<int64_t> yo =
-      BatchOffsets(BatchPart(y.shape()), batch, static_cast<int64_t>(g.k) * g.n);
+      kernels::BatchOffsets(BatchPart(y.shape()), batch, static_cast<int64_t>(g.k) * g.n);
   const char* xp = static_cast<const char*>(x.raw_data());
   const char* yp = static_cast<const char*>(y.raw_data());
   char* zp = static_cast<char*>(z.raw_data());

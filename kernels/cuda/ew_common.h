@@ -102,6 +102,28 @@ inline Result<SpecList> OutputSpecs(const ShapeFn& fn, const KernelContext& ctx)
   return fn(kernels::InputSpecs(ctx), ctx.attrs());
 }
 
+// Calls fn(Word{}) with the unsigned integer type of `bytes` bytes (1, 2, 4 or 8), for kernels
+// that move elements without looking at them; false for any other size.
+template <typename Fn>
+bool DispatchWord(size_t bytes, Fn&& fn) {
+  switch (bytes) {
+    case 1:
+      fn(uint8_t{});
+      return true;
+    case 2:
+      fn(uint16_t{});
+      return true;
+    case 4:
+      fn(uint32_t{});
+      return true;
+    case 8:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Registers a GPU kernel; duplicate registration is a programming error.
 inline void RegisterGpu(OpRegistry& registry, const std::string& op, KernelFn fn) {
   Status s = registry.RegisterKernel(op, Device::Type::kGpu, std::move(fn));

@@ -56,23 +56,10 @@ Status LaunchBoxCopy(const KernelContext& ctx, const BoxParams& p, size_t elemen
     BoxCopyKernel<Word, kGather><<<GridFor(n), kThreads, 0, s>>>(p, static_cast<const Word*>(src),
                                                                  static_cast<Word*>(dst), n);
   };
-  switch (element_size) {
-    case 1:
-      launch(uint8_t{});
-      break;
-    case 2:
-      launch(uint16_t{});
-      break;
-    case 4:
-      launch(uint32_t{});
-      break;
-    case 8:
-      launch(uint64_t{});
-      break;
-    default:
-      return UnimplementedError(ctx.device().ToString() + ": " + std::string(ctx.op_name()) +
-                                ": elements of " + std::to_string(element_size) +
-                                " bytes are not supported on the GPU");
+  if (!DispatchWord(element_size, launch)) {
+    return UnimplementedError(ctx.device().ToString() + ": " + std::string(ctx.op_name()) +
+                              ": elements of " + std::to_string(element_size) +
+                              " bytes are not supported on the GPU");
   }
   return LaunchStatus(ctx);
 }

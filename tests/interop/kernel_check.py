@@ -131,6 +131,12 @@ def main(label, cases, error_cases, exact_ops):
           f"{tf.__version__} (rtol {RTOL}, atol {ATOL} x max|TF|)")
     print("worst error / allowed, per op: " +
           ", ".join(f"{op} {v:.2f}" for op, v in sorted(worst.items())))
+    report(arbitrated, failures)
+
+
+def report(arbitrated, failures):
+    """Lists the outputs that passed only against TF's float64 result, then the failures; exits 1
+    when there are any."""
     if arbitrated:
         print(f"{len(arbitrated)} outputs differ from TF float32 beyond tolerance but Troupe is "
               "closer to (or within tolerance of) TF's float64 result:")

@@ -25,8 +25,8 @@ except ImportError:
     sys.exit("norm_softmax_tf_test: tensorflow is not installed for this Python; run "
              "scripts/setup (it installs tensorflow-cpu==2.21.0)")
 
-RTOL = 1e-5
-ATOL = 1e-6
+import kernel_check  # noqa: E402  (after the check above: it imports tensorflow)
+from kernel_check import ATOL, RTOL  # noqa: E402
 EPS = 1e-3
 
 rng = np.random.default_rng(20261126)
@@ -150,17 +150,7 @@ def main():
     print(f"norm_softmax_tf_test: {len(cases)} cases against TF {tf.__version__} (rtol {RTOL}, "
           f"atol {ATOL} x max|TF|), bits compared across {len(variants)} run variants")
     print("worst error / allowed: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(worst.items())))
-    if arbitrated:
-        print(f"{len(arbitrated)} outputs differ from TF float32 beyond tolerance but Troupe is "
-              "closer to (or within tolerance of) TF's float64 result:")
-        for a in arbitrated:
-            print("  " + a)
-    if failures:
-        print(f"{len(failures)} FAILURES:")
-        for f in failures:
-            print("  " + f)
-        sys.exit(1)
-    print("all outputs agree")
+    kernel_check.report(arbitrated, failures)
 
 
 if __name__ == "__main__":
