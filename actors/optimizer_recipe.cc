@@ -14,7 +14,7 @@ nn::OptimizerConfig OptimizerConfigFrom(const TrainConfig& config) {
   o.rho = config.rho;
   o.centered = config.centered;
   o.initial_accumulator_value = config.initial_accumulator_value;
-  if (config.weight_decay >= 0) o.weight_decay = config.weight_decay;
+  o.weight_decay = config.weight_decay;
   o.no_decay = config.no_decay;
   o.clipnorm = config.clipnorm;
   o.global_clipnorm = config.global_clipnorm;
@@ -25,7 +25,7 @@ nn::OptimizerConfig OptimizerConfigFrom(const TrainConfig& config) {
   nn::ScheduleConfig& s = o.schedule;
   s.kind = config.schedule_kind;
   s.warmup_steps = config.schedule_warmup_steps;
-  if (config.schedule_warmup_target >= 0) s.warmup_target = config.schedule_warmup_target;
+  s.warmup_target = config.schedule_warmup_target;
   s.decay_steps = config.schedule_decay_steps;
   s.alpha = config.schedule_alpha;
   s.boundaries = config.schedule_boundaries;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,7 +88,7 @@ struct TrainConfig {
   double rho = 0.9;                        // rmsprop
   bool centered = false;                   // rmsprop
   double initial_accumulator_value = 0.1;  // adagrad
-  double weight_decay = -1.0;              // < 0: unset (none; adamw: Keras' 0.004)
+  std::optional<double> weight_decay;      // unset: none (adamw: Keras' 0.004)
   std::vector<std::string> no_decay;
   double clipnorm = 0.0;  // 0: off; at most one of the three
   double global_clipnorm = 0.0;
@@ -98,7 +99,7 @@ struct TrainConfig {
   // [optimizer.schedule]
   std::string schedule_kind = "constant";
   int64_t schedule_warmup_steps = 0;
-  double schedule_warmup_target = -1.0;  // < 0: no warmup target
+  std::optional<double> schedule_warmup_target;  // unset: no warmup target
   int64_t schedule_decay_steps = 1000;
   double schedule_alpha = 0.0;
   std::vector<int64_t> schedule_boundaries;

@@ -26,9 +26,7 @@ size_t LayerCount(const nn::Model& model) {
 
 // "weight decay 0.1 on 18 of 26 weights (not: dense/bias, ...)", or "" without decay.
 std::string WeightDecayText(const Trainer::Parts& p) {
-  const double wd = p.config.weight_decay >= 0      ? p.config.weight_decay
-                    : p.config.optimizer == "adamw" ? 0.004
-                                                    : 0.0;
+  const double wd = p.config.weight_decay.value_or(p.config.optimizer == "adamw" ? 0.004 : 0.0);
   if (wd <= 0) return "";
   std::vector<std::string> excluded;
   const std::vector<Variable>& vars = p.replicas->trainable();

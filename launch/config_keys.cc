@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,22 @@ ConfigKey Positive(std::string name, Field<double> field, std::string meaning) {
 
 ConfigKey NonNegative(std::string name, Field<double> field, std::string meaning) {
   return Float(std::move(name), field, 0, false, kInf, std::move(meaning));
+}
+
+// A number >= 0 whose field is optional: unset until a config gives it.
+ConfigKey OptionalNonNegative(std::string name, std::optional<double> TrainConfig::*field,
+                              std::string meaning) {
+  ConfigKey k;
+  k.name = std::move(name);
+  k.type = ConfigType::kFloat;
+  k.meaning = std::move(meaning);
+  k.min = 0;
+  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<double>(v); };
+  k.get = [field](const TrainConfig& c) -> ConfigValue {
+    return (c.*field).value_or(std::numeric_limits<double>::quiet_NaN());
+  };
+  k.is_set = [field](const TrainConfig& c) { return (c.*field).has_value(); };
+  return k;
 }
 
 ConfigKey AnyNumber(std::string name, Field<double> field, std::string meaning) {
@@ -342,9 +359,9 @@ std::vector<ConfigKey> OptimizerKeys() {
       OnlyWith(NonNegative("optimizer.initial_accumulator_value", &C::initial_accumulator_value,
                            "Adagrad's initial accumulator."),
                "optimizer.name", {"adagrad"}, "only Adagrad has accumulators"),
-      NonNegative("optimizer.weight_decay", &C::weight_decay,
-                  "Decoupled weight decay w -= w x weight_decay x lr before each update "
-                  "(-1.0: none; adamw: Keras' 0.004)."),
+      OptionalNonNegative("optimizer.weight_decay", &C::weight_decay,
+                          "Decoupled weight decay w -= w x weight_decay x lr before each update "
+                          "(unset: none; adamw: Keras' 0.004)."),
       StringList("optimizer.no_decay", &C::no_decay,
                  "Regexes searched in each variable's path (\"dense_1/bias\"); a match gets "
                  "no weight decay."),
@@ -367,9 +384,9 @@ std::vector<ConfigKey> OptimizerKeys() {
       OnlyWith(Int("optimizer.schedule.warmup_steps", &C::schedule_warmup_steps, 0,
                    "Cosine: linear warmup steps from learning_rate to warmup_target."),
                "optimizer.schedule.kind", {"cosine"}, cosine_only),
-      OnlyWith(NonNegative("optimizer.schedule.warmup_target", &C::schedule_warmup_target,
-                           "Cosine: the rate warmup reaches and decay starts from (-1.0: no "
-                           "warmup)."),
+      OnlyWith(OptionalNonNegative("optimizer.schedule.warmup_target", &C::schedule_warmup_target,
+                                   "Cosine: the rate warmup reaches and decay starts from "
+                                   "(unset: no warmup)."),
                "optimizer.schedule.kind", {"cosine"}, cosine_only),
       OnlyWith(
           Int("optimizer.schedule.decay_steps", &C::schedule_decay_steps, 1, "Steps of the decay."),

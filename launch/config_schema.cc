@@ -244,7 +244,8 @@ std::string FormatConfigKeys() {
   for (const ConfigKey& k : ConfigSchema()) {
     if (ConfigTable(k.name) != table) os << "\n";
     table = ConfigTable(k.name);
-    std::string head = k.name + " = " + ValueText(k.get(defaults));
+    const bool unset = k.is_set && !k.is_set(defaults);
+    std::string head = k.name + (unset ? " (unset)" : " = " + ValueText(k.get(defaults)));
     os << head << std::string(head.size() < 44 ? 44 - head.size() : 2, ' ') << TypeText(k);
     os << "\n    " << k.meaning;
     if (k.only_with) {

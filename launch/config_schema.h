@@ -60,6 +60,9 @@ struct ConfigKey {
   // Write and read the key's TrainConfig field; `store` checks nothing (SetConfigValue does).
   std::function<void(const ConfigValue&, TrainConfig&)> store;
   std::function<ConfigValue(const TrainConfig&)> get;
+  // Keys whose field is optional (optimizer.weight_decay): whether it holds a value; `get` of
+  // an unset one gives NaN. Empty for keys that always have a value.
+  std::function<bool(const TrainConfig&)> is_set;
 };
 
 // Every key, in the order `troupe config keys` lists them (by section).

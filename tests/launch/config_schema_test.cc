@@ -27,7 +27,8 @@ std::vector<ConfigValue> OtherValues(const ConfigKey& key, const ConfigValue& cu
     case ConfigType::kInt:
       return {ConfigValue(std::get<int64_t>(current) + 1)};
     case ConfigType::kFloat: {
-      const double d = std::get<double>(current);
+      // An unset optional key reads NaN: any value in range sets it.
+      const double d = std::isnan(std::get<double>(current)) ? key.min : std::get<double>(current);
       return {ConfigValue(std::isinf(key.max) ? d + 1 : (d + key.max) / 2)};
     }
     case ConfigType::kBool:
@@ -306,7 +307,9 @@ TEST(ConfigSchemaTest, ListingShowsEveryKeyWithDefaultTypeAndMeaning) {
   for (const ConfigKey& key : ConfigSchema()) {
     SCOPED_TRACE(key.name);
     EXPECT_FALSE(key.meaning.empty());
-    const std::string line = "\n" + key.name + " = " + ValueText(key.get(defaults)) + " ";
+    const bool unset = key.is_set && !key.is_set(defaults);
+    const std::string line =
+        "\n" + key.name + (unset ? " (unset)" : " = " + ValueText(key.get(defaults))) + " ";
     const size_t at = listing.find(line);
     ASSERT_NE(at, std::string::npos);
     EXPECT_EQ(listing.find(line, at + 1), std::string::npos);
@@ -318,6 +321,9 @@ TEST(ConfigSchemaTest, ListingShowsEveryKeyWithDefaultTypeAndMeaning) {
   EXPECT_NE(listing.find("optimizer.momentum = 0.0"), std::string::npos);
   EXPECT_NE(listing.find("Only with optimizer.name = \"sgd\"."), std::string::npos);
   EXPECT_NE(listing.find("optimizer.beta_2 = 0.999"), std::string::npos);
+  // Optional numbers have no default value to show (not a sentinel like -1).
+  EXPECT_NE(listing.find("\noptimizer.weight_decay (unset) "), std::string::npos);
+  EXPECT_NE(listing.find("\noptimizer.schedule.warmup_target (unset) "), std::string::npos);
   EXPECT_NE(listing.find("number in [0, 1)"), std::string::npos);
   EXPECT_NE(listing.find("data.features.image.shape = [28, 28, 1]"), std::string::npos);
   EXPECT_NE(listing.find("Only with data.source = \"text\" or \"tfrecord\"."), std::string::npos);
