@@ -34,6 +34,14 @@ inline bool UseDirectSmall(const ConvGeo& g, size_t elem) {
   return g.c >= 2 && g.c <= 16 && (bytes == 64 || bytes == 128) && Undilated(g);
 }
 
+// 17-32 input channels and two 64-byte vectors of outputs (ResNet-20's 32-channel stage): the
+// direct forward and filter-gradient kernels beat im2col + GEMM there too, the input gradient's
+// does not (bench/kernels_bench, batch 128). Their bits are the GEMM path's when the filter
+// gradient uses the GEMM path's row blocks.
+inline bool UseDirectSmallNoInputGrad(const ConvGeo& g, size_t elem) {
+  return g.c > 16 && g.c <= 32 && g.f * static_cast<int64_t>(elem) == 128 && Undilated(g);
+}
+
 template <typename T>
 void Conv2DDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y);
 template <typename T>

@@ -182,7 +182,11 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
                                   std::tuple{V{16, 14, 14, 8}, V{3, 3, 8, 16}, "SAME", 2},
                                   // 1x1 expansion: in place, transposed filter gradient, several
                                   // row blocks.
-                                  std::tuple{V{48, 14, 14, 24}, V{1, 1, 24, 96}, "SAME", 1}}) {
+                                  std::tuple{V{48, 14, 14, 24}, V{1, 1, 24, 96}, "SAME", 1},
+                                  // ResNet-20's 16- and 32-channel 3x3s (direct kernels, padded
+                                  // images, several row blocks spanning images).
+                                  std::tuple{V{6, 28, 28, 16}, V{3, 3, 16, 16}, "SAME", 1},
+                                  std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, "SAME", 1}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
     AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string(pad)}};
@@ -269,7 +273,12 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{3, 9, 8, 40}, V{1, 1, 40, 48}, 2, false},
                                  std::tuple{V{37, 5, 3, 24}, V{3, 3, 24, 40}, 1, true},
                                  std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
-                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true}}) {
+                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true},
+                                 // The direct kernels of conv2d_direct_small.cc: 16 -> 16,
+                                 // strided 16 -> 32, 32 -> 32 (forward and filter gradient).
+                                 std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
+                                 std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
+                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
