@@ -2,8 +2,8 @@
 // Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + kernels/gemm.h (direct
 // loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
 // kernels for few input and 16/32 output channels: conv2d_direct_small*.cc, which also run the
-// forward and filter gradient of 17-32 -> 32-channel filters; both for dilation 1 only, dilated
-// filters take the im2col path).
+// forward and filter gradient of 17-32 -> 32-channel filters and the forward of up to 64 -> 64;
+// both for dilation 1 only, dilated filters take the im2col path).
 //
 // 1x1 filters with unit strides and no padding skip im2col: the input is the patch matrix.
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
@@ -229,9 +229,7 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
-  if (UseDirectSmall(g, sizeof(T)) || UseDirectSmallNoInputGrad(g, sizeof(T))) {
-    return Conv2DDirectSmall(pool, g, x, filter, y);
-  }
+  if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
   const bool pointwise = Pointwise(g);
   auto run = [&](int64_t r0, int64_t r1) {

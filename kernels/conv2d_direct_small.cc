@@ -1,10 +1,10 @@
-// Direct (no im2col, no GEMM packing) Conv2D forward and filter gradient for few input channels
-// and 16 or 32 output channels, e.g. LeNet's second layer (5x5x6 -> 16) and ResNet-20's 16- and
-// 32-channel stages (the input gradient: conv2d_direct_small_input.cc). Both are register tiles
-// (conv2d_direct_tile.h). Every output element is summed in the order of the im2col path's
-// columns (kh, kw, c) or rows (output pixels), starting from zero, so results match the GEMM
-// path closely (exactly for the forward) and are the same bits for either vector width and any
-// thread count.
+// Direct (no im2col, no GEMM packing) Conv2D forward and filter gradient: few input channels
+// into 16 or 32 output channels, e.g. LeNet's second layer (5x5x6 -> 16) and ResNet-20's 16- and
+// 32-channel stages, and the forward of up to 64 -> 64 channels (conv2d_direct.h says which; the
+// input gradient: conv2d_direct_small_input.cc). All are register tiles (conv2d_direct_tile.h).
+// Every output element is summed in the order of the im2col path's columns (kh, kw, c) or rows
+// (output pixels), starting from zero, so results match the GEMM path closely (exactly for the
+// forward) and are the same bits for either vector width and any thread count.
 #include <Eigen/Core>
 #include <algorithm>
 #include <memory>
@@ -104,10 +104,54 @@ TROUPE_ALWAYS_INLINE void ForwardImageC(const ConvGeo& g, const PadGeo& p, const
   }
 }
 
+// Output pixels [q0, q0 + rows) of one image (they may span output rows: each has its own
+// pointer), for the C vectors of output channels at filter / y: from zero, the chain over the
+// window in (kh, kw, c) order, as ForwardImageC.
+template <typename T, int kBytes, int R, int C>
+TROUPE_ALWAYS_INLINE void PixelTile(int rows, const ConvGeo& g, const PadGeo& p, const T* img,
+                                    int64_t q0, const T* filter, T* y) {
+  if constexpr (R > 1) {
+    if (rows < R) return PixelTile<T, kBytes, R - 1, C>(rows, g, p, img, q0, filter, y);
+  }
+  const T* a[R];
+  for (int r = 0; r < R; ++r) {
+    const int64_t q = q0 + r, oh = q / g.ow, ow = q % g.ow;
+    a[r] = img + oh * g.sh * p.row + ow * g.sw * g.c;
+  }
+  simd::Vec<T, kBytes> acc[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < C; ++v) acc[r][v] = simd::Vec<T, kBytes>{};
+  const int64_t run = g.kw * g.c;
+  for (int64_t kh = 0; kh < g.kh; ++kh) {
+    AccumulateRows<T, kBytes, R, C>(acc, run, a, kh * p.row, filter + kh * run * g.f, g.f);
+  }
+  StoreTile<T, kBytes, R, C>(acc, y + q0 * g.f, g.f);
+}
+
+// Wider filters (4 or more vectors of outputs, e.g. 64 floats): tiles of R pixels by two vectors
+// of outputs, over the image's pixels in order so that small images (7x7) still fill tiles.
+template <typename T, int kBytes, int C>
+TROUPE_ALWAYS_INLINE void ForwardImagePixels(const ConvGeo& g, const PadGeo& p, const T* img,
+                                             const T* filter, T* y) {
+  constexpr int R = kRows<kBytes, C>;
+  constexpr int64_t kW = C * simd::kLanes<T, kBytes>;
+  const Balanced pixels(g.oh * g.ow, R);
+  for (int64_t t = 0; t < pixels.tiles; ++t) {
+    const int64_t q0 = pixels.Start(t);
+    const int rows = static_cast<int>(pixels.Start(t + 1) - q0);
+    for (int64_t f0 = 0; f0 < g.f; f0 += kW) {
+      PixelTile<T, kBytes, R, C>(rows, g, p, img, q0, filter + f0, y + f0);
+    }
+  }
+}
+
 template <typename T, int kBytes>
 TROUPE_ALWAYS_INLINE void ForwardImage(const ConvGeo& g, const PadGeo& p, const T* img,
                                        const T* filter, T* y) {
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  if (g.f % (2 * kL) == 0) return ForwardImagePixels<T, kBytes, 2>(g, p, img, filter, y);
   if (g.f == kL) {
     ForwardImageC<T, kBytes, 1>(g, p, img, filter, y);
   } else if (g.f == 2 * kL) {

@@ -40,6 +40,26 @@ TROUPE_ALWAYS_INLINE void Accumulate(simd::Vec<T, kBytes> (&acc)[R][C], int64_t 
   }
 }
 
+// Accumulate with row r at a[r] + off + d (rows from separate pointers).
+template <typename T, int kBytes, int R, int C>
+TROUPE_ALWAYS_INLINE void AccumulateRows(simd::Vec<T, kBytes> (&acc)[R][C], int64_t depth,
+                                         const T* const (&a)[R], int64_t off, const T* b,
+                                         int64_t bds) {
+  using V = simd::Vec<T, kBytes>;
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  for (int64_t d = 0; d < depth; ++d) {
+    V bv[C];
+#pragma GCC unroll 4
+    for (int v = 0; v < C; ++v) bv[v] = simd::Load<V>(b + d * bds + v * kL);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V s = a[r][off + d] - V{};  // as in Accumulate
+#pragma GCC unroll 4
+      for (int v = 0; v < C; ++v) acc[r][v] += s * bv[v];
+    }
+  }
+}
+
 template <typename T, int kBytes, int R, int C>
 TROUPE_ALWAYS_INLINE void StoreTile(const simd::Vec<T, kBytes> (&acc)[R][C], T* out, int64_t ors) {
   constexpr int64_t kL = simd::kLanes<T, kBytes>;

@@ -275,10 +275,12 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
                                  std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true},
                                  // The direct kernels of conv2d_direct_small.cc: 16 -> 16,
-                                 // strided 16 -> 32, 32 -> 32 (forward and filter gradient).
+                                 // strided 16 -> 32, 32 -> 32 (forward and filter gradient),
+                                 // strided 40 -> 64 (forward: tiles across output rows).
                                  std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
                                  std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
-                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true}}) {
+                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true},
+                                 std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
