@@ -310,7 +310,7 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
-  if (UseDirectSmallNoInputGrad(g, sizeof(T))) {
+  if (UseDirectSmallNoInputGrad(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
     // The GEMM path's row blocks: the same chains and partial sums, so the same bits.
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, FilterGradRows(g), dw);
   }

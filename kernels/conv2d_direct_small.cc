@@ -180,10 +180,34 @@ TROUPE_ALWAYS_INLINE void FilterBlockC(const ConvGeo& g, const Padded<T>& xp, co
   }
 }
 
+// Wider filters: FilterBlockC over column blocks of two vectors of output channels.
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void FilterBlockColumns(const ConvGeo& g, const Padded<T>& xp, const T* dy,
+                                             const Segments& seg, int64_t r0, T* dw) {
+  constexpr int C = 2;
+  constexpr int R = kRows<kBytes, C>;
+  constexpr int64_t kW = C * simd::kLanes<T, kBytes>;
+  const int64_t run = g.kw * g.c;
+  const Balanced taps(run, R);
+  for (int64_t kh = 0; kh < g.kh; ++kh) {
+    for (int64_t t = 0; t < taps.tiles; ++t) {
+      const int64_t j0 = taps.Start(t);
+      const int rows = static_cast<int>(taps.Start(t + 1) - j0);
+      const T* a = xp.base + kh * xp.p.row + j0;
+      for (int64_t f0 = 0; f0 < g.f; f0 += kW) {
+        TileSegments<T, kBytes, R, C>(rows, seg, a, 1, g.sw * g.c, dy + r0 * g.f + f0, g.f,
+                                      dw + (kh * run + j0) * g.f + f0, g.f);
+      }
+    }
+  }
+}
+
 template <typename T, int kBytes>
 TROUPE_ALWAYS_INLINE void FilterBlock(const ConvGeo& g, const Padded<T>& xp, const T* dy,
                                       const Segments& seg, int64_t r0, T* dw) {
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  if (g.f > 2 * kL && g.f % (2 * kL) == 0)
+    return FilterBlockColumns<T, kBytes>(g, xp, dy, seg, r0, dw);
   if (g.f == kL) {
     FilterBlockC<T, kBytes, 1>(g, xp, dy, seg, r0, dw);
   } else if (g.f == 2 * kL) {
