@@ -1,8 +1,8 @@
 // Conv2D (NHWC input, HWIO filter, SAME/VALID, strides, dilations) and its gradients
 // Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + kernels/gemm.h (direct
 // loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
-// kernels for few input and 16/32 output channels: conv2d_direct_small*.cc, which also run the
-// forward and filter gradient of 17-32 -> 32-channel filters and the forward of up to 64 -> 64;
+// kernels for few input and 16/32 output channels: conv2d_direct_small*.cc, which also run
+// 17-32 -> 32-channel filters and the forward (and some filter gradients) of up to 64 -> 64;
 // both for dilation 1 only, dilated filters take the im2col path).
 //
 // 1x1 filters with unit strides and no padding skip im2col: the input is the patch matrix.
@@ -252,7 +252,7 @@ template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropInputDirectC1(pool, g, filter, dy, dx);
-  if (UseDirectSmall(g, sizeof(T))) {
+  if (UseDirectInputGrad(g, sizeof(T))) {
     return Conv2DBackpropInputDirectSmall(pool, g, filter, dy, dx);
   }
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
@@ -310,7 +310,7 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
-  if (UseDirectSmallNoInputGrad(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
+  if (UseDirect32(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
     // The GEMM path's row blocks: the same chains and partial sums, so the same bits.
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, FilterGradRows(g), dw);
   }

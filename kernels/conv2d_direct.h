@@ -35,11 +35,15 @@ inline bool UseDirectSmall(const ConvGeo& g, size_t elem) {
 }
 
 // 17-32 input channels and two 64-byte vectors of outputs (ResNet-20's 32-channel stage): the
-// direct forward and filter-gradient kernels beat im2col + GEMM there too, the input gradient's
-// does not (bench/kernels_bench, batch 128). Their bits are the GEMM path's when the filter
-// gradient uses the GEMM path's row blocks.
-inline bool UseDirectSmallNoInputGrad(const ConvGeo& g, size_t elem) {
+// direct forward and filter-gradient kernels beat im2col + GEMM there too, and so does the input
+// gradient where the channels are whole vectors (-20%; bench/kernels_bench, batch 128). Their bits
+// are the GEMM path's when the filter gradient uses the GEMM path's row blocks.
+inline bool UseDirect32(const ConvGeo& g, size_t elem) {
   return g.c > 16 && g.c <= 32 && g.f * static_cast<int64_t>(elem) == 128 && Undilated(g);
+}
+inline bool UseDirectInputGrad(const ConvGeo& g, size_t elem) {
+  return UseDirectSmall(g, elem) ||
+         (UseDirect32(g, elem) && g.c * static_cast<int64_t>(elem) % 64 == 0);
 }
 
 // The forward pass also runs direct for 2-64 input channels into 256 bytes of outputs (64
@@ -47,7 +51,7 @@ inline bool UseDirectSmallNoInputGrad(const ConvGeo& g, size_t elem) {
 // 1x1 (1x1s read their input in place on the GEMM path): no im2col copy, 10-35% faster there
 // (bench/kernels_bench). Same bits as the GEMM path.
 inline bool UseDirectForward(const ConvGeo& g, size_t elem) {
-  if (UseDirectSmall(g, elem) || UseDirectSmallNoInputGrad(g, elem)) return true;
+  if (UseDirectSmall(g, elem) || UseDirect32(g, elem)) return true;
   return g.c >= 2 && g.c <= 64 && g.f * static_cast<int64_t>(elem) == 256 && g.kh * g.kw > 1 &&
          Undilated(g);
 }

@@ -140,6 +140,63 @@ TROUPE_ALWAYS_INLINE void InputRowFused(const ConvGeo& g, const InLayout& l, con
   }
 }
 
+// AddTileN with row r added at out[r] + off.
+template <typename T, int kBytes, int R, int C>
+TROUPE_ALWAYS_INLINE void AddTileAtN(int rows, int64_t depth, const T* a, int64_t ars, const T* b,
+                                     int64_t bds, T* const* out, int64_t off) {
+  if constexpr (R > 1) {
+    if (rows < R) return AddTileAtN<T, kBytes, R - 1, C>(rows, depth, a, ars, b, bds, out, off);
+  }
+  using V = simd::Vec<T, kBytes>;
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  V acc[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < C; ++v) acc[r][v] = V{};
+  Accumulate<T, kBytes, R, C>(acc, depth, a, ars, 1, b, bds);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < C; ++v) {
+      T* o = out[r] + off + v * kL;
+      simd::Store(o, simd::Load<V>(o) + acc[r][v]);
+    }
+  }
+}
+
+// The fused input gradient of a whole image for runs longer than InputRowFused's: a tile is R
+// pixels in order (they may span output rows: small images still fill tiles) by C vectors of one
+// filter tap (kh, kw), c a multiple of C vectors. The taps go in descending (kh, kw) order: a dx
+// element that two pixels p1 < p2 of a tile reach gets p1's add first (p1 is on an earlier
+// output row, so it reaches the element with a larger kh, or on the same row with a larger kw),
+// as in ScatterRow; later tiles hold later pixels. So the bits are InputColRow + ScatterRow's.
+template <typename T, int kBytes, int C>
+TROUPE_ALWAYS_INLINE void InputImageFusedTaps(const ConvGeo& g, const InLayout& l, const T* wt,
+                                              const T* dy, T* xb) {
+  constexpr int R = kRows<kBytes, C>;
+  constexpr int64_t kW = C * simd::kLanes<T, kBytes>;
+  const Balanced pixels(g.oh * g.ow, R);
+  for (int64_t t = 0; t < pixels.tiles; ++t) {
+    const int64_t q0 = pixels.Start(t);
+    const int rows = static_cast<int>(pixels.Start(t + 1) - q0);
+    T* at[R];  // each pixel's window (tap 0, 0) in the padded dx
+    for (int r = 0; r < rows; ++r) {
+      const int64_t oh = (q0 + r) / g.ow, ow = (q0 + r) % g.ow;
+      at[r] = xb + oh * g.sh * l.rs + ow * g.sw * g.c;
+    }
+    for (int64_t kh = g.kh - 1; kh >= 0; --kh) {
+      for (int64_t kw = g.kw - 1; kw >= 0; --kw) {
+        for (int64_t c0 = 0; c0 < g.c; c0 += kW) {
+          const int64_t j = kw * g.c + c0;
+          AddTileAtN<T, kBytes, R, C>(rows, g.f, dy + q0 * g.f, g.f, wt + kh * l.rp + j,
+                                      g.kh * l.rp, at, kh * l.rs + j);
+        }
+      }
+    }
+  }
+}
+
 // One output row of the input gradient: its patch rows, then their scatter.
 template <typename T, int kBytes>
 TROUPE_ALWAYS_INLINE void InputRow(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy,
@@ -163,16 +220,29 @@ TROUPE_ALWAYS_INLINE void InputRow(const ConvGeo& g, const InLayout& l, const T*
   ScatterRow<T, kBytes>(g, l, col, oh, xb);
 }
 
+// One image's input gradient into the padded dx xb (zero on entry).
+template <typename T, int kBytes>
+TROUPE_ALWAYS_INLINE void InputImage(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy,
+                                     T* col, T* xb) {
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  if (g.c % kL == 0 && l.rp == l.run && l.run > 4 * kL) {
+    if (g.c % (2 * kL) == 0) return InputImageFusedTaps<T, kBytes, 2>(g, l, wt, dy, xb);
+    return InputImageFusedTaps<T, kBytes, 1>(g, l, wt, dy, xb);
+  }
+  for (int64_t oh = 0; oh < g.oh; ++oh) {
+    InputRow<T, kBytes>(g, l, wt, dy + oh * g.ow * g.f, oh, col, xb);
+  }
+}
+
 template <typename T>
-void InputRow32(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy, int64_t oh, T* col,
-                T* xb) {
-  InputRow<T, 32>(g, l, wt, dy, oh, col, xb);
+void InputImage32(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy, T* col, T* xb) {
+  InputImage<T, 32>(g, l, wt, dy, col, xb);
 }
 #if TROUPE_HAVE_AVX512_DISPATCH
 template <typename T>
-TROUPE_TARGET_AVX512 void InputRow64(const ConvGeo& g, const InLayout& l, const T* wt, const T* dy,
-                                     int64_t oh, T* col, T* xb) {
-  InputRow<T, 64>(g, l, wt, dy, oh, col, xb);
+TROUPE_TARGET_AVX512 void InputImage64(const ConvGeo& g, const InLayout& l, const T* wt,
+                                       const T* dy, T* col, T* xb) {
+  InputImage<T, 64>(g, l, wt, dy, col, xb);
 }
 #endif
 
@@ -200,16 +270,16 @@ void Conv2DBackpropInputDirectSmall(ThreadPool* pool, const ConvGeo& g, const T*
     std::fill(col, col + g.ow * l.kp, T(0));  // the pads; runs are rewritten per row
     for (int64_t n = n0; n < n1; ++n) {
       std::fill(xb, xb + l.hp * l.rs, T(0));
-      for (int64_t oh = 0; oh < g.oh; ++oh) {
-        const T* d = dy + (n * g.oh + oh) * g.ow * g.f;
+      const T* d = dy + n * g.oh * g.ow * g.f;
 #if TROUPE_HAVE_AVX512_DISPATCH
-        if (wide) {
-          InputRow64<T>(g, l, wt.data(), d, oh, col, xb);
-          continue;
-        }
-#endif
-        InputRow32<T>(g, l, wt.data(), d, oh, col, xb);
+      if (wide) {
+        InputImage64<T>(g, l, wt.data(), d, col, xb);
+      } else {
+        InputImage32<T>(g, l, wt.data(), d, col, xb);
       }
+#else
+      InputImage32<T>(g, l, wt.data(), d, col, xb);
+#endif
       // dx = the inside of the padded buffer (zero where no window reaches).
       T* img = dx + n * image;
       for (int64_t ih = 0; ih < g.h; ++ih) {
