@@ -87,19 +87,20 @@ struct Padded {
 template <typename T, int kBytes, int C>
 TROUPE_ALWAYS_INLINE void ForwardImageC(const ConvGeo& g, const PadGeo& p, const T* img,
                                         const T* filter, T* y) {
-  const int64_t run = g.kw * g.c;  // one window row: contiguous in the padded input
   constexpr int R = kRows<kBytes, C>;
+  // The window rows: segments of kw * c contiguous values, p.row apart; the filter's rows for
+  // them follow each other.
+  std::vector<int64_t> off(static_cast<size_t>(g.kh)), len(static_cast<size_t>(g.kh), g.kw * g.c);
+  for (int64_t kh = 0; kh < g.kh; ++kh) off[static_cast<size_t>(kh)] = kh * p.row;
+  const Segments window{off.data(), len.data(), g.kh};
   const Balanced cols(g.ow, R);
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     for (int64_t t = 0; t < cols.tiles; ++t) {
       const int64_t ow0 = cols.Start(t);
       const int rows = static_cast<int>(cols.Start(t + 1) - ow0);
-      T* out = y + (oh * g.ow + ow0) * g.f;
-      for (int64_t kh = 0; kh < g.kh; ++kh) {
-        const T* a = img + (oh * g.sh + kh) * p.row + ow0 * g.sw * g.c;
-        TileN<T, kBytes, R, C>(rows, run, a, g.sw * g.c, 1, filter + kh * run * g.f, g.f, out, g.f,
-                               kh == 0);
-      }
+      const T* a = img + oh * g.sh * p.row + ow0 * g.sw * g.c;
+      TileSegments<T, kBytes, R, C>(rows, window, a, g.sw * g.c, 1, filter, g.f,
+                                    y + (oh * g.ow + ow0) * g.f, g.f);
     }
   }
 }

@@ -59,10 +59,10 @@ TROUPE_ALWAYS_INLINE void InputColRow(const ConvGeo& g, const InLayout& l, const
       const T* w = wt + kh * l.rp;
       int64_t v = 0;
       for (; v + 2 <= nv; v += 2) {
-        TileN<T, kBytes, R, 2>(rows, g.f, a, g.f, 1, w + v * kL, wld, out + v * kL, l.kp, true);
+        TileN<T, kBytes, R, 2>(rows, g.f, a, g.f, 1, w + v * kL, wld, out + v * kL, l.kp);
       }
       for (; v < nv; ++v) {
-        TileN<T, kBytes, R, 1>(rows, g.f, a, g.f, 1, w + v * kL, wld, out + v * kL, l.kp, true);
+        TileN<T, kBytes, R, 1>(rows, g.f, a, g.f, 1, w + v * kL, wld, out + v * kL, l.kp);
       }
       if (l.rp > l.run) {
         for (int r = 0; r < rows; ++r) {

@@ -69,19 +69,16 @@ TROUPE_ALWAYS_INLINE void StoreTile(const simd::Vec<T, kBytes> (&acc)[R][C], T* 
     for (int v = 0; v < C; ++v) simd::Store(out + r * ors + v * kL, acc[r][v]);
 }
 
-// out[r][v] (+)= sum over d < depth of a[r * ars + d * ads] * b[d * bds + v * lanes], r < R,
-// v < C. With `init` false the sums continue from the values already in out (exact: a store and
-// a load do not round), which lets a caller split the depth into strided segments.
+// out[r][v] = sum over d < depth of a[r * ars + d * ads] * b[d * bds + v * lanes] from zero,
+// r < R, v < C.
 template <typename T, int kBytes, int R, int C>
 TROUPE_ALWAYS_INLINE void Tile(int64_t depth, const T* a, int64_t ars, int64_t ads, const T* b,
-                               int64_t bds, T* out, int64_t ors, bool init) {
-  using V = simd::Vec<T, kBytes>;
-  constexpr int64_t kL = simd::kLanes<T, kBytes>;
-  V acc[R][C];
+                               int64_t bds, T* out, int64_t ors) {
+  simd::Vec<T, kBytes> acc[R][C];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < C; ++v) acc[r][v] = init ? V{} : simd::Load<V>(out + r * ors + v * kL);
+    for (int v = 0; v < C; ++v) acc[r][v] = simd::Vec<T, kBytes>{};
   Accumulate<T, kBytes, R, C>(acc, depth, a, ars, ads, b, bds);
   StoreTile<T, kBytes, R, C>(acc, out, ors);
 }
@@ -89,9 +86,9 @@ TROUPE_ALWAYS_INLINE void Tile(int64_t depth, const T* a, int64_t ars, int64_t a
 // Tile with a run-time row count 1..R.
 template <typename T, int kBytes, int R, int C>
 TROUPE_ALWAYS_INLINE void TileN(int rows, int64_t depth, const T* a, int64_t ars, int64_t ads,
-                                const T* b, int64_t bds, T* out, int64_t ors, bool init) {
-  if (rows == R) return Tile<T, kBytes, R, C>(depth, a, ars, ads, b, bds, out, ors, init);
-  if constexpr (R > 1) TileN<T, kBytes, R - 1, C>(rows, depth, a, ars, ads, b, bds, out, ors, init);
+                                const T* b, int64_t bds, T* out, int64_t ors) {
+  if (rows == R) return Tile<T, kBytes, R, C>(depth, a, ars, ads, b, bds, out, ors);
+  if constexpr (R > 1) TileN<T, kBytes, R - 1, C>(rows, depth, a, ars, ads, b, bds, out, ors);
 }
 
 // A depth split into segments that continue each other: segment i is `len[i]` steps whose a
@@ -102,8 +99,7 @@ struct Segments {
 };
 
 // out = Tile's sums from zero over every segment in order, the accumulators kept in registers
-// from one segment to the next (Tile with init false per segment has the same bits, but loads
-// and stores the tile each time).
+// from one segment to the next.
 template <typename T, int kBytes, int R, int C>
 TROUPE_ALWAYS_INLINE void TileSegments(int rows, const Segments& seg, const T* a, int64_t ars,
                                        int64_t ads, const T* b, int64_t bds, T* out, int64_t ors) {
