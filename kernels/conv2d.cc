@@ -228,8 +228,8 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
 
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
-  if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
+  if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
   const bool pointwise = Pointwise(g);
   auto run = [&](int64_t r0, int64_t r1) {

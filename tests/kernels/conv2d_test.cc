@@ -290,10 +290,12 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{37, 5, 3, 24}, V{3, 3, 24, 40}, 1, true},
                                  std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
                                  std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true},
-                                 // The direct kernels of conv2d_direct_small.cc: 16 -> 16,
+                                 // The direct kernels of conv2d_direct_small.cc: a 1 -> 16 stem
+                                 // (forward), 16 -> 16,
                                  // strided 16 -> 32, 32 -> 32 (forward and filter gradient),
                                  // strided 40 -> 64 and a 7x7 stem (forward: tiles across output
                                  // rows; filter gradient in column blocks).
+                                 std::tuple{V{2, 10, 10, 1}, V{3, 3, 1, 16}, 1, true},
                                  std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
                                  std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
                                  std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true},
@@ -311,6 +313,8 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
       kernels::SetGemmPathForTesting(path);
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
         EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2D", {x, f}, a))[0], want.y)) << int(path);
+        // One input channel: the backprops are conv2d_direct.cc's, in orders of their own.
+        if (xs[3] == 1) continue;
         EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropInput", {f, dy}, bi))[0], want.dx))
             << int(path);
         // These fit one filter-gradient row block (>= 256 rows): one chain, no partial sums.
