@@ -47,41 +47,30 @@ void PadImage(const ConvGeo& g, const PadGeo& p, const T* img, bool zero_border,
   }
 }
 
-// A per-thread buffer for one padded image. It remembers the geometry of the last image padded
-// into it: the next image of the same geometry only overwrites the inside (the border is
-// still zero).
+// A per-thread buffer of padded images: `count` images from img on, padded one after the other.
+// It remembers the geometry of the last images padded into it and how many slots have their
+// border cleared for it: images of the same geometry only overwrite those slots' inside.
 template <typename T>
-T* PadInto(const ConvGeo& g, const PadGeo& p, const T* img) {
+T* PadInto(const ConvGeo& g, const PadGeo& p, const T* img, int64_t count = 1) {
   struct Buffer {
     std::vector<T> data;
     int64_t key[7] = {};
+    int64_t clear = 0;  // slots [0, clear) have a zero border for `key`
   };
   thread_local Buffer b;
   const int64_t key[7] = {p.hp, p.wp, g.c, g.h, g.w, g.pt, g.pl};
-  const bool same = std::equal(key, key + 7, b.key);
-  if (b.data.size() < static_cast<size_t>(p.image)) b.data.resize(static_cast<size_t>(p.image));
-  std::copy(key, key + 7, b.key);
-  PadImage(g, p, img, !same, b.data.data());
+  if (!std::equal(key, key + 7, b.key)) {
+    std::copy(key, key + 7, b.key);
+    b.clear = 0;
+  }
+  const size_t need = static_cast<size_t>(count * p.image);
+  if (b.data.size() < need) b.data.resize(need);
+  for (int64_t i = 0; i < count; ++i) {
+    PadImage(g, p, img + i * g.h * g.w * g.c, i >= b.clear, b.data.data() + i * p.image);
+  }
+  b.clear = std::max(b.clear, count);
   return b.data.data();
 }
-
-// The whole batch padded (the filter gradient's row blocks span images), built in parallel.
-template <typename T>
-struct Padded {
-  PadGeo p;
-  const T* base;
-  std::unique_ptr<T[]> buf;
-  Padded(ThreadPool* pool, const ConvGeo& g, const T* x) : p(g), base(x) {
-    if (!p.copy) return;
-    buf.reset(new T[static_cast<size_t>(g.n * p.image)]);  // every element is written below
-    ParallelForBlocks(pool, g.n, 8, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) {
-        PadImage(g, p, x + n * g.h * g.w * g.c, true, buf.get() + n * p.image);
-      }
-    });
-    base = buf.get();
-  }
-};
 
 // (Templates rather than generic lambdas: a lambda would not inherit the AVX-512 target.)
 template <typename T, int kBytes, int C>
@@ -165,8 +154,8 @@ TROUPE_ALWAYS_INLINE void ForwardImage(const ConvGeo& g, const PadGeo& p, const 
 // Filter-gradient partial over output pixels [r0, r1): dw[k][f] = sum of patch[p][k] * dy[p][f]
 // in pixel order.
 template <typename T, int kBytes, int C>
-TROUPE_ALWAYS_INLINE void FilterBlockC(const ConvGeo& g, const Padded<T>& xp, const T* dy,
-                                       const Segments& seg, int64_t r0, T* dw) {
+TROUPE_ALWAYS_INLINE void FilterBlockC(const ConvGeo& g, const PadGeo& p, const T* base,
+                                       const T* dy, const Segments& seg, int64_t r0, T* dw) {
   const int64_t run = g.kw * g.c;
   constexpr int R = kRows<kBytes, C>;
   const Balanced taps(run, R);
@@ -174,7 +163,7 @@ TROUPE_ALWAYS_INLINE void FilterBlockC(const ConvGeo& g, const Padded<T>& xp, co
     for (int64_t t = 0; t < taps.tiles; ++t) {
       const int64_t j0 = taps.Start(t);
       const int rows = static_cast<int>(taps.Start(t + 1) - j0);
-      const T* a = xp.base + kh * xp.p.row + j0;
+      const T* a = base + kh * p.row + j0;
       TileSegments<T, kBytes, R, C>(rows, seg, a, 1, g.sw * g.c, dy + r0 * g.f, g.f,
                                     dw + (kh * run + j0) * g.f, g.f);
     }
@@ -183,8 +172,8 @@ TROUPE_ALWAYS_INLINE void FilterBlockC(const ConvGeo& g, const Padded<T>& xp, co
 
 // Wider filters: FilterBlockC over column blocks of two vectors of output channels.
 template <typename T, int kBytes>
-TROUPE_ALWAYS_INLINE void FilterBlockColumns(const ConvGeo& g, const Padded<T>& xp, const T* dy,
-                                             const Segments& seg, int64_t r0, T* dw) {
+TROUPE_ALWAYS_INLINE void FilterBlockColumns(const ConvGeo& g, const PadGeo& p, const T* base,
+                                             const T* dy, const Segments& seg, int64_t r0, T* dw) {
   constexpr int C = 2;
   constexpr int R = kRows<kBytes, C>;
   constexpr int64_t kW = C * simd::kLanes<T, kBytes>;
@@ -194,7 +183,7 @@ TROUPE_ALWAYS_INLINE void FilterBlockColumns(const ConvGeo& g, const Padded<T>& 
     for (int64_t t = 0; t < taps.tiles; ++t) {
       const int64_t j0 = taps.Start(t);
       const int rows = static_cast<int>(taps.Start(t + 1) - j0);
-      const T* a = xp.base + kh * xp.p.row + j0;
+      const T* a = base + kh * p.row + j0;
       for (int64_t f0 = 0; f0 < g.f; f0 += kW) {
         TileSegments<T, kBytes, R, C>(rows, seg, a, 1, g.sw * g.c, dy + r0 * g.f + f0, g.f,
                                       dw + (kh * run + j0) * g.f + f0, g.f);
@@ -204,17 +193,17 @@ TROUPE_ALWAYS_INLINE void FilterBlockColumns(const ConvGeo& g, const Padded<T>& 
 }
 
 template <typename T, int kBytes>
-TROUPE_ALWAYS_INLINE void FilterBlock(const ConvGeo& g, const Padded<T>& xp, const T* dy,
+TROUPE_ALWAYS_INLINE void FilterBlock(const ConvGeo& g, const PadGeo& p, const T* base, const T* dy,
                                       const Segments& seg, int64_t r0, T* dw) {
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
   if (g.f > 2 * kL && g.f % (2 * kL) == 0)
-    return FilterBlockColumns<T, kBytes>(g, xp, dy, seg, r0, dw);
+    return FilterBlockColumns<T, kBytes>(g, p, base, dy, seg, r0, dw);
   if (g.f == kL) {
-    FilterBlockC<T, kBytes, 1>(g, xp, dy, seg, r0, dw);
+    FilterBlockC<T, kBytes, 1>(g, p, base, dy, seg, r0, dw);
   } else if (g.f == 2 * kL) {
-    FilterBlockC<T, kBytes, 2>(g, xp, dy, seg, r0, dw);
+    FilterBlockC<T, kBytes, 2>(g, p, base, dy, seg, r0, dw);
   } else {
-    FilterBlockC<T, kBytes, 4>(g, xp, dy, seg, r0, dw);
+    FilterBlockC<T, kBytes, 4>(g, p, base, dy, seg, r0, dw);
   }
 }
 
@@ -223,9 +212,9 @@ void ForwardImage32(const ConvGeo& g, const PadGeo& p, const T* img, const T* w,
   ForwardImage<T, 32>(g, p, img, w, y);
 }
 template <typename T>
-void FilterBlock32(const ConvGeo& g, const Padded<T>& xp, const T* dy, const Segments& seg,
-                   int64_t r0, T* dw) {
-  FilterBlock<T, 32>(g, xp, dy, seg, r0, dw);
+void FilterBlock32(const ConvGeo& g, const PadGeo& p, const T* base, const T* dy,
+                   const Segments& seg, int64_t r0, T* dw) {
+  FilterBlock<T, 32>(g, p, base, dy, seg, r0, dw);
 }
 #if TROUPE_HAVE_AVX512_DISPATCH
 template <typename T>
@@ -234,21 +223,21 @@ TROUPE_TARGET_AVX512 void ForwardImage64(const ConvGeo& g, const PadGeo& p, cons
   ForwardImage<T, 64>(g, p, img, w, y);
 }
 template <typename T>
-TROUPE_TARGET_AVX512 void FilterBlock64(const ConvGeo& g, const Padded<T>& xp, const T* dy,
-                                        const Segments& seg, int64_t r0, T* dw) {
-  FilterBlock<T, 64>(g, xp, dy, seg, r0, dw);
+TROUPE_TARGET_AVX512 void FilterBlock64(const ConvGeo& g, const PadGeo& p, const T* base,
+                                        const T* dy, const Segments& seg, int64_t r0, T* dw) {
+  FilterBlock<T, 64>(g, p, base, dy, seg, r0, dw);
 }
 #endif
 
 // Output pixels [r0, r1) as segments of one output row each (a fixed stride in the padded
-// input): off[i] is the segment's first window in xp's layout.
-Segments RowSegments(const ConvGeo& g, const PadGeo& p, int64_t r0, int64_t r1,
+// input): off[i] is the segment's first window in the padded images from image n0 on.
+Segments RowSegments(const ConvGeo& g, const PadGeo& p, int64_t r0, int64_t r1, int64_t n0,
                      std::vector<int64_t>& off, std::vector<int64_t>& len) {
   const int64_t per_image = g.oh * g.ow;
   off.clear(), len.clear();
   for (int64_t r = r0; r < r1;) {
     const int64_t n = r / per_image, q = r % per_image, oh = q / g.ow, ow = q % g.ow;
-    off.push_back(n * p.image + oh * g.sh * p.row + ow * g.sw * g.c);
+    off.push_back((n - n0) * p.image + oh * g.sh * p.row + ow * g.sw * g.c);
     len.push_back(std::min(g.ow - ow, r1 - r));
     r += len.back();
   }
@@ -289,7 +278,8 @@ void Conv2DBackpropFilterDirectSmall(ThreadPool* pool, const ConvGeo& g, const T
     std::fill(dw, dw + KF, T(0));
     return;
   }
-  const Padded<T> xp(pool, g, x);
+  const PadGeo p(g);
+  const int64_t per_image = g.oh * g.ow;
   std::vector<T> partial(static_cast<size_t>(nb > 1 ? nb * KF : 0));
   const bool wide = Wide();
   ParallelForBlocks(pool, nb, 1, [&](int64_t b0, int64_t b1) {
@@ -297,14 +287,18 @@ void Conv2DBackpropFilterDirectSmall(ThreadPool* pool, const ConvGeo& g, const T
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       T* out = nb > 1 ? partial.data() + b * KF : dw;
-      const Segments seg = RowSegments(g, xp.p, r0, r1, off, len);
+      // The block's images, padded into a per-thread buffer (hot when the tiles read them).
+      const int64_t n0 = p.copy ? r0 / per_image : 0;
+      const T* base =
+          p.copy ? PadInto(g, p, x + n0 * g.h * g.w * g.c, (r1 - 1) / per_image - n0 + 1) : x;
+      const Segments seg = RowSegments(g, p, r0, r1, n0, off, len);
 #if TROUPE_HAVE_AVX512_DISPATCH
       if (wide) {
-        FilterBlock64<T>(g, xp, dy, seg, r0, out);
+        FilterBlock64<T>(g, p, base, dy, seg, r0, out);
         continue;
       }
 #endif
-      FilterBlock32<T>(g, xp, dy, seg, r0, out);
+      FilterBlock32<T>(g, p, base, dy, seg, r0, out);
     }
   });
   (void)wide;
