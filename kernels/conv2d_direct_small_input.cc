@@ -94,12 +94,16 @@ TROUPE_ALWAYS_INLINE void ScatterRow(const ConvGeo& g, const InLayout& l, const 
 }
 
 // out[r * ostep + v * lanes] += Tile's sums from zero (r < rows, v < C), one row after the
-// other: rows that overlap in out get their adds in row order.
-template <typename T, int kBytes, int R, int C>
+// other: rows that overlap in out get their adds in row order. With kSp > 0 (ostep = kSp
+// vectors) the tile's span of out is loaded once, the adds done in registers (still in row
+// order per element) and stored once: no store-to-load round trips between overlapping rows.
+template <typename T, int kBytes, int R, int C, int kSp>
 TROUPE_ALWAYS_INLINE void AddTileN(int rows, int64_t depth, const T* a, int64_t ars, const T* b,
                                    int64_t bds, T* out, int64_t ostep) {
   if constexpr (R > 1) {
-    if (rows < R) return AddTileN<T, kBytes, R - 1, C>(rows, depth, a, ars, b, bds, out, ostep);
+    if (rows < R) {
+      return AddTileN<T, kBytes, R - 1, C, kSp>(rows, depth, a, ars, b, bds, out, ostep);
+    }
   }
   using V = simd::Vec<T, kBytes>;
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
@@ -109,12 +113,25 @@ TROUPE_ALWAYS_INLINE void AddTileN(int rows, int64_t depth, const T* a, int64_t 
 #pragma GCC unroll 4
     for (int v = 0; v < C; ++v) acc[r][v] = V{};
   Accumulate<T, kBytes, R, C>(acc, depth, a, ars, 1, b, bds);
+  if constexpr (kSp > 0) {
+    constexpr int kSpan = (R - 1) * kSp + C;
+    V span[kSpan];
+#pragma GCC unroll 32
+    for (int k = 0; k < kSpan; ++k) span[k] = simd::Load<V>(out + k * kL);
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < C; ++v) {
-      T* o = out + r * ostep + v * kL;
-      simd::Store(o, simd::Load<V>(o) + acc[r][v]);
+      for (int v = 0; v < C; ++v) span[r * kSp + v] += acc[r][v];
+#pragma GCC unroll 32
+    for (int k = 0; k < kSpan; ++k) simd::Store(out + k * kL, span[k]);
+  } else {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < C; ++v) {
+        T* o = out + r * ostep + v * kL;
+        simd::Store(o, simd::Load<V>(o) + acc[r][v]);
+      }
     }
   }
 }
@@ -124,9 +141,9 @@ TROUPE_ALWAYS_INLINE void AddTileN(int rows, int64_t depth, const T* a, int64_t 
 // added straight into the padded dx rows. A dx element gets its adds in the same order, output
 // pixel by output pixel (one kernel row kh reaches a dx row from a given output row), so the
 // bits are InputColRow + ScatterRow's.
-template <typename T, int kBytes, int NV>
-TROUPE_ALWAYS_INLINE void InputRowFused(const ConvGeo& g, const InLayout& l, const T* wt,
-                                        const T* dy, int64_t oh, T* xb) {
+template <typename T, int kBytes, int NV, int kSp>
+TROUPE_ALWAYS_INLINE void InputRowFusedSp(const ConvGeo& g, const InLayout& l, const T* wt,
+                                          const T* dy, int64_t oh, T* xb) {
   constexpr int R = kRows<kBytes, NV>;
   const Balanced cols(g.ow, R);
   const int64_t step = g.sw * g.c;
@@ -134,10 +151,21 @@ TROUPE_ALWAYS_INLINE void InputRowFused(const ConvGeo& g, const InLayout& l, con
     const int64_t ow0 = cols.Start(t);
     const int rows = static_cast<int>(cols.Start(t + 1) - ow0);
     for (int64_t kh = 0; kh < g.kh; ++kh) {
-      AddTileN<T, kBytes, R, NV>(rows, g.f, dy + ow0 * g.f, g.f, wt + kh * l.rp, g.kh * l.rp,
-                                 xb + (oh * g.sh + kh) * l.rs + ow0 * step, step);
+      AddTileN<T, kBytes, R, NV, kSp>(rows, g.f, dy + ow0 * g.f, g.f, wt + kh * l.rp, g.kh * l.rp,
+                                      xb + (oh * g.sh + kh) * l.rs + ow0 * step, step);
     }
   }
+}
+
+// Pixels one or two vectors apart (sw * c) add their tiles through registers.
+template <typename T, int kBytes, int NV>
+TROUPE_ALWAYS_INLINE void InputRowFused(const ConvGeo& g, const InLayout& l, const T* wt,
+                                        const T* dy, int64_t oh, T* xb) {
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  const int64_t step = g.sw * g.c;
+  if (step == kL) return InputRowFusedSp<T, kBytes, NV, 1>(g, l, wt, dy, oh, xb);
+  if (step == 2 * kL) return InputRowFusedSp<T, kBytes, NV, 2>(g, l, wt, dy, oh, xb);
+  InputRowFusedSp<T, kBytes, NV, 0>(g, l, wt, dy, oh, xb);
 }
 
 // AddTileN with row r added at out[r] + off.
