@@ -75,6 +75,13 @@ const std::vector<ConvCase> kCases = {
     {{2, 5, 6, 4}, {3, 2, 4, 32}, 1, 1, false},
     {{1, 9, 9, 5}, {5, 5, 5, 16}, 1, 1, false},
     {{1, 6, 20, 2}, {3, 3, 2, 16}, 1, 1, true},
+    // The direct kernels' wider cases (conv2d_direct.h): one channel into a vector (forward),
+    // 17-32 channels into 32 floats (16 doubles), 64 floats (32 doubles) of outputs.
+    {{2, 7, 6, 1}, {3, 3, 1, 16}, 2, 1, true},
+    {{2, 6, 5, 24}, {3, 3, 24, 32}, 2, 1, true},
+    {{2, 7, 7, 32}, {3, 3, 32, 32}, 1, 2, false},
+    {{1, 8, 7, 16}, {3, 3, 16, 64}, 2, 2, true},
+    {{1, 6, 6, 32}, {3, 3, 32, 16}, 1, 1, true},
     // Dilated filters (the im2col path, also for shapes the direct kernels would take).
     {{2, 9, 9, 3}, {3, 3, 3, 4}, 1, 1, true, 2, 2},
     {{1, 10, 8, 2}, {3, 2, 2, 5}, 2, 1, false, 2, 3},
@@ -299,6 +306,7 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
                                  std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
                                  std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true},
+                                 std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
                                  std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
