@@ -45,7 +45,13 @@ const ConvShape kConv[] = {{28, 28, 1, 5, 6, "SAME", 28, 28},
                            {14, 14, 256, 3, 256, "SAME", 14, 14},
                            {7, 7, 2048, 1, 512, "SAME", 7, 7},
                            {56, 56, 256, 1, 512, "SAME", 28, 28, 2},
-                           {224, 224, 3, 7, 64, "SAME", 112, 112, 2}};
+                           {224, 224, 3, 7, 64, "SAME", 112, 112, 2},
+                           // ResNet-20's stem and its strided convolutions and projections.
+                           {28, 28, 1, 3, 16, "SAME", 28, 28},
+                           {28, 28, 16, 3, 32, "SAME", 14, 14, 2},
+                           {28, 28, 16, 1, 32, "SAME", 14, 14, 2},
+                           {14, 14, 32, 3, 64, "SAME", 7, 7, 2},
+                           {14, 14, 32, 1, 64, "SAME", 7, 7, 2}};
 
 double ConvFlops(const ConvShape& s, int64_t n) {
   return 2.0 * static_cast<double>(n * s.oh * s.ow * s.f * s.k * s.k * s.c);
@@ -72,7 +78,8 @@ void Run(benchmark::State& state, const char* op, const std::vector<Tensor>& in,
   }
 }
 
-// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages, 5-10 ResNet-50), batch.
+// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages, 5-10 ResNet-50, 11-15
+// ResNet-20's stem and strided layers), batch.
 void BM_Conv2D(benchmark::State& state) {
   const ConvShape& s = kConv[state.range(0)];
   const int64_t n = state.range(1);
@@ -273,7 +280,7 @@ void ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {0, 1}) {
     for (int batch : {8, 64}) b->Args({layer, batch});
   }
-  for (int layer : {2, 3, 4}) b->Args({layer, 128});
+  for (int layer : {2, 3, 4, 11, 12, 13, 14, 15}) b->Args({layer, 128});
 }
 
 // ResNet-50 layers (kConv[5..10]) at 8 images; the Troupe kernels only.

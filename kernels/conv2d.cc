@@ -1,8 +1,9 @@
 // Conv2D (NHWC input, HWIO filter, SAME/VALID, strides, dilations) and its gradients
 // Conv2DBackpropInput / Conv2DBackpropFilter, float32/float64, as im2col + kernels/gemm.h (direct
 // loops for one input channel with unit width stride: conv2d_direct.cc; register-tiled direct
-// kernels for few input and 16/32 output channels: conv2d_direct_small.cc; both for dilation 1
-// only, dilated filters take the im2col path).
+// kernels for few input and 16/32 output channels: conv2d_direct_small*.cc, which also run
+// 17-32 -> 32-channel filters and the forward (and some filter gradients) of up to 64 -> 64;
+// both for dilation 1 only, dilated filters take the im2col path).
 //
 // 1x1 filters with unit strides and no padding skip im2col: the input is the patch matrix.
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
@@ -227,8 +228,8 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
 
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
+  if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
-  if (UseDirectSmall(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows();
   const bool pointwise = Pointwise(g);
   auto run = [&](int64_t r0, int64_t r1) {
@@ -251,7 +252,7 @@ template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropInputDirectC1(pool, g, filter, dy, dx);
-  if (UseDirectSmall(g, sizeof(T))) {
+  if (UseDirectInputGrad(g, sizeof(T))) {
     return Conv2DBackpropInputDirectSmall(pool, g, filter, dy, dx);
   }
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
@@ -308,6 +309,10 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   if (UseDirectSingleChannel(g)) return Conv2DBackpropFilterDirectC1(pool, g, x, dy, dw);
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
+  }
+  if (UseDirect32(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
+    // The GEMM path's row blocks: the same chains and partial sums, so the same bits.
+    return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, FilterGradRows(g), dw);
   }
   const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g), size = K * g.f;
   const int64_t nb = (rows + block - 1) / block;

@@ -109,44 +109,62 @@ TROUPE_ALWAYS_INLINE void ForwardImage(const ConvGeo& g, const Expanded<T>& e, c
   }
 }
 
+// acc[t][j] for G taps kw0 .. kw0 + G - 1 of kernel row kh and the NV vectors at j: the sums
+// over output rows [oh0, oh1) (ascending) of xe * dy. The taps share the dy loads and give the
+// multiply-adds G * NV independent chains.
+template <typename T, int kBytes, int G, int NV>
+TROUPE_ALWAYS_INLINE void FilterTaps(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                     const T* dyp, int64_t kh, int64_t kw0, int64_t oh0,
+                                     int64_t oh1, int64_t j, T* acc) {
+  using V = simd::Vec<T, kBytes>;
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  V s[G][NV] = {};
+  const T* xk = xe + kw0 * g.f + j;
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    const T* a = xk + (oh * g.sh - g.pt + kh) * e.XR;
+    V d[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) d[v] = simd::Load<V>(dyp + oh * e.Jp + j + v * kL);
+#pragma GCC unroll 4
+    for (int t = 0; t < G; ++t)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) s[t][v] += simd::Load<V>(a + t * g.f + v * kL) * d[v];
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < G; ++t)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) simd::Store(acc + (kw0 + t) * e.Jp + j + v * kL, s[t][v]);
+}
+
+template <typename T, int kBytes, int G>
+TROUPE_ALWAYS_INLINE void FilterTapGroup(const ConvGeo& g, const Expanded<T>& e, const T* xe,
+                                         const T* dyp, int64_t kh, int64_t kw0, int64_t oh0,
+                                         int64_t oh1, T* acc) {
+  constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  constexpr int kNv = kBytes == 64 ? 4 : 2;  // G * kNv accumulators + kNv dy vectors in registers
+  int64_t j = 0;
+  for (; j + kNv * kL <= e.Jp; j += kNv * kL) {
+    FilterTaps<T, kBytes, G, kNv>(g, e, xe, dyp, kh, kw0, oh0, oh1, j, acc);
+  }
+  for (; j < e.Jp; j += kL) FilterTaps<T, kBytes, G, 1>(g, e, xe, dyp, kh, kw0, oh0, oh1, j, acc);
+}
+
 // Filter gradient of one image, per tap and output element j: sum over output rows oh
 // (ascending) of xe * dy, written to acc[tap][j] (dyp: dy rows padded to Jp with zeros).
 template <typename T, int kBytes>
 TROUPE_ALWAYS_INLINE void FilterImage(const ConvGeo& g, const Expanded<T>& e, const T* xe,
                                       const T* dyp, T* acc) {
-  using V = simd::Vec<T, kBytes>;
-  constexpr int64_t kL = simd::kLanes<T, kBytes>;
-  constexpr int kNv = 4;
   for (int64_t kh = 0; kh < g.kh; ++kh) {
     // Output rows whose input row oh * sh - pt + kh is inside the image.
     int64_t oh0 = 0, oh1 = g.oh;
     while (oh0 < oh1 && oh0 * g.sh - g.pt + kh < 0) ++oh0;
     while (oh1 > oh0 && (oh1 - 1) * g.sh - g.pt + kh >= g.h) --oh1;
-    for (int64_t kw = 0; kw < g.kw; ++kw) {
-      T* out = acc + (kh * g.kw + kw) * e.Jp;
-      const T* xk = xe + kw * g.f;
-      int64_t j = 0;
-      for (; j + kNv * kL <= e.Jp; j += kNv * kL) {
-        V s[kNv] = {};
-        for (int64_t oh = oh0; oh < oh1; ++oh) {
-          const T* a = xk + (oh * g.sh - g.pt + kh) * e.XR + j;
-          const T* d = dyp + oh * e.Jp + j;
-#pragma GCC unroll 4
-          for (int v = 0; v < kNv; ++v)
-            s[v] += simd::Load<V>(a + v * kL) * simd::Load<V>(d + v * kL);
-        }
-#pragma GCC unroll 4
-        for (int v = 0; v < kNv; ++v) simd::Store(out + j + v * kL, s[v]);
-      }
-      for (; j < e.Jp; j += kL) {
-        V s = {};
-        for (int64_t oh = oh0; oh < oh1; ++oh) {
-          s += simd::Load<V>(xk + (oh * g.sh - g.pt + kh) * e.XR + j) *
-               simd::Load<V>(dyp + oh * e.Jp + j);
-        }
-        simd::Store(out + j, s);
-      }
-    }
+    T* row = acc + kh * g.kw * e.Jp;
+    int64_t kw = 0;
+    for (; kw + 3 <= g.kw; kw += 3)
+      FilterTapGroup<T, kBytes, 3>(g, e, xe, dyp, kh, kw, oh0, oh1, row);
+    if (g.kw - kw == 2) FilterTapGroup<T, kBytes, 2>(g, e, xe, dyp, kh, kw, oh0, oh1, row);
+    if (g.kw - kw == 1) FilterTapGroup<T, kBytes, 1>(g, e, xe, dyp, kh, kw, oh0, oh1, row);
   }
 }
 
@@ -170,6 +188,24 @@ TROUPE_TARGET_AVX512 void FilterImage64(const ConvGeo& g, const Expanded<T>& e, 
   FilterImage<T, 64>(g, e, xe, dyp, acc);
 }
 #endif
+
+// out[f] = a[f] + a[f + F] + a[2F + f] + ... over the output columns, in column order: across f
+// in vectors where F is a whole number of them, else one f at a time (short Eigen maps cost
+// more than they save at LeNet's 6 filters).
+template <typename T>
+void SumColumns(const ConvGeo& g, const T* a, T* out) {
+  if (g.f % simd::kLanes<T, 32> == 0) {
+    Vec<T> s(out, g.f);
+    s = ConstVec<T>(a, g.f);
+    for (int64_t ow = 1; ow < g.ow; ++ow) s += ConstVec<T>(a + ow * g.f, g.f);
+    return;
+  }
+  for (int64_t f = 0; f < g.f; ++f) {
+    T s = a[f];
+    for (int64_t ow = 1; ow < g.ow; ++ow) s += a[ow * g.f + f];
+    out[f] = s;
+  }
+}
 
 // Per-thread scratch, reused across calls (kernels run many times with the same shapes).
 template <typename T>
@@ -266,15 +302,9 @@ void Conv2DBackpropFilterDirectC1(ThreadPool* pool, const ConvGeo& g, const T* x
 #else
       FilterImage32<T>(g, e, xe, dyp, acc);
 #endif
+      // Per tap: the output columns' sums added in column order.
       T* p = partial.data() + n * K;
-      for (int64_t k = 0; k < taps; ++k) {
-        const T* a = acc + k * e.Jp;
-        for (int64_t f = 0; f < g.f; ++f) {
-          T s = a[f];
-          for (int64_t ow = 1; ow < g.ow; ++ow) s += a[ow * g.f + f];
-          p[k * g.f + f] = s;
-        }
-      }
+      for (int64_t k = 0; k < taps; ++k) SumColumns(g, acc + k * e.Jp, p + k * g.f);
     }
   });
   (void)wide;

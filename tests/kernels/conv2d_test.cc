@@ -75,6 +75,13 @@ const std::vector<ConvCase> kCases = {
     {{2, 5, 6, 4}, {3, 2, 4, 32}, 1, 1, false},
     {{1, 9, 9, 5}, {5, 5, 5, 16}, 1, 1, false},
     {{1, 6, 20, 2}, {3, 3, 2, 16}, 1, 1, true},
+    // The direct kernels' wider cases (conv2d_direct.h): one channel into a vector (forward),
+    // 17-32 channels into 32 floats (16 doubles), 64 floats (32 doubles) of outputs.
+    {{2, 7, 6, 1}, {3, 3, 1, 16}, 2, 1, true},
+    {{2, 6, 5, 24}, {3, 3, 24, 32}, 2, 1, true},
+    {{2, 7, 7, 32}, {3, 3, 32, 32}, 1, 2, false},
+    {{1, 8, 7, 16}, {3, 3, 16, 64}, 2, 2, true},
+    {{1, 6, 6, 32}, {3, 3, 32, 16}, 1, 1, true},
     // Dilated filters (the im2col path, also for shapes the direct kernels would take).
     {{2, 9, 9, 3}, {3, 3, 3, 4}, 1, 1, true, 2, 2},
     {{1, 10, 8, 2}, {3, 2, 2, 5}, 2, 1, false, 2, 3},
@@ -182,7 +189,12 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
                                   std::tuple{V{16, 14, 14, 8}, V{3, 3, 8, 16}, "SAME", 2},
                                   // 1x1 expansion: in place, transposed filter gradient, several
                                   // row blocks.
-                                  std::tuple{V{48, 14, 14, 24}, V{1, 1, 24, 96}, "SAME", 1}}) {
+                                  std::tuple{V{48, 14, 14, 24}, V{1, 1, 24, 96}, "SAME", 1},
+                                  // ResNet-20's 16-, 32- and 64-channel 3x3s (direct kernels,
+                                  // padded images, several row blocks spanning images).
+                                  std::tuple{V{6, 28, 28, 16}, V{3, 3, 16, 16}, "SAME", 1},
+                                  std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, "SAME", 1},
+                                  std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, "SAME", 1}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
     AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string(pad)}};
@@ -212,7 +224,10 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
 struct ChainRef {
   std::vector<float> y, dx, dw;
 };
-ChainRef FmaChainConv(const Tensor& x, const Tensor& f, const Tensor& dy, int64_t s, bool same) {
+// `block` > 0: the filter gradient as the GEMM path sums several row blocks: one chain per
+// block of `block` output pixels, the block partials added in block order.
+ChainRef FmaChainConv(const Tensor& x, const Tensor& f, const Tensor& dy, int64_t s, bool same,
+                      int64_t block = 0) {
   const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
   const int64_t kh = f.dim(0), kw = f.dim(1), fo = f.dim(3);
   int64_t pt, pl;
@@ -221,7 +236,17 @@ ChainRef FmaChainConv(const Tensor& x, const Tensor& f, const Tensor& dy, int64_
   ChainRef r{std::vector<float>(static_cast<size_t>(n * oh * ow * fo)),
              std::vector<float>(static_cast<size_t>(x.num_elements()), 0.0f),
              std::vector<float>(static_cast<size_t>(f.num_elements()), 0.0f)};
+  std::vector<float> total;
+  auto fold = [&] {
+    if (total.empty()) {
+      total = r.dw;
+    } else {
+      for (size_t e = 0; e < total.size(); ++e) total[e] += r.dw[e];
+    }
+    std::fill(r.dw.begin(), r.dw.end(), 0.0f);
+  };
   for (int64_t pix = 0; pix < n * oh * ow; ++pix) {
+    if (block > 0 && pix > 0 && pix % block == 0) fold();
     const int64_t b = pix / (oh * ow), i = pix / ow % oh, j = pix % ow;
     auto in = [&](int64_t p, int64_t q, int64_t ci) -> float* {
       const int64_t ih = i * s - pt + p, iw = j * s - pl + q;
@@ -250,6 +275,8 @@ ChainRef FmaChainConv(const Tensor& x, const Tensor& f, const Tensor& dy, int64_
       }
     }
   }
+  fold();
+  r.dw = total;
   return r;
 }
 
@@ -269,7 +296,19 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{3, 9, 8, 40}, V{1, 1, 40, 48}, 2, false},
                                  std::tuple{V{37, 5, 3, 24}, V{3, 3, 24, 40}, 1, true},
                                  std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
-                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true}}) {
+                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true},
+                                 // The direct kernels of conv2d_direct_small.cc: a 1 -> 16 stem
+                                 // (forward), 16 -> 16,
+                                 // strided 16 -> 32, 32 -> 32 (forward and filter gradient),
+                                 // strided 40 -> 64 and a 7x7 stem (forward: tiles across output
+                                 // rows; filter gradient in column blocks).
+                                 std::tuple{V{2, 10, 10, 1}, V{3, 3, 1, 16}, 1, true},
+                                 std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
+                                 std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
+                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true},
+                                 std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
+                                 std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
+                                 std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
@@ -282,6 +321,8 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
       kernels::SetGemmPathForTesting(path);
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
         EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2D", {x, f}, a))[0], want.y)) << int(path);
+        // One input channel: the backprops are conv2d_direct.cc's, in orders of their own.
+        if (xs[3] == 1) continue;
         EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropInput", {f, dy}, bi))[0], want.dx))
             << int(path);
         // These fit one filter-gradient row block (>= 256 rows): one chain, no partial sums.
@@ -290,6 +331,26 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
       }
     }
     kernels::SetGemmPathForTesting(GemmPath::kAuto);
+  }
+}
+
+// Several filter-gradient row blocks (256-1024 output pixels: 2^18 / K, conv2d.cc's
+// FilterGradRows), summed in block order, whichever kernel runs: the GEMM path (3x3x72 -> 40) or
+// the direct kernels that take its blocks (32 -> 32, 64 -> 64 on 7x7 images).
+TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
+  ThreadPool three(3, "three");
+  for (auto [xs, fs, block] : {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 40}, int64_t{404}},
+                               std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, int64_t{910}},
+                               std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, int64_t{455}}}) {
+    SCOPED_TRACE(TensorShape(fs).ToString());
+    Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
+    AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string("SAME")}};
+    Tensor dy = Random(Run1("Conv2D", {x, f}, a).shape(), 7);
+    const ChainRef want = FmaChainConv(x, f, dy, 1, true, block);
+    a.Set("filter_sizes", fs);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
+      EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, a))[0], want.dw));
+    }
   }
 }
 

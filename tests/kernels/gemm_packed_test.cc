@@ -118,8 +118,11 @@ class SameBitsTest : public ::testing::Test {
   }
 };
 
-// 16-channel layers run conv2d_direct_small.cc's kernels, wider ones im2col + GEMM.
+// ResNet-20's layers: up to 32 channels run conv2d_direct_small*.cc's kernels, 64 channels their
+// forward (and, on small images, filter gradient) and im2col + GEMM for the rest; the 1 -> 16 stem
+// the direct forward and conv2d_direct.cc's gradients.
 TEST_F(SameBitsTest, ResNetConvolutions) {
+  Conv({8, 32, 32, 1}, {3, 3, 1, 16}, 1);
   Conv({8, 32, 32, 16}, {3, 3, 16, 16}, 1);
   Conv({8, 16, 16, 32}, {3, 3, 32, 64}, 2);
   Conv({8, 32, 32, 16}, {3, 3, 16, 32}, 2);
