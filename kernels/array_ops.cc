@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/dtype_traits.h"
+#include "kernels/elementwise_forwarding.h"
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
 
@@ -153,6 +154,30 @@ void FillWith(Tensor& t, V value) {
   });
 }
 
+// out = inputs[0] + inputs[1] + ... added in index order for every element (deterministic).
+// The executor may hand out a dead input's buffer as `out` (elementwise_forwarding.h), so each
+// chunk of every input is read before the chunk of `out` is written: one pass over memory, and
+// right whichever input `out` is.
+template <typename T>
+void AddNInto(KernelContext& ctx, Tensor& out) {
+  constexpr int64_t kChunk = 512;
+  const int n = ctx.num_inputs();
+  ParallelFor(ctx.pool(), out.num_elements(), n, [&](int64_t b, int64_t e) {
+    T acc[kChunk];
+    T* o = out.data<T>();
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t len = std::min(kChunk, e - c);
+      const T* x0 = ctx.input(0).template data<T>() + c;
+      for (int64_t i = 0; i < len; ++i) acc[i] = x0[i];
+      for (int k = 1; k < n; ++k) {
+        const T* x = ctx.input(k).template data<T>() + c;
+        for (int64_t i = 0; i < len; ++i) acc[i] += x[i];
+      }
+      std::copy(acc, acc + len, o + c);
+    }
+  });
+}
+
 // Forwards input 0 reshaped to the shape function's output shape.
 KernelFn ForwardAs(ShapeFn fn) {
   return [fn](KernelContext& ctx) -> Status {
@@ -221,24 +246,12 @@ void RegisterArrayOps(OpRegistry& r) {
              });
              return Status::OK();
            });
+  MarkOutputMayAliasInput("AddN");
   Register(r, {.name = "AddN", .num_inputs = -1, .infer_shapes = AddNShape},
            [](KernelContext& ctx) -> Status {
              TROUPE_ASSIGN_OR_RETURN(SpecList out, AddNShape(InputSpecs(ctx), ctx.attrs()));
              TROUPE_ASSIGN_OR_RETURN(Tensor t, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
-             const int n = ctx.num_inputs();
-             DispatchReal(t.dtype(), [&](auto tag) {
-               using T = decltype(tag);
-               // Inputs are added in index order for every element (deterministic).
-               ParallelFor(ctx.pool(), t.num_elements(), n, [&](int64_t b, int64_t e) {
-                 T* o = t.data<T>();
-                 const T* first = ctx.input(0).data<T>();
-                 for (int64_t i = b; i < e; ++i) o[i] = first[i];
-                 for (int k = 1; k < n; ++k) {
-                   const T* x = ctx.input(k).data<T>();
-                   for (int64_t i = b; i < e; ++i) o[i] += x[i];
-                 }
-               });
-             });
+             DispatchReal(t.dtype(), [&](auto tag) { AddNInto<decltype(tag)>(ctx, t); });
              return Status::OK();
            });
 }

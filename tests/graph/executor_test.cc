@@ -127,6 +127,37 @@ TEST(ExecutorTest, ElementwiseOutputsReuseOnlyDeadInputs) {
   }
 }
 
+// AddN may write over any dead input, not only its first: here the feed is input 0, so the
+// output takes input 1's buffer, and every input must still be read before it is overwritten.
+// (Above the executor's small-tensor fast path, whose outputs are never moved.)
+TEST(ExecutorTest, AddNOverAnyDeadInputAddsInIndexOrder) {
+  auto g = std::make_shared<FuncGraph>("addn");
+  {
+    BuildScope scope(g);
+    Value x = g->AddInput({TensorShape{3, 7000}, DType::kFloat32, ""}, "x");
+    Value b = x * 3.0;
+    Value c = x * 5.0;
+    g->outputs.push_back(ops::Identity(ops::AddN({x, b, c})).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  std::vector<float> xs(21000);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.037f * static_cast<float>(i) - 11.0f;
+  Tensor inputs[] = {Floats(xs, {3, 7000})};
+  for (int run = 0; run < 2; ++run) {
+    auto out = (*ex)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      // volatile: each product rounded on its own, as the graph's Mul does (no contraction).
+      volatile float b = xs[i] * 3.0f, c = xs[i] * 5.0f;
+      const float want = (xs[i] + b) + c;
+      ASSERT_EQ((*out)[0].flat<float>()[i], want) << i;
+    }
+  }
+  EXPECT_GT((*ex)->stats().reuses, 0);
+}
+
 // Shape-only ops with static shapes run as views of their input (no kernel call); with an
 // input of another shape than traced the kernel still runs and reports the error.
 TEST(ExecutorTest, StaticShapeOnlyOpsAreViews) {
