@@ -1,6 +1,7 @@
 // Gradients of activations and neural-network ops (TF's nn_grad.py formulas).
 #include <algorithm>
 
+#include "graph/func_graph.h"
 #include "graph/grad_util.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
@@ -9,6 +10,16 @@
 namespace troupe::internal {
 namespace {
 using V = std::vector<Value>;
+
+// The inputs of the AddN node that made symbolic `v`, or none when another op made it.
+std::vector<Value> SummandsOf(const Value& v) {
+  if (!v.symbolic() || !v.ok()) return {};
+  const Node& node = v.graph()->node(v.node_out().node);
+  if (node.kind != NodeKind::kKernel || node.op != "AddN") return {};
+  std::vector<Value> parts;
+  for (NodeOut in : node.inputs) parts.push_back(Value::Symbolic(v.graph_ptr(), in));
+  return parts;
+}
 
 // Window attributes carried over from the forward op.
 AttrMap WindowAttrs(const OpCall& c) {
@@ -178,7 +189,13 @@ void RegisterNnGradients() {
   });
   // Relu(x + y): ReluGrad through the output, then the add's identity to both inputs.
   RegisterGradient("AddRelu", [](const OpCall& c, const V& dy, V* dx) {
-    Value g = Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad");
+    // dy is usually the tape's AddN of two contributions (the block's output feeds the next
+    // block and its skip path): fold that sum into the ReluGrad; the AddN node, unread, is
+    // pruned.
+    std::vector<Value> parts = SummandsOf(dy[0]);
+    Value g = parts.size() == 2 && UseCpuFusedOps()
+                  ? Apply1("AddReluGrad", {parts[0], parts[1], c.outputs[0]}, {}, "AddReluGrad")
+                  : Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad");
     *dx = {g, g};
     return Status::OK();
   });

@@ -371,6 +371,7 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "RsqrtGrad",
       "ReciprocalGrad",
       "ReluGrad",
+      "AddReluGrad",
       "Relu6Grad",
       "EluGrad",
       "LeakyReluGrad",

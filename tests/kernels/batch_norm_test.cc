@@ -247,6 +247,34 @@ TEST(AddReluTest, EqualsAddThenReluBits) {
   EXPECT_FALSE(mismatch.ok());
 }
 
+// AddReluGrad(g1, g2, y) has the bits of ReluGrad(AddN(g1, g2), y), including -0 sums, NaN
+// gradients and y = 0, for any thread count; unequal shapes are refused.
+TEST(AddReluTest, GradEqualsAddNThenReluGradBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  pools.push_back(nullptr);
+  for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "arg"));
+  for (const TensorShape& shape : Shapes()) {
+    Tensor g1 = Random(shape, 9), g2 = Random(shape, 10), y = Run1("Relu", {Random(shape, 11)});
+    g1.data<float>()[0] = -0.f;
+    g2.data<float>()[0] = -0.f;
+    if (g1.num_elements() > 2) {
+      g1.data<float>()[1] = std::nanf("");
+      y.data<float>()[2] = 0.f;
+    }
+    const Tensor want = Run1("ReluGrad", {Run1("AddN", {g1, g2}), y});
+    for (const auto& pool : pools) {
+      Result<std::vector<Tensor>> got = RunOn(pool.get(), "AddReluGrad", {g1, g2, y}, AttrMap());
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_TRUE(SameBits((*got)[0], want)) << shape.ToString();
+    }
+  }
+  Result<std::vector<Tensor>> mismatch =
+      RunV("AddReluGrad", {Random(TensorShape({2, 3}), 1), Random(TensorShape({2, 3}), 2),
+                           Random(TensorShape({3}), 3)});
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.status().message().find("output"), std::string::npos) << mismatch.status();
+}
+
 TEST(FusedBatchNormTest, ShapeErrorsNameTheArgument) {
   Tensor x = Random(TensorShape({2, 3}), 1);
   Tensor c2 = Random(TensorShape({2}), 2);
