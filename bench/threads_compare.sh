@@ -8,6 +8,10 @@
 # Measured 2026-11-26, quiet 2-core Zen 5 VM, 1 process x 2 replicas (examples/s):
 #   LeNet (1500 steps):    1 thread 35.8-36.1k, 2: 32.1-32.4k, 3: 29.3-29.5k; default picks 1
 #   ResNet-20 SGD (30 steps): 1 thread 721-723, 2: 589-612; default picks 1
+# Measured 2026-11-26 on a 16-vCPU Xeon (a GPU host), ms/step, replicas per process with the
+# default threads: ResNet-20 b128: 1 (16 threads) 79.5, 2 (15) 57.6, 4 (13) 45.6, 8 (9) 40.4,
+#   16 (1) 53.8; 1 replica with 1/4/8/16 threads: 378/140/107/82. LeNet b64: 1 2.70, 2 2.29,
+#   4 2.18, 8 2.38, 16 2.98; 2 replicas with 2 threads 2.69 against the default's 2.29.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 config=$here/examples/fashion_lenet.toml

@@ -7,7 +7,6 @@
 // of two contributions (the block's output feeds the next block's convolution and its skip
 // path), in one pass: (g1 + g2) * (output > 0), the two ops' arithmetic, so the same bits
 // (-0 and NaN included).
-#include <algorithm>
 
 #include "kernels/elementwise_forwarding.h"
 #include "kernels/elementwise_impl.h"

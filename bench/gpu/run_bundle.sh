@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU checks from a bundle made by bench/gpu/bundle.sh on a GPU machine that has
-# CUDA, cuDNN and NCCL but not Debian's packages: the GPU unit tests, the GPU training test
-# and the benchmarks. Usage: bench/gpu/run_bundle.sh BUNDLE_DIR OUT_DIR [tests|train|bench]...
+# CUDA, cuDNN and NCCL but not Debian's packages: the GPU unit tests, the GPU training test,
+# the benchmarks, and the zoo models per step against PyTorch CUDA (models; transformer_lm reads
+# the text files of the glob in $TROUPE_TEXT, default Debian's fortunes).
+# Usage: bench/gpu/run_bundle.sh BUNDLE_DIR OUT_DIR [tests|train|bench|models]...
 set -uo pipefail
 bundle=$(cd "$1" && pwd); out=$2; shift 2
 export LD_LIBRARY_PATH=$bundle/lib:${LD_LIBRARY_PATH:-}
@@ -32,5 +34,9 @@ for what in "$@"; do
       ref=(); [[ -x $bundle/bin/all_reduce_perf ]] && ref=(--all-reduce-perf "$bundle/bin/all_reduce_perf")
       python3 "$src/bench/gpu/gpu_compare.py" --gpu-bench "$bundle/bin/gpu_bench" "${ref[@]}" \
         2>&1 | tee "$out/gpu_compare.log" ;;
+    models)
+      echo "== model_steps"
+      python3 "$src/bench/gpu/model_steps.py" --build "$bundle/bin" \
+        --text "${TROUPE_TEXT:-/usr/share/games/fortunes/*.u8}" 2>&1 | tee "$out/model_steps.log" ;;
   esac
 done
