@@ -56,8 +56,8 @@ def troupe_step_ms(build, model, batch, sets, steps, device="gpu"):
         if p.returncode != 0:
             return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
         with open(os.path.join(run, "metrics.jsonl")) as f:
-            rates = [json.loads(x)["examples_per_sec"] for x in f
-                     if x.strip() and json.loads(x).get("split") == "train"][1:]
+            lines = [json.loads(x) for x in f if x.strip()]
+        rates = [x["examples_per_sec"] for x in lines if x.get("split") == "train"][1:]
     return sum(1000.0 * batch / r for r in rates) / len(rates), ""
 
 
