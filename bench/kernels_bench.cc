@@ -51,7 +51,18 @@ const ConvShape kConv[] = {{28, 28, 1, 5, 6, "SAME", 28, 28},
                            {28, 28, 16, 3, 32, "SAME", 14, 14, 2},
                            {28, 28, 16, 1, 32, "SAME", 14, 14, 2},
                            {14, 14, 32, 3, 64, "SAME", 7, 7, 2},
-                           {14, 14, 32, 1, 64, "SAME", 7, 7, 2}};
+                           {14, 14, 32, 1, 64, "SAME", 7, 7, 2},
+                           // More of ResNet-50 (run at its batch of 32): the 3x3s of stages 2
+                           // and 4, the 1x1 expansions/reductions of stages 2-4 and the strided
+                           // 1x1s of the stage entries.
+                           {28, 28, 128, 3, 128, "SAME", 28, 28},
+                           {7, 7, 512, 3, 512, "SAME", 7, 7},
+                           {14, 14, 256, 1, 1024, "SAME", 14, 14},
+                           {14, 14, 1024, 1, 256, "SAME", 14, 14},
+                           {7, 7, 512, 1, 2048, "SAME", 7, 7},
+                           {28, 28, 512, 1, 128, "SAME", 28, 28},
+                           {14, 14, 1024, 1, 2048, "SAME", 7, 7, 2},
+                           {56, 56, 256, 1, 128, "SAME", 28, 28, 2}};
 
 double ConvFlops(const ConvShape& s, int64_t n) {
   return 2.0 * static_cast<double>(n * s.oh * s.ow * s.f * s.k * s.k * s.c);
@@ -78,8 +89,8 @@ void Run(benchmark::State& state, const char* op, const std::vector<Tensor>& in,
   }
 }
 
-// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages, 5-10 ResNet-50, 11-15
-// ResNet-20's stem and strided layers), batch.
+// Args: layer (0 = LeNet conv1, 1 = LeNet conv2, 2-4 = ResNet-20 stages, 5-10 and 16-23
+// ResNet-50, 11-15 ResNet-20's stem and strided layers), batch.
 void BM_Conv2D(benchmark::State& state) {
   const ConvShape& s = kConv[state.range(0)];
   const int64_t n = state.range(1);
@@ -283,9 +294,11 @@ void ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {2, 3, 4, 11, 12, 13, 14, 15}) b->Args({layer, 128});
 }
 
-// ResNet-50 layers (kConv[5..10]) at 8 images; the Troupe kernels only.
+// ResNet-50 layers (kConv[5..10]) at 8 images, and those of stages 2-4 (kConv[7, 8, 16..23])
+// at the zoo's batch of 32, whose row blocks and thread shares differ; the Troupe kernels only.
 void ResNet50ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer = 5; layer <= 10; ++layer) b->Args({layer, 8});
+  for (int layer : {7, 8, 16, 17, 18, 19, 20, 21, 22, 23}) b->Args({layer, 32});
 }
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {

@@ -7,9 +7,10 @@
 //
 // 1x1 filters with unit strides and no padding skip im2col: the input is the patch matrix.
 // Rows of the patch matrix (one per output pixel) are processed in blocks whose size depends
-// only on the shapes; Conv2DBackpropFilter sums per-block partial products in block order
-// and Conv2DBackpropInput scatters in output-pixel order, so results are bitwise the same
-// for any thread count. The TF input_sizes / filter_sizes tensors are attributes here (a -1
+// only on the shapes; Conv2DBackpropFilter sums per-block partial products in block order (for
+// large filters, float adds each block's product straight into the result: the same sums) and
+// Conv2DBackpropInput scatters in output-pixel order, so results are bitwise the same for any
+// thread count. The TF input_sizes / filter_sizes tensors are attributes here (a -1
 // batch in input_sizes means "the batch of out_backprop").
 #include <Eigen/Core>
 #include <algorithm>
@@ -21,8 +22,10 @@
 #include "kernels/conv2d_direct.h"
 #include "kernels/conv_util.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
+#include "kernels/simd.h"
 
 namespace troupe {
 namespace kernels {
@@ -299,6 +302,64 @@ T* PartialScratch(size_t n) {
   return buf.data();
 }
 
+// Filter gradients whose product has at least this many elements (K x f) take
+// FilterGradInPlace: their block partials cost more memory traffic than the GEMM itself.
+constexpr int64_t kInPlaceFilterGrad = int64_t{1} << 17;
+
+// Per-thread buffers of FilterGradInPlace (the calling thread's are shared with the workers
+// for the length of the call).
+float* ColScratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+float* TransposedScratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// float, large products: the same block products and block-order sums as the GEMM path below,
+// but each block's product is added straight into dw (GemmPackedAdd: c + chain, one rounding;
+// block 0 is stored), so no partials are written and read back. Every thread works on every
+// block, on its own rows of the product, so 7 blocks on 2 threads do not leave one idle. The
+// split changes no element's chain or sum order: the bits depend on the shapes only.
+void FilterGradInPlace(ThreadPool* pool, const ConvGeo& g, const float* x, const float* dy,
+                       float* dw) {
+  const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g);
+  const bool pointwise = Pointwise(g), swap = K < g.f;  // swap: as in the GEMM path below
+  const int64_t m = swap ? g.f : K;
+  const int64_t threads = pool == nullptr ? 1 : pool->num_threads() + 1;
+  const int64_t chunk = simd::RoundUp((m + threads - 1) / threads, 16);
+  float* out = swap ? TransposedScratch(static_cast<size_t>(K * g.f)) : dw;
+  float* col = pointwise ? nullptr : ColScratch(static_cast<size_t>(block * K));
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t r1 = std::min(rows, r0 + block), depth = r1 - r0;
+    const float* a = x + r0 * K;
+    if (!pointwise) {
+      ParallelForBlocks(pool, depth, (depth + threads - 1) / threads, [&](int64_t i0, int64_t i1) {
+        Im2Col(g, x, r0 + i0, r0 + i1, col + i0 * K);
+      });
+      a = col;
+    }
+    const auto gemm = r0 == 0 ? GemmPacked : GemmPackedAdd;
+    ParallelForBlocks(pool, m, chunk, [&](int64_t i0, int64_t i1) {
+      if (swap) {
+        gemm(true, false, i1 - i0, K, depth, dy + r0 * g.f + i0, g.f, a, K, out + i0 * K, K);
+      } else {
+        gemm(true, false, i1 - i0, g.f, depth, a + i0, K, dy + r0 * g.f, g.f, out + i0 * g.f, g.f);
+      }
+    });
+  }
+  if (!swap) return;
+  ParallelForBlocks(pool, K, (K + threads - 1) / threads, [&](int64_t k0, int64_t k1) {
+    Eigen::Map<RowMat<float>>(dw + k0 * g.f, k1 - k0, g.f) =
+        Eigen::Map<const RowMat<float>, 0, Eigen::OuterStride<>>(out + k0, g.f, k1 - k0,
+                                                                 Eigen::OuterStride<>(K))
+            .transpose();
+  });
+}
+
 // dw = the sum over row blocks b = 0, 1, ... of col_b^T . dy_b, added in block order. The
 // blocks run in waves of a few partials (a bounded buffer, not one per block), and each wave is
 // added to dw in block order, in parallel over dw's elements: every element gets the same sums
@@ -316,6 +377,9 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   }
   const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g), size = K * g.f;
   const int64_t nb = (rows + block - 1) / block;
+  if constexpr (std::is_same_v<T, float>) {
+    if (nb > 0 && size >= kInPlaceFilterGrad) return FilterGradInPlace(pool, g, x, dy, dw);
+  }
   const bool pointwise = Pointwise(g);  // the patch rows are x's rows: no im2col
   if (nb == 0) {
     Eigen::Map<RowMat<T>>(dw, K, g.f).setZero();

@@ -20,6 +20,7 @@ namespace kernels {
 namespace {
 
 using gemm_packed::KernelInfo;
+using gemm_packed::Mode;
 
 // op(X) of a row-major matrix: element (r, c) is p[r * ld + c], or p[c * ld + r] transposed.
 struct Operand {
@@ -28,11 +29,23 @@ struct Operand {
   bool t;
 };
 
+// One full mr-row panel of a transposed A: mr contiguous floats per p (fixed-size copies).
+template <int MR>
+void PackTransposedPanel(const float* src, int64_t ld, int64_t kc, float* dst) {
+  for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * MR, src + p * ld, sizeof(float) * MR);
+}
+
 // Rows [i0, i0 + mc) and depth [p0, p0 + kc) of op(A) as mr-row panels: dst[p * mr + i] per
 // panel, rows past mc zero.
 void PackA(const Operand& A, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr, float* dst) {
   for (int64_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
     const int rows = static_cast<int>(std::min<int64_t>(mr, mc - ir));
+    if (A.t && rows == mr && (mr == 6 || mr == 14)) {
+      const float* src = A.p + p0 * A.ld + i0 + ir;
+      if (mr == 6) PackTransposedPanel<6>(src, A.ld, kc, dst);
+      if (mr == 14) PackTransposedPanel<14>(src, A.ld, kc, dst);
+      continue;
+    }
     if (A.t) {
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = A.p + (p0 + p) * A.ld + i0 + ir;
@@ -123,14 +136,13 @@ void PackB(const Operand& B, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int
 // A tile cut by the edge of C: the kernel runs on a full mr × nr scratch tile holding the
 // valid part of C (when the chain continues) and only the valid part is written back.
 void EdgeTile(const KernelInfo& ki, gemm_packed::MicroKernel fn, int64_t kc, const float* a,
-              int64_t lda, const float* b, float* c, int64_t ldc, int rows, int cols,
-              bool accumulate) {
+              int64_t lda, const float* b, float* c, int64_t ldc, int rows, int cols, Mode mode) {
   alignas(64) float tile[32 * 64];
   const size_t bytes = sizeof(float) * static_cast<size_t>(cols);
-  if (accumulate) {
+  if (mode != Mode::kStore) {
     for (int i = 0; i < rows; ++i) std::memcpy(tile + i * ki.nr, c + i * ldc, bytes);
   }
-  fn(kc, a, lda, b, tile, ki.nr, accumulate);
+  fn(kc, a, lda, b, tile, ki.nr, mode);
   for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * ki.nr, bytes);
 }
 
@@ -153,7 +165,7 @@ struct ABlock {
 
 // Rows [0, mc) of the C block whose packed B slice is `bp` (nc columns), kc deep.
 void RowBlock(const KernelInfo& ki, const ABlock& A, const float* bp, int64_t mc, int64_t nc,
-              int64_t kc, float* c, int64_t ldc, bool accumulate) {
+              int64_t kc, float* c, int64_t ldc, Mode mode) {
   for (int64_t jr = 0; jr < nc; jr += ki.nr) {
     const int cols = static_cast<int>(std::min<int64_t>(ki.nr, nc - jr));
     const float* b = bp + jr * kc;
@@ -161,42 +173,57 @@ void RowBlock(const KernelInfo& ki, const ABlock& A, const float* bp, int64_t mc
       const int rows = static_cast<int>(std::min<int64_t>(ki.mr, mc - ir));
       const bool direct = A.rows != nullptr && rows == ki.mr;
       const gemm_packed::MicroKernel fn = direct && !A.t ? ki.fn_rows : ki.fn;
-      const float* a = !direct ? A.packed : A.rows + ir * (A.t ? 1 : A.lda);
+      // A.rows == nullptr: the whole block is packed, panel after panel.
+      const float* a =
+          !direct ? A.packed + (A.rows == nullptr ? ir * kc : 0) : A.rows + ir * (A.t ? 1 : A.lda);
       const int64_t lda = direct ? A.lda : ki.mr;
       float* ct = c + ir * ldc + jr;
       if (rows == ki.mr && cols == ki.nr) {
-        fn(kc, a, lda, b, ct, ldc, accumulate);
+        fn(kc, a, lda, b, ct, ldc, mode);
       } else {
-        EdgeTile(ki, fn, kc, a, lda, b, ct, ldc, rows, cols, accumulate);
+        EdgeTile(ki, fn, kc, a, lda, b, ct, ldc, rows, cols, mode);
       }
     }
   }
 }
 
+// C = op(A) op(B), or with `add` (only for k <= ki.kc: one slice, the chain in registers)
+// C += it.
 void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool add = false) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
+    if (add) return;
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
   thread_local std::vector<float> a_buf, b_buf;
   const Operand A{a, lda, ta}, B{b, ldb, tb};
   const int64_t nc_max = std::min(ki.nc, simd::RoundUp(n, ki.nr));
-  float* ap = Buffer(a_buf, ki.mr * ki.kc);
+  // A transposed with rows 4 KB apart or a multiple of that: read in place, every row of a panel
+  // falls in the same cache set and the panel does not stay in L1 (1x1 filter gradients of 1024
+  // or 2048 channels), so it is packed whole.
+  const bool pack_all = ta && lda % 1024 == 0;
+  float* ap = Buffer(a_buf, (pack_all ? ki.mc : ki.mr) * ki.kc);
   float* bp = Buffer(b_buf, nc_max * ki.kc);
   for (int64_t jc = 0; jc < n; jc += ki.nc) {
     const int64_t nc = std::min(ki.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += ki.kc) {
       const int64_t kc = std::min(ki.kc, k - pc);
       PackB(B, pc, kc, jc, nc, ki.nr, bp);
+      const Mode mode = pc > 0 ? Mode::kContinue : add ? Mode::kAdd : Mode::kStore;
       for (int64_t ic = 0; ic < m; ic += ki.mc) {
         const int64_t mc = std::min(ki.mc, m - ic);
+        if (pack_all) {
+          PackA(A, ic, mc, pc, kc, ki.mr, ap);
+          RowBlock(ki, ABlock{ap, nullptr, 0, false}, bp, mc, nc, kc, c + ic * ldc + jc, ldc, mode);
+          continue;
+        }
         // Only the trailing partial panel of A is packed.
         const int64_t full = mc / ki.mr * ki.mr;
         const ABlock block{ap, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, ta};
         if (full < mc) PackA(A, ic + full, mc - full, pc, kc, ki.mr, ap);
-        RowBlock(ki, block, bp, mc, nc, kc, c + ic * ldc + jc, ldc, pc > 0);
+        RowBlock(ki, block, bp, mc, nc, kc, c + ic * ldc + jc, ldc, mode);
       }
     }
   }
@@ -206,11 +233,11 @@ void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k
 // kRows, a[i * lda + p].
 template <bool kRows>
 void ScalarKernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
-                  bool accumulate) {
+                  Mode mode) {
   constexpr int kMr = 4, kNr = 8;
   float acc[kMr][kNr];
   for (int i = 0; i < kMr; ++i) {
-    for (int j = 0; j < kNr; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f;
+    for (int j = 0; j < kNr; ++j) acc[i][j] = mode == Mode::kContinue ? c[i * ldc + j] : 0.0f;
   }
   for (int64_t p = 0; p < kc; ++p, a += kRows ? 1 : lda, b += kNr) {
     for (int i = 0; i < kMr; ++i) {
@@ -219,7 +246,9 @@ void ScalarKernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     }
   }
   for (int i = 0; i < kMr; ++i) {
-    for (int j = 0; j < kNr; ++j) c[i * ldc + j] = acc[i][j];
+    for (int j = 0; j < kNr; ++j) {
+      c[i * ldc + j] = mode == Mode::kAdd ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+    }
   }
 }
 
@@ -264,21 +293,41 @@ void GemmPackedScalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
 
 void SetGemmPathForTesting(GemmPath path) { g_path.store(path); }
 
+namespace {
+
+const KernelInfo kScalarKernel{ScalarKernel<false>, ScalarKernel<true>, 4, 8, 256, 64, 1024};
+
+// The kernel GemmPacked runs for a product n wide: the forced path or the fastest allowed.
+KernelInfo Choose(int64_t n) {
+  const GemmPath forced = g_path.load(std::memory_order_relaxed);
+  if (forced == GemmPath::kScalar) return kScalarKernel;
+  if (forced == GemmPath::kAvx2 && HaveGemmPackedAvx2()) return gemm_packed::Avx2Kernel(n);
+  if (forced == GemmPath::kAvx512 && HaveGemmPackedAvx512()) return gemm_packed::Avx512Kernel(n);
+  if (simd::AllowAvx512() && HaveGemmPackedAvx512()) return gemm_packed::Avx512Kernel(n);
+  if (HaveGemmPackedAvx2()) return gemm_packed::Avx2Kernel(n);
+  return kScalarKernel;
+}
+
+}  // namespace
+
 void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float* c, int64_t ldc) {
-  const GemmPath forced = g_path.load(std::memory_order_relaxed);
-  if (forced == GemmPath::kScalar) return GemmPackedScalar(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-  if (forced == GemmPath::kAvx2 && HaveGemmPackedAvx2()) {
-    return GemmPackedAvx2(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  Run(Choose(n), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void GemmPackedAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  const KernelInfo ki = Choose(n);
+  if (k <= ki.kc) return Run(ki, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, true);
+  // Deeper: the product into scratch, then one add per element (the same bits). One slice as
+  // deep as k instead was 10-30% slower at 512-1024 (a B panel that deep leaves L1).
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(m * n)) scratch.resize(static_cast<size_t>(m * n));
+  Run(ki, ta, tb, m, n, k, a, lda, b, ldb, scratch.data(), n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] += scratch[i * n + j];
   }
-  if (forced == GemmPath::kAvx512 && HaveGemmPackedAvx512()) {
-    return GemmPackedAvx512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-  }
-  if (simd::AllowAvx512() && HaveGemmPackedAvx512()) {
-    return GemmPackedAvx512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-  }
-  if (HaveGemmPackedAvx2()) return GemmPackedAvx2(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-  GemmPackedScalar(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 }  // namespace kernels

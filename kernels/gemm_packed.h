@@ -26,6 +26,13 @@ namespace kernels {
 void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float* c, int64_t ldc);
 
+// C[i, j] += (the fmaf chain above for element (i, j), from +0.0f over all of k): one rounded
+// float add per element after the whole chain, so a caller that sums products over consecutive
+// blocks of k gets exactly "compute each block's product, then add the blocks in order" without
+// a buffer for the block products. Same paths, and the same bits on every path, as GemmPacked.
+void GemmPackedAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float* c, int64_t ldc);
+
 // Tests only: makes GemmPacked (and so kernels::Gemm<float> and the ops on it) take one path
 // (kAuto: the default choice). Paths the CPU lacks fall back as kAuto would.
 enum class GemmPath { kAuto, kScalar, kAvx2, kAvx512 };
@@ -44,14 +51,19 @@ void GemmPackedScalar(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
 
 namespace gemm_packed {
 
+// How a micro-kernel starts and ends: kStore: the chain starts from +0.0f and is stored;
+// kContinue: it starts from c (a later kc slice of the same chain); kAdd: it starts from +0.0f
+// and c + chain is stored (GemmPackedAdd).
+enum class Mode { kStore, kContinue, kAdd };
+
 // Computes one mr × nr tile: c[i * ldc + j] for i < mr, j < nr, from A and the packed B panel
 // b[p * nr + j], p < kc. A is a[p * lda + i] (`fn`: a packed panel with lda = mr, or a
 // transposed A read in place) or mr rows of a row-major matrix a[i * lda + p] (`fn_rows`); so
-// full panels of A are never packed, only the last, partial one. With `accumulate` the accumulators
-// start from c (the chain goes on), otherwise from +0.0f. Every element is a fmaf chain over p in
-// order.
+// full panels of A are packed only where a transposed A's rows are a multiple of 4 KB apart
+// (read in place, they would share a cache set), else only the last, partial one. Every element is
+// a fmaf chain over p in order, started and finished as `mode` says.
 using MicroKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                             int64_t ldc, bool accumulate);
+                             int64_t ldc, Mode mode);
 
 // A micro-kernel with its register tile and cache blocking (kc: depth of a packed slice;
 // mc: rows of A packed at once; nc: columns of B packed at once; mc % mr == nc % nr == 0).

@@ -27,6 +27,7 @@ struct Vec {
   static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T Zero() { return _mm256_setzero_ps(); }
   static T Splat(float s) { return _mm256_set1_ps(s); }
+  static T Add(T a, T b) { return _mm256_add_ps(a, b); }
   static T Fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
 };
 }  // namespace

@@ -28,6 +28,7 @@ struct Vec {
   static void Store(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T Zero() { return _mm512_setzero_ps(); }
   static T Splat(float s) { return _mm512_set1_ps(s); }
+  static T Add(T a, T b) { return _mm512_add_ps(a, b); }
   static T Fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
 };
 }  // namespace

@@ -335,22 +335,37 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
 }
 
 // Several filter-gradient row blocks (256-1024 output pixels: 2^18 / K, conv2d.cc's
-// FilterGradRows), summed in block order, whichever kernel runs: the GEMM path (3x3x72 -> 40) or
-// the direct kernels that take its blocks (32 -> 32, 64 -> 64 on 7x7 images).
+// FilterGradRows), summed in block order, whichever kernel runs: the GEMM path with block
+// partials (3x3x72 -> 40), the direct kernels that take its blocks (32 -> 32, 64 -> 64 on 7x7
+// images) or, for products of 2^17 elements or more, the GEMM path that adds each block's
+// product into dw (a 3x3 128 -> 128, a 1x1 1024 -> 128 whose transposed input is packed, a
+// 128 -> 1024 expansion computed transposed, a strided 1x1 on im2col rows), on every GEMM path.
 TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
+  using kernels::GemmPath;
   ThreadPool three(3, "three");
-  for (auto [xs, fs, block] : {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 40}, int64_t{404}},
-                               std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, int64_t{910}},
-                               std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, int64_t{455}}}) {
+  std::vector<GemmPath> paths = {GemmPath::kAuto, GemmPath::kAvx2};
+  for (auto [xs, fs, s, block] :
+       {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 40}, 1, int64_t{404}},
+        std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, 1, int64_t{910}},
+        std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, 1, int64_t{455}},
+        std::tuple{V{6, 8, 8, 128}, V{3, 3, 128, 128}, 1, int64_t{256}},
+        std::tuple{V{1, 16, 20, 1024}, V{1, 1, 1024, 128}, 1, int64_t{256}},
+        std::tuple{V{1, 33, 33, 128}, V{1, 1, 128, 1024}, 1, int64_t{1024}},
+        std::tuple{V{6, 20, 20, 512}, V{1, 1, 512, 256}, 2, int64_t{512}}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
-    AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string("SAME")}};
+    AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string("SAME")}};
     Tensor dy = Random(Run1("Conv2D", {x, f}, a).shape(), 7);
-    const ChainRef want = FmaChainConv(x, f, dy, 1, true, block);
+    const ChainRef want = FmaChainConv(x, f, dy, s, true, block);
     a.Set("filter_sizes", fs);
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
-      EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, a))[0], want.dw));
+    for (GemmPath path : paths) {
+      kernels::SetGemmPathForTesting(path);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
+        EXPECT_TRUE(SameFloats((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, a))[0], want.dw))
+            << int(path);
+      }
     }
+    kernels::SetGemmPathForTesting(GemmPath::kAuto);
   }
 }
 

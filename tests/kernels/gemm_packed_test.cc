@@ -25,8 +25,10 @@ using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, const float*, int
                         int64_t, float*, int64_t);
 
 // Each path against the fma chain for one shape; untouched padding columns of C stay -7.
-void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
-  const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+// lda 0: a padded leading dimension (rows of A 3 floats longer than needed).
+void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda = 0) {
+  if (lda == 0) lda = (ta ? m : k) + 3;
+  const int64_t ldb = (tb ? k : n) + 1, ldc = n + 2;
   const auto a = UniformFloats((ta ? k : m) * lda, 1), b = UniformFloats((tb ? n : k) * ldb, 2);
   std::vector<float> want(static_cast<size_t>(m * ldc), -7.0f);
   for (int64_t i = 0; i < m; ++i) {
@@ -65,7 +67,45 @@ TEST(GemmPackedTest, EveryPathIsTheFmaChain) {
             std::tuple{460, 48, 257}, std::tuple{97, 144, 300}, std::tuple{3, 4100, 20}}) {
         CheckShape(ta, tb, m, n, k);
       }
+      // Rows of A 4 KB (a multiple) apart: a transposed A is packed whole, edges included.
+      CheckShape(ta, tb, 205, 70, 300, 1024);
+      CheckShape(ta, tb, 13, 40, 9, 2048);
     }
+  }
+}
+
+// GemmPackedAdd on every path: c0 + the chain, one rounding per element, for one or several kc
+// slices (the deeper ones through a scratch product), edge tiles and a packed transposed A.
+TEST(GemmPackedTest, AddIsOneRoundedSumAfterTheChain) {
+  std::vector<GemmPath> paths = {GemmPath::kScalar};
+  if (kernels::HaveGemmPackedAvx2()) paths.push_back(GemmPath::kAvx2);
+  if (kernels::HaveGemmPackedAvx512()) paths.push_back(GemmPath::kAvx512);
+  for (auto [ta, m, n, k, lda] :
+       {std::tuple{true, 37, 70, 256, 0}, std::tuple{false, 37, 70, 256, 0},
+        std::tuple{true, 100, 33, 600, 0}, std::tuple{false, 7, 130, 1100, 0},
+        std::tuple{true, 200, 64, 250, 1024}, std::tuple{true, 5, 9, 1, 0}}) {
+    const int64_t lda_ = lda ? lda : (ta ? m : k) + 3, ldb = n + 1, ldc = n + 2;
+    const auto a = UniformFloats((ta ? k : m) * lda_, 3), b = UniformFloats(k * ldb, 4);
+    const auto c0 = UniformFloats(m * ldc, 5);
+    std::vector<float> want = c0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (int64_t p = 0; p < k; ++p) {
+          acc = std::fma(a[static_cast<size_t>(ta ? p * lda_ + i : i * lda_ + p)],
+                         b[static_cast<size_t>(p * ldb + j)], acc);
+        }
+        want[static_cast<size_t>(i * ldc + j)] += acc;
+      }
+    }
+    for (GemmPath path : paths) {
+      kernels::SetGemmPathForTesting(path);
+      std::vector<float> c = c0;
+      kernels::GemmPackedAdd(ta, false, m, n, k, a.data(), lda_, b.data(), ldb, c.data(), ldc);
+      EXPECT_EQ(std::memcmp(c.data(), want.data(), sizeof(float) * c.size()), 0)
+          << "path " << int(path) << " ta=" << ta << " m=" << m << " n=" << n << " k=" << k;
+    }
+    kernels::SetGemmPathForTesting(GemmPath::kAuto);
   }
 }
 
