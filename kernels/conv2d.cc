@@ -146,6 +146,19 @@ T* Scratch(size_t n) {
   return buf.data();
 }
 
+// Per-thread float buffers of the calling thread (shared with the workers for the length of
+// one call): FilterGradInPlace's patch rows, and a transposed filter or filter gradient.
+float* ColScratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+float* TransposedScratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 // Walks output pixels r0, r0 + 1, ... as (image, row, column) without a division per pixel
 // (three 64-bit divisions cost as much as copying a 32-channel patch row).
 struct PixelCursor {
@@ -229,12 +242,57 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
   }
 }
 
+// Filters of at least this many elements are packed once per call (FilterOperand).
+constexpr int64_t kPrepackFilter = int64_t{1} << 16;
+
+float* PackedFilterScratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// The filter side op(B) (k x n) of the forward and input-gradient GEMMs. float, with a large
+// filter and several row blocks: packed once per call, by all threads, into the calling
+// thread's buffer (every row block's GEMM packed all of it again: 9 MB per block in ResNet-50's
+// last stage, transposed for the input gradient). The packing is a copy: the same bits.
+template <typename T>
+struct FilterOperand {
+  const T* b;
+  int64_t ldb;
+  bool tb;
+  const float* packed = nullptr;
+
+  void Product(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, T* c, int64_t ldc) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed != nullptr) return GemmPackedB(false, m, n, k, a, lda, packed, c, ldc);
+    }
+    Gemm(false, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+};
+
+template <typename T>
+void Prepack(ThreadPool* pool, int64_t n, int64_t k, int64_t rows, int64_t block,
+             FilterOperand<T>& op) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (n * k < kPrepackFilter || rows <= block) return;
+    float* dst = PackedFilterScratch(static_cast<size_t>(GemmPackedBSize(n, k)));
+    const int64_t unit = GemmPackBUnit(n), panels = (n + unit - 1) / unit;
+    const int64_t threads = pool == nullptr ? 1 : pool->num_threads() + 1;
+    ParallelForBlocks(pool, panels, (panels + threads - 1) / threads, [&](int64_t p0, int64_t p1) {
+      GemmPackB(op.tb, n, k, op.b, op.ldb, p0 * unit, p1 * unit, dst);
+    });
+    op.packed = dst;
+  }
+}
+
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
   if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
-  const int64_t K = g.K(), rows = g.rows();
+  const int64_t K = g.K(), rows = g.rows(), block = GemmRows(g);
   const bool pointwise = Pointwise(g);
+  FilterOperand<T> op{filter, g.f, false};
+  Prepack(pool, g.f, K, rows, block, op);
   auto run = [&](int64_t r0, int64_t r1) {
     const T* a = x + r0 * K;
     if (!pointwise) {
@@ -242,15 +300,15 @@ void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filt
       Im2Col(g, x, r0, r1, col);
       a = col;
     }
-    Gemm(false, false, r1 - r0, g.f, K, a, K, filter, g.f, y + r0 * g.f, g.f);
+    op.Product(r1 - r0, g.f, K, a, K, y + r0 * g.f, g.f);
   };
-  ParallelForBlocks(pool, rows, GemmRows(g), run);
+  ParallelForBlocks(pool, rows, block, run);
 }
 
 // dx: each patch row is dy's row times filter^T (a fmaf chain over f), scattered back into its
-// image in row order. Images are grouped so each GEMM gets ~GemmRows rows (packing the filter
-// once per call is then cheap), and the filter is transposed once so that packing reads it
-// contiguously. Neither changes any element's chain or the order of the scatter's adds.
+// image in row order. Images are grouped so each GEMM gets ~GemmRows rows, and the filter is
+// packed or transposed once. Neither changes any element's chain or the order of the scatter's
+// adds.
 template <typename T>
 void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
                              T* dx) {
@@ -259,24 +317,25 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
     return Conv2DBackpropInputDirectSmall(pool, g, filter, dy, dx);
   }
   const int64_t K = g.K(), per_image = g.oh * g.ow, image = g.h * g.w * g.c;
-  // op(B) = filter^T. float: transposed once (the packed GEMM's bits do not depend on the
-  // layout). double keeps Eigen reading the filter itself: Eigen's small products vectorise
-  // depending on the alignment of a fresh buffer, which would make the bits vary by call.
-  std::vector<T> ft;
-  const T* b = filter;
-  int64_t ldb = g.f;
-  bool tb = true;
-  if constexpr (std::is_same_v<T, float>) {
-    ft.resize(static_cast<size_t>(K * g.f));
-    Eigen::Map<RowMat<T>>(ft.data(), g.f, K) =
-        Eigen::Map<const RowMat<T>>(filter, K, g.f).transpose();
-    b = ft.data(), ldb = K, tb = false;
-  }
+  // op(B) = filter^T. float: large filters are packed once, straight from the filter
+  // (FilterOperand); others are transposed once into a per-thread buffer so that each GEMM's
+  // packing reads them contiguously. The packed GEMM's bits do not depend on the layout. double
+  // keeps Eigen reading the filter itself: Eigen's small products vectorise depending on the
+  // alignment of a fresh buffer, which would make the bits vary by call.
   const int64_t block = GemmRows(g);
+  FilterOperand<T> op{filter, g.f, true};
+  Prepack(pool, K, g.f, g.rows(), block, op);
+  if constexpr (std::is_same_v<T, float>) {
+    if (op.packed == nullptr) {
+      float* ft = TransposedScratch(static_cast<size_t>(K * g.f));
+      Eigen::Map<RowMat<T>>(ft, g.f, K) = Eigen::Map<const RowMat<T>>(filter, K, g.f).transpose();
+      op = FilterOperand<T>{ft, K, false};
+    }
+  }
   if (Pointwise(g)) {
     // dx is the patch matrix: the GEMM writes it directly.
     ParallelForBlocks(pool, g.rows(), block, [&](int64_t r0, int64_t r1) {
-      Gemm(false, tb, r1 - r0, K, g.f, dy + r0 * g.f, g.f, b, ldb, dx + r0 * K, K);
+      op.Product(r1 - r0, K, g.f, dy + r0 * g.f, g.f, dx + r0 * K, K);
     });
     return;
   }
@@ -287,7 +346,7 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
     std::fill(dx + n0 * image, dx + n1 * image, T(0));
     for (int64_t r0 = n0 * per_image; r0 < n1 * per_image; r0 += block) {
       const int64_t r1 = std::min(r0 + block, n1 * per_image);
-      Gemm(false, tb, r1 - r0, K, g.f, dy + r0 * g.f, g.f, b, ldb, col, K);
+      op.Product(r1 - r0, K, g.f, dy + r0 * g.f, g.f, col, K);
       Col2ImAdd(g, col, r0, r1, dx);
     }
   };
@@ -305,19 +364,6 @@ T* PartialScratch(size_t n) {
 // Filter gradients whose product has at least this many elements (K x f) take
 // FilterGradInPlace: their block partials cost more memory traffic than the GEMM itself.
 constexpr int64_t kInPlaceFilterGrad = int64_t{1} << 17;
-
-// Per-thread buffers of FilterGradInPlace (the calling thread's are shared with the workers
-// for the length of the call).
-float* ColScratch(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
-float* TransposedScratch(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
 
 // float, large products: the same block products and block-order sums as the GEMM path below,
 // but each block's product is added straight into dw (GemmPackedAdd: c + chain, one rounding;

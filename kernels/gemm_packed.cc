@@ -187,10 +187,17 @@ void RowBlock(const KernelInfo& ki, const ABlock& A, const float* bp, int64_t mc
   }
 }
 
+// Where the (jc, pc) slice of a whole packed op(B) starts (GemmPackB's layout): column blocks
+// one after another, each k deep, its kc slices RoundUp(nc, nr) wide.
+int64_t PackedSliceOffset(const KernelInfo& ki, int64_t n, int64_t k, int64_t jc, int64_t pc) {
+  return jc * k + pc * simd::RoundUp(std::min(ki.nc, n - jc), ki.nr);
+}
+
 // C = op(A) op(B), or with `add` (only for k <= ki.kc: one slice, the chain in registers)
-// C += it.
+// C += it. `packed_b`: op(B) already packed whole (GemmPackB), b unused.
 void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool add = false) {
+         int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool add = false,
+         const float* packed_b = nullptr) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (add) return;
@@ -205,12 +212,17 @@ void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k
   // or 2048 channels), so it is packed whole.
   const bool pack_all = ta && lda % 1024 == 0;
   float* ap = Buffer(a_buf, (pack_all ? ki.mc : ki.mr) * ki.kc);
-  float* bp = Buffer(b_buf, nc_max * ki.kc);
+  float* b_own = packed_b ? nullptr : Buffer(b_buf, nc_max * ki.kc);
   for (int64_t jc = 0; jc < n; jc += ki.nc) {
     const int64_t nc = std::min(ki.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += ki.kc) {
       const int64_t kc = std::min(ki.kc, k - pc);
-      PackB(B, pc, kc, jc, nc, ki.nr, bp);
+      const float* bp = b_own;
+      if (packed_b) {
+        bp = packed_b + PackedSliceOffset(ki, n, k, jc, pc);
+      } else {
+        PackB(B, pc, kc, jc, nc, ki.nr, b_own);
+      }
       const Mode mode = pc > 0 ? Mode::kContinue : add ? Mode::kAdd : Mode::kStore;
       for (int64_t ic = 0; ic < m; ic += ki.mc) {
         const int64_t mc = std::min(ki.mc, m - ic);
@@ -313,6 +325,35 @@ KernelInfo Choose(int64_t n) {
 void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float* c, int64_t ldc) {
   Run(Choose(n), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+int64_t GemmPackedBSize(int64_t n, int64_t k) {
+  const KernelInfo ki = Choose(n);
+  if (n <= 0 || k <= 0) return 0;
+  const int64_t last = (n - 1) / ki.nc * ki.nc;
+  return PackedSliceOffset(ki, n, k, last, k);
+}
+
+int64_t GemmPackBUnit(int64_t n) { return Choose(n).nr; }
+
+void GemmPackB(bool tb, int64_t n, int64_t k, const float* b, int64_t ldb, int64_t j0, int64_t j1,
+               float* dst) {
+  const KernelInfo ki = Choose(n);
+  const Operand B{b, ldb, tb};
+  j1 = std::min(j1, n);
+  for (int64_t jc = j0 / ki.nc * ki.nc; jc < j1; jc += ki.nc) {
+    const int64_t lo = std::max(j0, jc), hi = std::min({j1, jc + ki.nc, n});
+    for (int64_t pc = 0; pc < k; pc += ki.kc) {
+      const int64_t kc = std::min(ki.kc, k - pc);
+      PackB(B, pc, kc, lo, hi - lo, ki.nr,
+            dst + PackedSliceOffset(ki, n, k, jc, pc) + (lo - jc) * kc);
+    }
+  }
+}
+
+void GemmPackedB(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* packed_b, float* c, int64_t ldc) {
+  Run(Choose(n), ta, false, m, n, k, a, lda, nullptr, 0, c, ldc, false, packed_b);
 }
 
 void GemmPackedAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,

@@ -33,6 +33,18 @@ void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* 
 void GemmPackedAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float* c, int64_t ldc);
 
+// op(B) packed once for many GemmPackedB calls (a convolution's filter, shared by every row
+// block and thread): GemmPackedBSize(n, k) floats; GemmPackB packs columns [j0, j1) of op(B)
+// (k x n), j0 a multiple of GemmPackBUnit(n), so threads can pack disjoint ranges. GemmPackedB
+// then computes C = op(A) . B (the same bits as GemmPacked). Pack and use it under the same
+// path (SetGemmPathForTesting must not change in between).
+int64_t GemmPackedBSize(int64_t n, int64_t k);
+int64_t GemmPackBUnit(int64_t n);
+void GemmPackB(bool tb, int64_t n, int64_t k, const float* b, int64_t ldb, int64_t j0, int64_t j1,
+               float* dst);
+void GemmPackedB(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* packed_b, float* c, int64_t ldc);
+
 // Tests only: makes GemmPacked (and so kernels::Gemm<float> and the ops on it) take one path
 // (kAuto: the default choice). Paths the CPU lacks fall back as kAuto would.
 enum class GemmPath { kAuto, kScalar, kAvx2, kAvx512 };

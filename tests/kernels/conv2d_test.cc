@@ -308,7 +308,12 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true},
                                  std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
-                                 std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true}}) {
+                                 std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true},
+                                 // Filters of 2^16+ elements over several row blocks: packed
+                                 // once per call (a 3x3, a 1x1 in place, a strided 3x3).
+                                 std::tuple{V{2, 10, 10, 128}, V{3, 3, 128, 64}, 1, true},
+                                 std::tuple{V{1, 16, 16, 256}, V{1, 1, 256, 256}, 1, true},
+                                 std::tuple{V{3, 13, 12, 96}, V{3, 3, 96, 80}, 2, true}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
