@@ -1,8 +1,10 @@
 #include "kernels/conv_util.h"
 
+#include <Eigen/Core>
 #include <string>
 #include <vector>
 
+#include "kernels/conv2d_direct.h"
 #include "kernels/kernel_util.h"
 
 namespace troupe {
@@ -164,6 +166,108 @@ Result<ConvShapes> CheckConvShapes(std::string_view op, const AttrMap& attrs, co
   }
   return g;
 }
+
+namespace {
+
+// Short contiguous copies/zero fills: Eigen packets rather than libc calls, which dominate for
+// the few-channel runs of early layers (LeNet conv1 copies runs of 5 floats).
+template <typename T>
+inline void CopyRun(T* dst, const T* src, int64_t n) {
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dst, n) =
+      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(src, n);
+}
+template <typename T>
+inline void ZeroRun(T* dst, int64_t n) {
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dst, n).setZero();
+}
+
+// Walks output pixels r0, r0 + 1, ... as (image, row, column) without a division per pixel
+// (three 64-bit divisions cost as much as copying a 32-channel patch row).
+struct PixelCursor {
+  int64_t n, oh, ow;
+  PixelCursor(const ConvGeo& g, int64_t r) {
+    const int64_t per_image = g.oh * g.ow, p = r % per_image;
+    n = r / per_image, oh = p / g.ow, ow = p % g.ow;
+  }
+  void Next(const ConvGeo& g) {
+    if (++ow < g.ow) return;
+    ow = 0;
+    if (++oh < g.oh) return;
+    oh = 0;
+    ++n;
+  }
+};
+
+}  // namespace
+
+template <typename T>
+void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
+  const int64_t K = g.K(), image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    const T* img = x + at.n * image;
+    T* dst = col + (r - r0) * K;
+    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
+    const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
+    for (int64_t kh = 0; kh < g.kh; ++kh, dst += g.kw * g.c) {
+      const int64_t ih = ih0 + kh * g.dh;
+      if (ih < 0 || ih >= g.h) {
+        ZeroRun(dst, g.kw * g.c);
+        continue;
+      }
+      const T* src_row = img + ih * g.w * g.c;
+      if (full_row) {
+        // The whole window row is inside: one contiguous run of kw * c values.
+        CopyRun(dst, src_row + iw0 * g.c, g.kw * g.c);
+        continue;
+      }
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        const int64_t iw = iw0 + kw * g.dw;
+        if (iw < 0 || iw >= g.w) {
+          ZeroRun(dst + kw * g.c, g.c);
+        } else {
+          CopyRun(dst + kw * g.c, src_row + iw * g.c, g.c);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
+  const int64_t K = g.K(), image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    T* img = dx + at.n * image;
+    const T* src = col + (r - r0) * K;
+    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      const int64_t ih = ih0 + kh * g.dh;
+      if (ih < 0 || ih >= g.h) {
+        src += g.kw * g.c;
+        continue;
+      }
+      T* row = img + ih * g.w * g.c;
+      if (g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(row + iw0 * g.c, g.kw * g.c) +=
+            Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(src, g.kw * g.c);
+        src += g.kw * g.c;
+        continue;
+      }
+      for (int64_t kw = 0; kw < g.kw; ++kw, src += g.c) {
+        const int64_t iw = iw0 + kw * g.dw;
+        if (iw < 0 || iw >= g.w) continue;
+        T* d = row + iw * g.c;
+        for (int64_t c = 0; c < g.c; ++c) d[c] += src[c];
+      }
+    }
+  }
+}
+
+template void Im2Col<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
+template void Im2Col<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
+template void Col2ImAdd<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
+template void Col2ImAdd<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
 
 }  // namespace kernels
 }  // namespace troupe

@@ -70,5 +70,16 @@ struct OutSize {
 Result<OutSize> WindowOutput(std::string_view op, std::string_view what, int64_t in, int64_t k,
                              int64_t stride, Padding padding);
 
+struct ConvGeo;  // kernels/conv2d_direct.h
+
+// im2col for Conv2D's GEMM path: patch rows [r0, r1) (global output-pixel indices, possibly
+// spanning images) of the NHWC input `x` into `col` (row-major, K = kh * kw * c per row, padding
+// taps zero). Col2ImAdd is its adjoint: dx += the rows scattered back, in row order, so each
+// dx element gets its adds in output-pixel order.
+template <typename T>
+void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col);
+template <typename T>
+void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx);
+
 }  // namespace kernels
 }  // namespace troupe
