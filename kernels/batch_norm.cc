@@ -22,7 +22,8 @@
 // The Bias variants (FusedBiasBatchNorm[Relu]Training[Grad]) take one more input, last: the
 // bias [C] of the convolution before them, and normalize x + bias (each sum rounded as the
 // broadcasting AddV2 rounds it) without that tensor; their gradients add dbias, the column sums
-// of dx in the order of SumToShapeOf (ReduceInto's), to their outputs.
+// of dx in the order of SumToShapeOf (ReduceInto's), to their outputs, summed chunk by chunk
+// as dx is written.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -59,6 +60,35 @@ void ForRowGroups(ThreadPool* pool, int64_t rows, int64_t c, int64_t cost, const
   ParallelFor(pool, groups, cost * m * c, [&](int64_t b, int64_t e) {
     for (int64_t g = b; g < e; ++g) fn(g * m * c, (std::min(rows, (g + 1) * m) - g * m) * c);
   });
+}
+
+// write(base, len) over all rows as ForRowGroups does, but in ChannelSums' chunks, and `sums`
+// = the column sums of what it wrote, in ChannelSums<float>'s order (so the bits of
+// SumToShapeOf on the written tensor): each chunk (256 KB) is summed right after it is written,
+// from L2, instead of in one more pass over the whole tensor from memory.
+template <typename Write>
+void WriteAndSum(ThreadPool* pool, int64_t rows, int64_t c, const Write& write, const float* out,
+                 float* sums) {
+  if (rows == 0) {
+    std::fill(sums, sums + c, 0.f);
+    return;
+  }
+  const channel_sums::ChunkPlan p = channel_sums::PlanChunks(rows, c);
+  std::vector<float> partial(static_cast<size_t>(p.num_chunks * c));
+  ParallelForBlocks(pool, p.num_chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t r0 = u * p.rows_per_chunk, r1 = std::min(rows, r0 + p.rows_per_chunk);
+      const int64_t m = channel_sums::Interleave(r1 - r0, c);
+      for (int64_t r = r0; r < r1; r += m) write(r * c, (std::min(r1, r + m) - r) * c);
+      float* dst[1] = {partial.data() + u * c};
+      auto f = [out](int64_t i, int64_t) { return std::array<float, 1>{out[i]}; };
+      channel_sums::ChunkSums<1, float>(r0, r1, c, m, f, dst);
+    }
+  });
+  std::copy_n(partial.data(), c, sums);
+  for (int64_t u = 1; u < p.num_chunks; ++u) {
+    for (int64_t j = 0; j < c; ++j) sums[j] += partial[static_cast<size_t>(u * c + j)];
+  }
 }
 
 Result<SpecList> ForwardShape(Specs in, const AttrMap& attrs) {
@@ -243,21 +273,18 @@ Status Backward(KernelContext& ctx) {
   const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
                            dr = Repeat(d.data(), c);
   float* dxp = dx.data<float>();
-  ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
+  auto dx_group = [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
       const float t0 = ar[j] * grad(base + j);
       const float t1 = br[j] * (xv(base + j, j) - rep[j]);
       dxp[base + j] = (t0 + t1) + dr[j];
     }
-  });
+  };
   if constexpr (kBias) {
-    // dbias = SumToShapeOf(dx): dx's sums per channel in ReduceInto's order, which
-    // ChannelSums<float> follows (a separate read pass: summing while writing dx does not
-    // vectorize).
     TROUPE_ASSIGN_OR_RETURN(Tensor dbias_t, ctx.AllocateOutput(3, DType::kFloat32, specs[3].shape));
-    float* outs1[1] = {dbias_t.data<float>()};
-    auto dx1 = [dxp](int64_t i, int64_t) { return std::array<float, 1>{dxp[i]}; };
-    ChannelSums<1, float>(ctx.pool(), rows, c, dx1, outs1);
+    WriteAndSum(ctx.pool(), rows, c, dx_group, dxp, dbias_t.data<float>());
+  } else {
+    ForRowGroups(ctx.pool(), rows, c, 4, dx_group);
   }
   return Status::OK();
 }
