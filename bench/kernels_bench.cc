@@ -377,6 +377,22 @@ BENCHMARK(BM_MatMul)
     ->UseRealTime()
     ->MeasureProcessCPUTime();
 
+// ResNet-50's stem ZeroPadding2D, [n, 224, 224, 3] -> [n, 230, 230, 3], and its gradient (the
+// Slice back). Counter: GB/s of the input read plus the output written.
+void BM_PadStem(benchmark::State& state) {
+  Tensor x = Random({state.range(0), 224, 224, 3}, 1);
+  Run(state, "Pad", {x}, {{"paddings", V{0, 0, 3, 3, 3, 3, 0, 0}}});
+  state.counters["GB/s"] = benchmark::Counter(
+      static_cast<double>(x.byte_size()) * (1.0 + 230.0 * 230.0 / (224.0 * 224.0)) * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_SliceStemGrad(benchmark::State& state) {
+  Tensor dy = Random({state.range(0), 230, 230, 3}, 1);
+  Run(state, "Slice", {dy}, {{"begin", V{0, 3, 3, 0}}, {"size", V{-1, 224, 224, -1}}});
+}
+BENCHMARK(BM_PadStem)->Arg(32)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_SliceStemGrad)->Arg(32)->UseRealTime()->MeasureProcessCPUTime();
+
 }  // namespace
 }  // namespace troupe
 
