@@ -14,10 +14,12 @@
 //
 // The Relu variants fuse the Conv-BN-ReLU pattern's activation:
 //   FusedBatchNormReluTraining(x, gamma, beta; epsilon) -> Relu(y), mean, variance
-//   FusedBatchNormReluTrainingGrad(dy, x, gamma, mean, variance, y; epsilon) -> dx, dgamma, dbeta
-// where y is the forward's (rectified) output and the gradient first masks dy as ReluGrad does
-// (dy * (y > 0)), so both have the bits of the separate Relu / ReluGrad ops around the plain
-// ones, without the intermediate tensors.
+//   FusedBatchNormReluTrainingGrad(dy, x, gamma, mean, variance, beta; epsilon) -> dx, dgamma,
+//   dbeta
+// where the gradient first masks dy as ReluGrad does with the forward's output y (dy * (y > 0)),
+// y's sign recomputed from x, gamma, beta and the forward's statistics with the forward's
+// arithmetic (two passes over dy and x, not over y too), so both have the bits of the separate
+// Relu / ReluGrad ops around the plain ones, without the intermediate tensors.
 //
 // The Bias variants (FusedBiasBatchNorm[Relu]Training[Grad]) take one more input, last: the
 // bias [C] of the convolution before them, and normalize x + bias (each sum rounded as the
@@ -142,14 +144,14 @@ inline float MaskedGrad(float g, float y) {
   return g * static_cast<float>(positive);
 }
 
-// The gradients' inputs past the plain op's five: y (kRelu), then bias (kBias).
+// The gradients' inputs past the plain op's five: beta (kRelu), then bias (kBias).
 template <bool kRelu, bool kBias>
 Result<SpecList> GradShape(Specs in, const AttrMap& attrs) {
   static constexpr char kOp[] = "FusedBatchNorm*TrainingGrad";
   TROUPE_ASSIGN_OR_RETURN(SpecList out, BackwardShape(in.first(5), attrs));
   if (kRelu) {
-    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "y", in[5].dtype));
-    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[1].shape, "y", in[5].shape));
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "beta", in[5].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "gamma", in[2].shape, "beta", in[5].shape));
   }
   if (kBias) {
     const size_t b = kRelu ? 6 : 5;
@@ -167,6 +169,25 @@ struct BiasedX {
   const float* bias;  // Repeat()ed; unused without kBias
   float operator()(int64_t i, int64_t w) const { return kBias ? x[i] + bias[w] : x[i]; }
 };
+
+// inv = Rsqrt(var + eps) * gamma and shift = beta - mean * inv (one rounding per op, as the
+// graph), Repeat()ed: the forward's y = x * inv + shift. The Relu gradients call it too, on the
+// forward's own inputs and outputs, to recompute the sign of y exactly instead of reading y.
+void Normalizer(ThreadPool* pool, int64_t c, const float* mean, const float* var,
+                const float* gamma, const float* beta, float eps, std::vector<float>* inv_rep,
+                std::vector<float>* shift_rep) {
+  Scratch inv(c), shift(c);
+  for (int64_t j = 0; j < c; ++j) shift.data()[j] = var[j] + eps;
+  UnaryLoop<float, float>(pool, shift.data(), inv.data(), c, 4,
+                          [](const auto& v) { return v.rsqrt(); });  // as the Rsqrt op
+  for (int64_t j = 0; j < c; ++j) {
+    inv.data()[j] *= gamma[j];
+    const float mi = mean[j] * inv.data()[j];
+    shift.data()[j] = beta[j] - mi;
+  }
+  *inv_rep = Repeat(inv.data(), c);
+  *shift_rep = Repeat(shift.data(), c);
+}
 
 template <bool kRelu, bool kBias>
 Status Forward(KernelContext& ctx) {
@@ -202,19 +223,9 @@ Status Forward(KernelContext& ctx) {
     if (rows > 0)
       for (int64_t j = 0; j < c; ++j) var[j] /= count;
   }
-  // inv = Rsqrt(var + eps) * gamma; shift = beta - mean * inv (one rounding per op, as the graph).
-  Scratch inv(c), shift(c);
-  const float* gamma = ctx.input(1).data<float>();
-  const float* beta = ctx.input(2).data<float>();
-  for (int64_t j = 0; j < c; ++j) shift.data()[j] = var[j] + eps;
-  UnaryLoop<float, float>(ctx.pool(), shift.data(), inv.data(), c, 4,
-                          [](const auto& v) { return v.rsqrt(); });  // as the Rsqrt op
-  for (int64_t j = 0; j < c; ++j) {
-    inv.data()[j] *= gamma[j];
-    const float mi = mean[j] * inv.data()[j];
-    shift.data()[j] = beta[j] - mi;
-  }
-  const std::vector<float> ip = Repeat(inv.data(), c), sp = Repeat(shift.data(), c);
+  std::vector<float> ip, sp;
+  Normalizer(ctx.pool(), c, mean, var, ctx.input(1).data<float>(), ctx.input(2).data<float>(), eps,
+             &ip, &sp);
   float* yp = y.data<float>();
   ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
@@ -245,15 +256,29 @@ Status Backward(KernelContext& ctx) {
   const float* var = ctx.input(4).data<float>();
   float* dgamma = dgamma_t.data<float>();
   float* dbeta = dbeta_t.data<float>();
-  const float* yp = kRelu ? ctx.input(5).data<float>() : nullptr;
-  auto grad = [dyp, yp](int64_t i) { return kRelu ? MaskedGrad(dyp[i], yp[i]) : dyp[i]; };
+  // The Relu variants mask dy by y > 0 as ReluGrad does, y = Relu(x * inv + shift) recomputed
+  // from x with the forward's arithmetic (so its bits) instead of read; Relu keeps the test's
+  // outcome (Relu(v) > 0 exactly when v > 0, NaN and -0 included).
+  std::vector<float> ip, sp;
+  if constexpr (kRelu) {
+    Normalizer(ctx.pool(), c, mean, var, gamma, ctx.input(5).data<float>(), static_cast<float>(eps),
+               &ip, &sp);
+  }
+  auto grad = [dyp, &xv, ipp = ip.data(), spp = sp.data()](int64_t i, int64_t w) {
+    if constexpr (kRelu) {
+      const float scaled = xv(i, w) * ipp[w];
+      return MaskedGrad(dyp[i], scaled + spp[w]);
+    } else {
+      return dyp[i];
+    }
+  };
   // Per channel, in double: sum(dy) and sum(dy * (x - mean)).
   std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
   double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
   auto terms = [&grad, &xv, m = rep.data()](int64_t i, int64_t w) {
     const float xc = xv(i, w) - m[w];
-    const float g = grad(i);
+    const float g = grad(i, w);
     return std::array<double, 2>{g, static_cast<double>(g) * xc};
   };
   ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
@@ -274,8 +299,11 @@ Status Backward(KernelContext& ctx) {
                            dr = Repeat(d.data(), c);
   float* dxp = dx.data<float>();
   auto dx_group = [&](int64_t base, int64_t len) {
+  // dx aliases no input; said so, GCC vectorizes the loop without the run-time overlap checks
+  // (more than its limit with the Bias and Relu variants' arrays, which left it scalar).
+#pragma GCC ivdep
     for (int64_t j = 0; j < len; ++j) {
-      const float t0 = ar[j] * grad(base + j);
+      const float t0 = ar[j] * grad(base + j, j);
       const float t1 = br[j] * (xv(base + j, j) - rep[j]);
       dxp[base + j] = (t0 + t1) + dr[j];
     }
