@@ -394,6 +394,17 @@ void BM_SliceStemGrad(benchmark::State& state) {
 BENCHMARK(BM_PadStem)->Arg(32)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SliceStemGrad)->Arg(32)->UseRealTime()->MeasureProcessCPUTime();
 
+// The memory floor for the elementwise kernels: Neg over 64M floats (256 MB in, 256 MB out), a
+// streaming read + write on the kernel pool (TROUPE_NUM_THREADS). Counter: GB/s of bytes read
+// plus bytes written, the unit in which the kernels' pass counts above are floors.
+void BM_StreamReadWrite(benchmark::State& state) {
+  Tensor x = Random({64 << 20}, 1);
+  Run(state, "Neg", {x}, {});
+  state.counters["GB/s"] = benchmark::Counter(2.0 * static_cast<double>(x.byte_size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_StreamReadWrite)->UseRealTime()->MeasureProcessCPUTime();
+
 }  // namespace
 }  // namespace troupe
 
