@@ -298,9 +298,9 @@ Status Backward(KernelContext& ctx) {
   const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
                            dr = Repeat(d.data(), c);
   float* dxp = dx.data<float>();
+  // dx aliases no input; said so (ivdep), GCC vectorizes the loop without run-time overlap
+  // checks, which the Bias and Relu variants' arrays put over its limit (leaving it scalar).
   auto dx_group = [&](int64_t base, int64_t len) {
-  // dx aliases no input; said so, GCC vectorizes the loop without the run-time overlap checks
-  // (more than its limit with the Bias and Relu variants' arrays, which left it scalar).
 #pragma GCC ivdep
     for (int64_t j = 0; j < len; ++j) {
       const float t0 = ar[j] * grad(base + j, j);
