@@ -46,7 +46,8 @@ Result<std::vector<int64_t>> SizesOf(const Value& x, const std::string& what) {
 }
 // Gradient of FusedBatchNormTraining (statistics per channel, over rows) or FusedLayerNorm
 // (statistics per row, over the last axis); see RegisterNnGradients. `relu`: the op rectified
-// its output (FusedBatchNormRelu*), whose grad op also takes that output to mask dy. `bias`:
+// its output (FusedBatchNormRelu*), whose grad op also takes beta to recompute that output's
+// sign and mask dy. `bias`:
 // the op normalized x + its 4th input (FusedBiasBatchNorm*), whose grad op takes the bias last
 // and returns dbias too.
 Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<Value>* dx,
@@ -57,7 +58,7 @@ Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<
   AttrMap attrs;
   attrs.Set("epsilon", c.attrs.values().at("epsilon"));
   std::vector<Value> in = {dy0, x, c.inputs[1], mean, c.outputs[2]};
-  if (relu) in.push_back(c.outputs[0]);
+  if (relu) in.push_back(c.inputs[2]);  // beta: the grad op recomputes the output's sign
   if (bias) in.push_back(c.inputs[3]);
   std::vector<Value> g = Apply(grad_op, in, attrs, grad_op);
   const size_t outs = bias ? 4 : 3;

@@ -14,15 +14,18 @@
 //
 // The Relu variants fuse the Conv-BN-ReLU pattern's activation:
 //   FusedBatchNormReluTraining(x, gamma, beta; epsilon) -> Relu(y), mean, variance
-//   FusedBatchNormReluTrainingGrad(dy, x, gamma, mean, variance, y; epsilon) -> dx, dgamma, dbeta
-// where y is the forward's (rectified) output and the gradient first masks dy as ReluGrad does
-// (dy * (y > 0)), so both have the bits of the separate Relu / ReluGrad ops around the plain
-// ones, without the intermediate tensors.
+//   FusedBatchNormReluTrainingGrad(dy, x, gamma, mean, variance, beta; epsilon) -> dx, dgamma,
+//   dbeta
+// where the gradient first masks dy as ReluGrad does with the forward's output y (dy * (y > 0)),
+// y's sign recomputed from x, gamma, beta and the forward's statistics with the forward's
+// arithmetic (two passes over dy and x, not over y too), so both have the bits of the separate
+// Relu / ReluGrad ops around the plain ones, without the intermediate tensors.
 //
 // The Bias variants (FusedBiasBatchNorm[Relu]Training[Grad]) take one more input, last: the
 // bias [C] of the convolution before them, and normalize x + bias (each sum rounded as the
 // broadcasting AddV2 rounds it) without that tensor; their gradients add dbias, the column sums
-// of dx in the order of SumToShapeOf (ReduceInto's), to their outputs.
+// of dx in the order of SumToShapeOf (ReduceInto's), to their outputs, summed chunk by chunk
+// as dx is written.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -59,6 +62,35 @@ void ForRowGroups(ThreadPool* pool, int64_t rows, int64_t c, int64_t cost, const
   ParallelFor(pool, groups, cost * m * c, [&](int64_t b, int64_t e) {
     for (int64_t g = b; g < e; ++g) fn(g * m * c, (std::min(rows, (g + 1) * m) - g * m) * c);
   });
+}
+
+// write(base, len) over all rows as ForRowGroups does, but in ChannelSums' chunks, and `sums`
+// = the column sums of what it wrote, in ChannelSums<float>'s order (so the bits of
+// SumToShapeOf on the written tensor): each chunk (256 KB) is summed right after it is written,
+// from L2, instead of in one more pass over the whole tensor from memory.
+template <typename Write>
+void WriteAndSum(ThreadPool* pool, int64_t rows, int64_t c, const Write& write, const float* out,
+                 float* sums) {
+  if (rows == 0) {
+    std::fill(sums, sums + c, 0.f);
+    return;
+  }
+  const channel_sums::ChunkPlan p = channel_sums::PlanChunks(rows, c);
+  std::vector<float> partial(static_cast<size_t>(p.num_chunks * c));
+  ParallelForBlocks(pool, p.num_chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t r0 = u * p.rows_per_chunk, r1 = std::min(rows, r0 + p.rows_per_chunk);
+      const int64_t m = channel_sums::Interleave(r1 - r0, c);
+      for (int64_t r = r0; r < r1; r += m) write(r * c, (std::min(r1, r + m) - r) * c);
+      float* dst[1] = {partial.data() + u * c};
+      auto f = [out](int64_t i, int64_t) { return std::array<float, 1>{out[i]}; };
+      channel_sums::ChunkSums<1, float>(r0, r1, c, m, f, dst);
+    }
+  });
+  std::copy_n(partial.data(), c, sums);
+  for (int64_t u = 1; u < p.num_chunks; ++u) {
+    for (int64_t j = 0; j < c; ++j) sums[j] += partial[static_cast<size_t>(u * c + j)];
+  }
 }
 
 Result<SpecList> ForwardShape(Specs in, const AttrMap& attrs) {
@@ -112,14 +144,14 @@ inline float MaskedGrad(float g, float y) {
   return g * static_cast<float>(positive);
 }
 
-// The gradients' inputs past the plain op's five: y (kRelu), then bias (kBias).
+// The gradients' inputs past the plain op's five: beta (kRelu), then bias (kBias).
 template <bool kRelu, bool kBias>
 Result<SpecList> GradShape(Specs in, const AttrMap& attrs) {
   static constexpr char kOp[] = "FusedBatchNorm*TrainingGrad";
   TROUPE_ASSIGN_OR_RETURN(SpecList out, BackwardShape(in.first(5), attrs));
   if (kRelu) {
-    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "y", in[5].dtype));
-    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[1].shape, "y", in[5].shape));
+    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "dy", in[0].dtype, "beta", in[5].dtype));
+    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "gamma", in[2].shape, "beta", in[5].shape));
   }
   if (kBias) {
     const size_t b = kRelu ? 6 : 5;
@@ -137,6 +169,25 @@ struct BiasedX {
   const float* bias;  // Repeat()ed; unused without kBias
   float operator()(int64_t i, int64_t w) const { return kBias ? x[i] + bias[w] : x[i]; }
 };
+
+// inv = Rsqrt(var + eps) * gamma and shift = beta - mean * inv (one rounding per op, as the
+// graph), Repeat()ed: the forward's y = x * inv + shift. The Relu gradients call it too, on the
+// forward's own inputs and outputs, to recompute the sign of y exactly instead of reading y.
+void Normalizer(ThreadPool* pool, int64_t c, const float* mean, const float* var,
+                const float* gamma, const float* beta, float eps, std::vector<float>* inv_rep,
+                std::vector<float>* shift_rep) {
+  Scratch inv(c), shift(c);
+  for (int64_t j = 0; j < c; ++j) shift.data()[j] = var[j] + eps;
+  UnaryLoop<float, float>(pool, shift.data(), inv.data(), c, 4,
+                          [](const auto& v) { return v.rsqrt(); });  // as the Rsqrt op
+  for (int64_t j = 0; j < c; ++j) {
+    inv.data()[j] *= gamma[j];
+    const float mi = mean[j] * inv.data()[j];
+    shift.data()[j] = beta[j] - mi;
+  }
+  *inv_rep = Repeat(inv.data(), c);
+  *shift_rep = Repeat(shift.data(), c);
+}
 
 template <bool kRelu, bool kBias>
 Status Forward(KernelContext& ctx) {
@@ -172,19 +223,9 @@ Status Forward(KernelContext& ctx) {
     if (rows > 0)
       for (int64_t j = 0; j < c; ++j) var[j] /= count;
   }
-  // inv = Rsqrt(var + eps) * gamma; shift = beta - mean * inv (one rounding per op, as the graph).
-  Scratch inv(c), shift(c);
-  const float* gamma = ctx.input(1).data<float>();
-  const float* beta = ctx.input(2).data<float>();
-  for (int64_t j = 0; j < c; ++j) shift.data()[j] = var[j] + eps;
-  UnaryLoop<float, float>(ctx.pool(), shift.data(), inv.data(), c, 4,
-                          [](const auto& v) { return v.rsqrt(); });  // as the Rsqrt op
-  for (int64_t j = 0; j < c; ++j) {
-    inv.data()[j] *= gamma[j];
-    const float mi = mean[j] * inv.data()[j];
-    shift.data()[j] = beta[j] - mi;
-  }
-  const std::vector<float> ip = Repeat(inv.data(), c), sp = Repeat(shift.data(), c);
+  std::vector<float> ip, sp;
+  Normalizer(ctx.pool(), c, mean, var, ctx.input(1).data<float>(), ctx.input(2).data<float>(), eps,
+             &ip, &sp);
   float* yp = y.data<float>();
   ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
@@ -215,15 +256,29 @@ Status Backward(KernelContext& ctx) {
   const float* var = ctx.input(4).data<float>();
   float* dgamma = dgamma_t.data<float>();
   float* dbeta = dbeta_t.data<float>();
-  const float* yp = kRelu ? ctx.input(5).data<float>() : nullptr;
-  auto grad = [dyp, yp](int64_t i) { return kRelu ? MaskedGrad(dyp[i], yp[i]) : dyp[i]; };
+  // The Relu variants mask dy by y > 0 as ReluGrad does, y = Relu(x * inv + shift) recomputed
+  // from x with the forward's arithmetic (so its bits) instead of read; Relu keeps the test's
+  // outcome (Relu(v) > 0 exactly when v > 0, NaN and -0 included).
+  std::vector<float> ip, sp;
+  if constexpr (kRelu) {
+    Normalizer(ctx.pool(), c, mean, var, gamma, ctx.input(5).data<float>(), static_cast<float>(eps),
+               &ip, &sp);
+  }
+  auto grad = [dyp, &xv, ipp = ip.data(), spp = sp.data()](int64_t i, int64_t w) {
+    if constexpr (kRelu) {
+      const float scaled = xv(i, w) * ipp[w];
+      return MaskedGrad(dyp[i], scaled + spp[w]);
+    } else {
+      return dyp[i];
+    }
+  };
   // Per channel, in double: sum(dy) and sum(dy * (x - mean)).
   std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
   double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
   auto terms = [&grad, &xv, m = rep.data()](int64_t i, int64_t w) {
     const float xc = xv(i, w) - m[w];
-    const float g = grad(i);
+    const float g = grad(i, w);
     return std::array<double, 2>{g, static_cast<double>(g) * xc};
   };
   ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
@@ -243,21 +298,21 @@ Status Backward(KernelContext& ctx) {
   const std::vector<float> ar = Repeat(a.data(), c), br = Repeat(bcoef.data(), c),
                            dr = Repeat(d.data(), c);
   float* dxp = dx.data<float>();
-  ForRowGroups(ctx.pool(), rows, c, 4, [&](int64_t base, int64_t len) {
+  // dx aliases no input; said so (ivdep), GCC vectorizes the loop without run-time overlap
+  // checks, which the Bias and Relu variants' arrays put over its limit (leaving it scalar).
+  auto dx_group = [&](int64_t base, int64_t len) {
+#pragma GCC ivdep
     for (int64_t j = 0; j < len; ++j) {
-      const float t0 = ar[j] * grad(base + j);
+      const float t0 = ar[j] * grad(base + j, j);
       const float t1 = br[j] * (xv(base + j, j) - rep[j]);
       dxp[base + j] = (t0 + t1) + dr[j];
     }
-  });
+  };
   if constexpr (kBias) {
-    // dbias = SumToShapeOf(dx): dx's sums per channel in ReduceInto's order, which
-    // ChannelSums<float> follows (a separate read pass: summing while writing dx does not
-    // vectorize).
     TROUPE_ASSIGN_OR_RETURN(Tensor dbias_t, ctx.AllocateOutput(3, DType::kFloat32, specs[3].shape));
-    float* outs1[1] = {dbias_t.data<float>()};
-    auto dx1 = [dxp](int64_t i, int64_t) { return std::array<float, 1>{dxp[i]}; };
-    ChannelSums<1, float>(ctx.pool(), rows, c, dx1, outs1);
+    WriteAndSum(ctx.pool(), rows, c, dx_group, dxp, dbias_t.data<float>());
+  } else {
+    ForRowGroups(ctx.pool(), rows, c, 4, dx_group);
   }
   return Status::OK();
 }

@@ -162,9 +162,13 @@ void ScanWindow(const PoolGeo& g, const Bounds& w, const T* img, T* best_val, in
       const int32_t base = static_cast<int32_t>((h * g.w + ww) * g.c);
       const T* px = img + base;
       for (int32_t c = 0; c < static_cast<int32_t>(g.c); ++c) {
-        const bool greater = px[c] > best_val[c];
-        best_val[c] = greater ? px[c] : best_val[c];
-        best[c] = greater ? base + c : best[c];
+        // Arithmetic selects (std::max(bv, v) is bv < v ? v : bv): both arrays are stored
+        // unconditionally; as ?: selects GCC makes them masked stores, slow on AMD cores.
+        const T v = px[c], bv = best_val[c];
+        const int32_t bi = best[c];
+        const int32_t take = -static_cast<int32_t>(v > bv);
+        best[c] = bi + ((base + c - bi) & take);
+        best_val[c] = std::max(bv, v);
       }
     }
   }

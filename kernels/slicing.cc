@@ -2,7 +2,7 @@
 //   ConcatV2(values...; axis)      Pack(values...; axis)       Unpack(value; axis) -> num outputs
 //   Slice(input; begin, size)      StridedSlice(input; begin, end, strides, begin_mask,
 //   end_mask, shrink_axis_mask)    StridedSliceGrad(dy; shape, begin, end, strides, masks)
-//   Pad(input; paddings = [before0, after0, before1, ...])  (zeros)
+//   Pad(input; paddings = [before0, after0, before1, ...])  (zeros; kernels/slicing_pad.cc)
 // Index metadata are attributes (TF passes them as tensors) so shapes are known when tracing.
 #include <cstring>
 
@@ -223,9 +223,28 @@ Result<SliceGeometry> StridedGeometry(std::string_view op, const TensorShape& in
   return g;
 }
 
+// Merges each wholly copied last dim (step 1, all of it) into the dim before it while that one
+// has step 1: the same elements in the same order, in longer runs (a slice of an NHWC tensor's
+// spatial dims then copies w * c values per memcpy instead of c).
+void MergeWholeTail(SliceGeometry& g, std::vector<int64_t>& full) {
+  while (full.size() > 1) {
+    const size_t l = full.size() - 1;
+    if (g.begin[l] != 0 || g.stride[l] != 1 || g.count[l] != full[l] || g.stride[l - 1] != 1) {
+      return;
+    }
+    const int64_t n = full[l];
+    for (auto* v : {&g.begin, &g.stride, &g.count, &full}) v->pop_back();
+    g.begin[l - 1] *= n, g.count[l - 1] *= n, full[l - 1] *= n;
+  }
+}
+
 // Copies between the strided region of `full` and the dense `part` (gather: full -> part).
-void StridedCopy(const SliceGeometry& g, const TensorShape& full_shape, size_t esize,
+void StridedCopy(const SliceGeometry& whole, const TensorShape& whole_shape, size_t esize,
                  const char* src, char* dst, bool gather, ThreadPool* pool) {
+  SliceGeometry g = whole;
+  std::vector<int64_t> full = whole_shape.dims();
+  if (!full.empty()) MergeWholeTail(g, full);
+  const TensorShape full_shape(full);
   const int rank = full_shape.rank();
   int64_t total = 1;
   for (int64_t c : g.count) total *= c;
@@ -341,39 +360,10 @@ Result<SpecList> SliceShape(Specs in, const AttrMap& attrs) {
   return SpecList{TensorSpec{g.out, in[0].dtype, ""}};
 }
 
-Result<SliceGeometry> PadGeometry(const TensorShape& in, const AttrMap& attrs) {
-  static constexpr char kOp[] = "Pad";
-  TROUPE_ASSIGN_OR_RETURN(auto p, Ints(kOp, attrs, "paddings"));
-  if (static_cast<int>(p.size()) != 2 * in.rank()) {
-    return OpError(kOp, "'paddings' " + IntsToString(p) + " must have 2 entries per dim of " +
-                            "'input' " + in.ToString());
-  }
-  SliceGeometry g;
-  std::vector<int64_t> dims;
-  for (int d = 0; d < in.rank(); ++d) {
-    const int64_t before = p[static_cast<size_t>(2 * d)], after = p[static_cast<size_t>(2 * d + 1)];
-    if (before < 0 || after < 0) {
-      return OpError(kOp, "'paddings' " + IntsToString(p) + " has a negative entry");
-    }
-    g.begin.push_back(before);
-    g.stride.push_back(1);
-    g.count.push_back(in.dim(d));
-    g.keep.push_back(true);
-    dims.push_back(in.dim(d) < 0 ? -1 : before + in.dim(d) + after);
-  }
-  g.out = TensorShape(dims);  // the padded (full) shape
-  return g;
-}
-
-Result<SpecList> PadShape(Specs in, const AttrMap& attrs) {
-  TROUPE_RETURN_IF_ERROR(CheckCopyable("Pad", "input", in[0].dtype));
-  if (in[0].shape.unknown_rank()) return SpecList{in[0]};
-  TROUPE_ASSIGN_OR_RETURN(SliceGeometry g, PadGeometry(in[0].shape, attrs));
-  return SpecList{TensorSpec{g.out, in[0].dtype, ""}};
-}
-
 }  // namespace
 }  // namespace kernels
+
+void RegisterPadOps(OpRegistry& r);  // kernels/slicing_pad.cc
 
 void RegisterSlicingOps(OpRegistry& r) {
   using namespace kernels;  // NOLINT
@@ -441,17 +431,7 @@ void RegisterSlicingOps(OpRegistry& r) {
                     static_cast<char*>(y.raw_data()), false, ctx.pool());
         return Status::OK();
       });
-  Register(r, {.name = "Pad", .num_inputs = 1, .infer_shapes = PadShape},
-           [](KernelContext& ctx) -> Status {
-             TROUPE_ASSIGN_OR_RETURN(SpecList out, PadShape(InputSpecs(ctx), ctx.attrs()));
-             const Tensor& x = ctx.input(0);
-             TROUPE_ASSIGN_OR_RETURN(SliceGeometry g, PadGeometry(x.shape(), ctx.attrs()));
-             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, x.dtype(), out[0].shape));
-             std::memset(y.raw_data(), 0, y.byte_size());
-             StridedCopy(g, y.shape(), DTypeSize(x.dtype()), static_cast<const char*>(x.raw_data()),
-                         static_cast<char*>(y.raw_data()), false, ctx.pool());
-             return Status::OK();
-           });
+  RegisterPadOps(r);
 }
 
 }  // namespace troupe

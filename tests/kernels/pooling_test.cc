@@ -2,6 +2,7 @@
 // TF's first-maximum tie rule), errors, and thread-count independence.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "tests/kernels/kernel_test_util.h"
@@ -137,6 +138,51 @@ TEST(PoolingTest, MaxPoolGradMatchesThePerChannelScan) {
     }
   }
   EXPECT_EQ(Values<float>(dx), want);
+}
+
+// MaxPoolGrad gathers per input pixel; against the scatter over windows in output order, bit
+// for bit, for every geometry of kCases plus windows wider than their stride in one dim and
+// narrower in the other, on values with ties (so windows share maxima and sums have order).
+TEST(PoolingTest, MaxPoolGradEqualsScatterInWindowOrder) {
+  std::vector<PoolCase> cases = kCases;
+  cases.push_back({{2, 11, 9, 4}, 3, 1, 1, 2, true});
+  cases.push_back({{1, 8, 8, 9}, 4, 4, 2, 3, false});
+  cases.push_back({{1, 2, 3, 2}, 5, 5, 1, 1, true});  // windows past every edge
+  uint32_t seed = 50;
+  for (const PoolCase& pc : cases) {
+    Tensor x = Random(pc.x, ++seed);
+    float* xv = x.data<float>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) xv[i] = std::floor(xv[i] * 2.0f);
+    const AttrMap a = PoolAttrs(pc);
+    Tensor y = Run1("MaxPool", {x}, a);
+    Tensor dy = Random(y.shape(), ++seed);
+    Tensor dx = Run1("MaxPoolGrad", {x, y, dy}, a);
+    const int64_t h = pc.x.dim(1), w = pc.x.dim(2), c = pc.x.dim(3);
+    const int64_t oh_n = y.dim(1), ow_n = y.dim(2);
+    const int64_t top = pc.same ? std::max<int64_t>((oh_n - 1) * pc.sh + pc.kh - h, 0) / 2 : 0;
+    const int64_t left = pc.same ? std::max<int64_t>((ow_n - 1) * pc.sw + pc.kw - w, 0) / 2 : 0;
+    std::vector<float> want(static_cast<size_t>(x.num_elements()), 0.0f);
+    for (int64_t b = 0; b < pc.x.dim(0); ++b)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow)
+          for (int64_t ch = 0; ch < c; ++ch) {
+            int64_t best = -1;
+            const int64_t i0 = oh * pc.sh - top, j0 = ow * pc.sw - left;
+            for (int64_t i = std::max<int64_t>(0, i0); i < std::min(h, i0 + pc.kh); ++i)
+              for (int64_t j = std::max<int64_t>(0, j0); j < std::min(w, j0 + pc.kw); ++j) {
+                const int64_t idx = ((b * h + i) * w + j) * c + ch;
+                if (best < 0 || xv[idx] > xv[best]) best = idx;
+              }
+            if (best >= 0) {
+              want[static_cast<size_t>(best)] +=
+                  dy.data<float>()[((b * oh_n + oh) * ow_n + ow) * c + ch];
+            }
+          }
+    std::vector<float> got = Values<float>(dx);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << pc.x.ToString() << " k " << pc.kh << "x" << pc.kw << " s " << pc.sh << "x" << pc.sw;
+  }
 }
 
 TEST(PoolingTest, Errors) {
