@@ -381,22 +381,25 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
                            std::to_string(step.num_outputs) + " outputs");
   }
   if (status.ok()) {
-    for (int k = 0; k < step.num_outputs; ++k) {
-      rs.values[static_cast<size_t>(step.out_base + k)] = std::move(outs[static_cast<size_t>(k)]);
-    }
-    if (rs.forwarded_input >= 0) {
+    int k = 0;
+    if (rs.forwarded_input >= 0 && step.num_outputs > 0) {
       // Output 0 views a moved-in input's buffer without holding it (ForwardInput): the
-      // input's reference becomes the output's.
+      // input's reference becomes the output's, moved straight into the output's slot.
       Tensor& in = const_cast<Tensor&>(inputs[static_cast<size_t>(rs.forwarded_input)]);
+      Tensor& view = outs[0];
       Tensor& out = rs.values[static_cast<size_t>(step.out_base)];
-      if (out.buffer().get() == in.buffer().get()) {
-        if (out.raw_data() == in.raw_data() && out.shape() == in.shape() &&
-            out.dtype() == in.dtype()) {
-          out = std::move(in);
-        } else {
-          out = out.DeepCopy();  // another view of the bytes: an owned copy of it
-        }
+      if (view.buffer().get() != in.buffer().get()) {
+        out = std::move(view);
+      } else if (view.raw_data() == in.raw_data() && view.shape() == in.shape() &&
+                 view.dtype() == in.dtype()) {
+        out = std::move(in);
+      } else {
+        out = view.DeepCopy();  // another view of the bytes: an owned copy of it
       }
+      k = 1;
+    }
+    for (; k < step.num_outputs; ++k) {
+      rs.values[static_cast<size_t>(step.out_base + k)] = std::move(outs[static_cast<size_t>(k)]);
     }
   }
   rs.forwarded_input = -1;
