@@ -130,10 +130,6 @@ size_t Tensor::byte_size() const {
   return static_cast<size_t>(num_elements_) * element;
 }
 
-void* Tensor::raw_data() const {
-  return buffer_ ? static_cast<char*>(buffer_->data()) + offset_ : nullptr;
-}
-
 Result<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
   if (rank() < 1) return InvalidArgumentError("Slice needs rank >= 1, got a scalar");
   if (begin < 0 || end < begin || end > dim(0)) {

@@ -54,6 +54,8 @@ class TensorBuffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
   Device device() const { return device_; }
+  // The allocator that made the buffer (which then owns writable memory); null for Wrap().
+  Allocator* allocator() const { return allocator_; }
 
  private:
   friend class Tensor;
@@ -68,7 +70,9 @@ class TensorBuffer {
 
 class Tensor {
  public:
-  Tensor() = default;  // uninitialized: dtype kInvalid, no buffer
+  // Uninitialized: dtype kInvalid, no buffer. User-provided so that Tensor() sets the members
+  // only, without first zero-filling the whole object (value-initialization would).
+  Tensor() {}
 
   // Allocates a tensor with uninitialized contents (strings are empty). Fails for unknown
   // dims, kInvalid, or when the allocator is out of memory.
@@ -97,7 +101,9 @@ class Tensor {
   size_t byte_size() const;
   Device device() const { return buffer_ ? buffer_->device() : Device::Cpu(); }
 
-  void* raw_data() const;
+  void* raw_data() const {
+    return buffer_ ? static_cast<char*>(buffer_->data()) + offset_ : nullptr;
+  }
   template <typename T>
   T* data() const {
     return static_cast<T*>(raw_data());
@@ -119,6 +125,22 @@ class Tensor {
   Tensor DeepCopy() const;
   bool SharesBufferWith(const Tensor& other) const { return buffer_ && buffer_ == other.buffer_; }
   const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
+  // This tensor holding no reference: its buffer pointer has an empty owner (use_count 0), so
+  // copies of it cost no reference counting. Valid only while some other holder keeps the
+  // buffer alive (the executor hands such views to kernels; see graph/executor.h).
+  Tensor UnownedView() const {
+    Tensor t;
+    t.AssignUnownedView(*this);
+    return t;
+  }
+  // *this = src.UnownedView() (src another tensor), written in place: no temporary to move.
+  void AssignUnownedView(const Tensor& src) {
+    dtype_ = src.dtype_;
+    shape_ = src.shape_;
+    num_elements_ = src.num_elements_;
+    buffer_ = std::shared_ptr<TensorBuffer>(std::shared_ptr<TensorBuffer>(), src.buffer_.get());
+    offset_ = src.offset_;
+  }
 
   // Same dtype, shape and bytes (strings compared by value); NaNs compare by bit pattern.
   bool BitEqual(const Tensor& other) const;

@@ -1,22 +1,55 @@
 #include "core/tensor_shape.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace troupe {
 
 TensorShape TensorShape::UnknownRank() {
   TensorShape s;
-  s.unknown_rank_ = true;
+  s.rank_ = -1;
   return s;
 }
 
-void TensorShape::Normalize() {
-  for (auto& d : dims_) {
-    if (d < 0) d = kUnknownDim;
-  }
+void TensorShape::Assign(const int64_t* dims, size_t n) {
+  Resize(static_cast<int>(n));
+  int64_t* d = data();
+  for (size_t i = 0; i < n; ++i) d[i] = dims[i] < 0 ? kUnknownDim : dims[i];
 }
 
-Result<TensorShape> TensorShape::FromDims(const std::vector<int64_t>& dims) {
+void TensorShape::Resize(int rank) {
+  if (rank == rank_) return;
+  if (rank <= kInlineDims && rank_ <= kInlineDims) {
+    rank_ = rank;
+    return;
+  }
+  // At least one side is on the heap: copy the kept dims across.
+  int64_t kept[kInlineDims];
+  int64_t* to = rank <= kInlineDims ? kept : new int64_t[static_cast<size_t>(rank)];
+  const int n = std::min(rank, rank_);
+  std::memcpy(to, data(), static_cast<size_t>(n) * sizeof(int64_t));
+  if (rank_ > kInlineDims) delete[] heap_;
+  if (rank <= kInlineDims) {
+    std::memset(inline_, 0, sizeof(inline_));
+    std::memcpy(inline_, kept, static_cast<size_t>(n) * sizeof(int64_t));
+  } else {
+    heap_ = to;
+  }
+  rank_ = rank;
+}
+
+void TensorShape::CopyHeap(const TensorShape& other) {
+  heap_ = new int64_t[static_cast<size_t>(other.rank_)];
+  std::memcpy(heap_, other.heap_, static_cast<size_t>(other.rank_) * sizeof(int64_t));
+}
+
+TensorShape& TensorShape::AssignSlow(const TensorShape& other) {
+  TensorShape copy(other);
+  *this = std::move(copy);
+  return *this;
+}
+
+Result<TensorShape> TensorShape::FromDims(std::span<const int64_t> dims) {
   int64_t product = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < kUnknownDim) {
@@ -33,37 +66,35 @@ Result<TensorShape> TensorShape::FromDims(const std::vector<int64_t>& dims) {
       product *= dims[i];
     }
   }
-  return TensorShape(dims);
+  TensorShape s;
+  s.Assign(dims.data(), dims.size());
+  return s;
 }
 
-bool TensorShape::IsFullyDefined() const {
-  if (unknown_rank_) return false;
-  for (int64_t d : dims_) {
-    if (d < 0) return false;
-  }
-  return true;
-}
+void TensorShape::AddDim(int64_t size) { InsertDim(rank_, size); }
 
-int64_t TensorShape::num_elements() const {
-  if (!IsFullyDefined()) return -1;
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
-}
-
-void TensorShape::AddDim(int64_t size) { dims_.push_back(size < 0 ? kUnknownDim : size); }
-
+// An unknown rank stays unknown under InsertDim and RemoveDim.
 void TensorShape::InsertDim(int index, int64_t size) {
-  dims_.insert(dims_.begin() + index, size < 0 ? kUnknownDim : size);
+  if (rank_ < 0) return;
+  Resize(rank_ + 1);
+  int64_t* d = data();
+  for (int i = rank_ - 1; i > index; --i) d[i] = d[i - 1];
+  d[index] = size < 0 ? kUnknownDim : size;
 }
 
-void TensorShape::RemoveDim(int index) { dims_.erase(dims_.begin() + index); }
+void TensorShape::RemoveDim(int index) {
+  if (rank_ < 0) return;
+  int64_t* d = data();
+  for (int i = index; i + 1 < rank_; ++i) d[i] = d[i + 1];
+  Resize(rank_ - 1);
+}
 
 bool TensorShape::IsCompatibleWith(const TensorShape& other) const {
-  if (unknown_rank_ || other.unknown_rank_) return true;
-  if (dims_.size() != other.dims_.size()) return false;
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i]) return false;
+  if (rank_ < 0 || other.rank_ < 0) return true;
+  if (rank_ != other.rank_) return false;
+  const int64_t *a = data(), *b = other.data();
+  for (int i = 0; i < rank_; ++i) {
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
   }
   return true;
 }
@@ -73,32 +104,35 @@ Result<TensorShape> TensorShape::MergeWith(const TensorShape& other) const {
     return InvalidArgumentError("shapes " + ToString() + " and " + other.ToString() +
                                 " are incompatible");
   }
-  if (unknown_rank_) return other;
-  if (other.unknown_rank_) return *this;
+  if (rank_ < 0) return other;
+  if (other.rank_ < 0) return *this;
   TensorShape merged = *this;
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    if (merged.dims_[i] < 0) merged.dims_[i] = other.dims_[i];
+  int64_t* m = merged.data();
+  const int64_t* b = other.data();
+  for (int i = 0; i < rank_; ++i) {
+    if (m[i] < 0) m[i] = b[i];
   }
   return merged;
 }
 
 TensorShape TensorShape::MostSpecificCommonShape(const TensorShape& other) const {
-  if (unknown_rank_ || other.unknown_rank_ || dims_.size() != other.dims_.size()) {
-    return UnknownRank();
-  }
+  if (rank_ < 0 || other.rank_ < 0 || rank_ != other.rank_) return UnknownRank();
   TensorShape common = *this;
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    if (dims_[i] != other.dims_[i]) common.dims_[i] = kUnknownDim;
+  int64_t* c = common.data();
+  const int64_t* b = other.data();
+  for (int i = 0; i < rank_; ++i) {
+    if (c[i] != b[i]) c[i] = kUnknownDim;
   }
   return common;
 }
 
 std::string TensorShape::ToString() const {
-  if (unknown_rank_) return "<unknown>";
+  if (rank_ < 0) return "<unknown>";
   std::string out = "[";
-  for (size_t i = 0; i < dims_.size(); ++i) {
+  const int64_t* d = data();
+  for (int i = 0; i < rank_; ++i) {
     if (i) out += ",";
-    out += dims_[i] < 0 ? "?" : std::to_string(dims_[i]);
+    out += d[i] < 0 ? "?" : std::to_string(d[i]);
   }
   out += "]";
   return out;

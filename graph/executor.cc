@@ -30,6 +30,7 @@ Result<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const FuncGra
 
 Status Executor::Build() {
   const FuncGraph& g = *graph_;
+  profile_ops_ = internal::OpProfileEnabled();
   const int n = g.num_nodes();
   // Keep what the outputs need and every stateful node, with their transitive inputs.
   std::vector<char> keep(static_cast<size_t>(n), 0);
@@ -337,9 +338,13 @@ Status Executor::RunStep(RunState& rs, size_t index) {
       step.kind == NodeKind::kKernel ? RunKernel(rs, step, inputs) : RunGraphOp(rs, step, inputs);
   for (size_t i = 0; i < n_in; ++i) {
     if (i < 64 && (step.const_inputs >> i) & 1) continue;
-    Tensor t = std::move(ins[i]);
-    // A moved input's slot was read here last: its buffer goes back to the pool.
-    if (i < 64 && (step.move_inputs >> i) & 1) rs.pool.Give(std::move(t));
+    Tensor& t = ins[i];
+    // A moved input's slot was read here last: its buffer goes back to the pool (unless the
+    // step's output took it over).
+    if (i < 64 && (step.move_inputs >> i) & 1 && t.buffer() != nullptr) {
+      rs.pool.Give(std::move(t));
+    }
+    t = Tensor();
   }
   for (int slot : step.rel) Release(rs, slot);
   if (!status.ok()) {
@@ -351,15 +356,11 @@ Status Executor::RunStep(RunState& rs, size_t index) {
 }
 
 Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs) {
-  // Captures two pointers, which std::function keeps inline (no allocation per step).
-  KernelContext ctx(step.op, inputs, *step.attrs, device_, pool_,
-                    [this, &rs](int i, DType dtype, const TensorShape& shape) {
-                      return AllocateOutput(rs, rs.step, i, dtype, shape);
-                    });
-  ctx.UseOutputStorage(&rs.kernel_outputs);
+  KernelContext& ctx = *rs.ctx;
+  ctx.Rebind(step.op, inputs, *step.attrs);
   rs.forwarded_input = -1;
   Status status;
-  if (internal::OpProfileEnabled()) {
+  if (profile_ops_) {
     if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
     const auto start = std::chrono::steady_clock::now();
     status = (*step.kernel)(ctx);
@@ -380,22 +381,25 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
                            std::to_string(step.num_outputs) + " outputs");
   }
   if (status.ok()) {
-    for (int k = 0; k < step.num_outputs; ++k) {
-      rs.values[static_cast<size_t>(step.out_base + k)] = std::move(outs[static_cast<size_t>(k)]);
-    }
-    if (rs.forwarded_input >= 0) {
+    int k = 0;
+    if (rs.forwarded_input >= 0 && step.num_outputs > 0) {
       // Output 0 views a moved-in input's buffer without holding it (ForwardInput): the
-      // input's reference becomes the output's.
+      // input's reference becomes the output's, moved straight into the output's slot.
       Tensor& in = const_cast<Tensor&>(inputs[static_cast<size_t>(rs.forwarded_input)]);
+      Tensor& view = outs[0];
       Tensor& out = rs.values[static_cast<size_t>(step.out_base)];
-      if (out.buffer().get() == in.buffer().get()) {
-        if (out.raw_data() == in.raw_data() && out.shape() == in.shape() &&
-            out.dtype() == in.dtype()) {
-          out = std::move(in);
-        } else {
-          out = out.DeepCopy();  // another view of the bytes: an owned copy of it
-        }
+      if (view.buffer().get() != in.buffer().get()) {
+        out = std::move(view);
+      } else if (view.raw_data() == in.raw_data() && view.shape() == in.shape() &&
+                 view.dtype() == in.dtype()) {
+        out = std::move(in);
+      } else {
+        out = view.DeepCopy();  // another view of the bytes: an owned copy of it
       }
+      k = 1;
+    }
+    for (; k < step.num_outputs; ++k) {
+      rs.values[static_cast<size_t>(step.out_base + k)] = std::move(outs[static_cast<size_t>(k)]);
     }
   }
   rs.forwarded_input = -1;

@@ -118,8 +118,11 @@ class Executor {
   Status RunStep(RunState& rs, size_t index);
   // Output i of step `index`: on the CPU from the run state's buffer pool (buffer_pool.h),
   // on a device from the step's own cache.
-  Result<Tensor> AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
-                                const TensorShape& shape);
+  Status AllocateOutput(RunState& rs, size_t index, int i, DType dtype, const TensorShape& shape,
+                        Tensor* out);
+  // KernelContext::OutputAllocatorFn over a RunState: AllocateOutput for its running step.
+  static Status AllocateOutputFn(void* rs, int i, DType dtype, const TensorShape& shape,
+                                 Tensor* out);
   // Output 0 of an elementwise step over the buffer of a moved-in input of the same dtype and
   // shape that only this run holds (Step::forward_inputs): *out views the bytes without
   // holding them; RunKernel then stores the input's own reference as the output.
@@ -143,6 +146,7 @@ class Executor {
   Device device_;
   Allocator* allocator_ = nullptr;      // the device's: outputs of kernel steps
   bool sync_each_op_ = false;           // TROUPE_GPU_SYNC=1: wait for and check every GPU kernel
+  bool profile_ops_ = false;            // TROUPE_PROFILE_OPS=1 (read once, at Build)
   std::vector<char> inputs_to_device_;  // per feed: copy to the GPU at Run (empty on the CPU)
   ThreadPool* pool_;
   std::vector<Step> steps_;

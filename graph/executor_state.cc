@@ -21,6 +21,11 @@ std::unique_ptr<Executor::RunState> Executor::AcquireState() {
     }
   }
   auto rs = std::make_unique<RunState>();
+  static const AttrMap kNoAttrs;
+  rs->executor = this;
+  rs->ctx.emplace("", std::span<const Tensor>(), kNoAttrs, device_, pool_, &AllocateOutputFn,
+                  rs.get());
+  rs->ctx->UseOutputStorage(&rs->kernel_outputs);
   rs->values.resize(static_cast<size_t>(num_slots_));
   rs->step_inputs.resize(total_inputs_);
   if (!device_.is_cpu()) {
@@ -49,20 +54,24 @@ void Executor::ReleaseState(std::unique_ptr<RunState> state) {
   free_states_.push_back(std::move(state));
 }
 
-Result<Tensor> Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
-                                        const TensorShape& shape) {
+Status Executor::AllocateOutputFn(void* state, int i, DType dtype, const TensorShape& shape,
+                                  Tensor* out) {
+  auto& rs = *static_cast<RunState*>(state);
+  return rs.executor->AllocateOutput(rs, rs.step, i, dtype, shape, out);
+}
+
+Status Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
+                                const TensorShape& shape, Tensor* out) {
   if (device_.is_cpu()) {
-    if (i == 0 && steps_[index].forward_inputs != 0) {
-      Tensor t;
-      if (ForwardInput(rs, steps_[index], dtype, shape, &t)) {
-        ++rs.reuses;
-        return t;
-      }
+    if (i == 0 && steps_[index].forward_inputs != 0 &&
+        ForwardInput(rs, steps_[index], dtype, shape, out)) {
+      ++rs.reuses;
+      return Status::OK();
     }
     bool reused = false;
-    TROUPE_ASSIGN_OR_RETURN(Tensor t, rs.pool.Take(dtype, shape, allocator_, &reused));
+    TROUPE_ASSIGN_OR_RETURN(*out, rs.pool.Take(dtype, shape, allocator_, &reused));
     ++(reused ? rs.reuses : rs.allocations);
-    return t;
+    return Status::OK();
   }
   // On a device, each step keeps its outputs' buffers and reuses them when nobody else holds
   // them (kernels are asynchronous: the stream orders a step's writes after its last run's).
@@ -72,7 +81,8 @@ Result<Tensor> Executor::AllocateOutput(RunState& rs, size_t index, int i, DType
   if (cached.initialized() && cached.buffer().use_count() == 1) {
     if (cached.dtype() == dtype && cached.shape() == shape) {
       ++rs.reuses;
-      return cached;
+      *out = cached;
+      return Status::OK();
     }
     const size_t bytes = DTypeSize(dtype) * static_cast<size_t>(shape.num_elements());
     if (dtype != DType::kString && cached.dtype() != DType::kString && bytes > 0 &&
@@ -81,14 +91,16 @@ Result<Tensor> Executor::AllocateOutput(RunState& rs, size_t index, int i, DType
       if (view.ok()) {
         ++rs.reuses;
         cached = *view;
-        return cached;
+        *out = cached;
+        return Status::OK();
       }
     }
   }
   TROUPE_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape, allocator_));
   ++rs.allocations;
   cached = t;
-  return t;
+  *out = std::move(t);
+  return Status::OK();
 }
 
 bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
@@ -98,21 +110,16 @@ bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const T
     const Tensor& in = rs.step_inputs[step.in_offset + static_cast<size_t>(j)];
     const std::shared_ptr<TensorBuffer>& buffer = in.buffer();
     // use_count 1: the run's moved-in reference is the only one, so no reader sees the
-    // writes; a pool buffer owns its memory (never a wrapped, possibly read-only region).
-    if (buffer == nullptr || in.dtype() != dtype || in.num_elements() == 0 ||
-        buffer.use_count() != 1 || in.shape() != shape || !rs.pool.Owns(buffer)) {
+    // writes; memory from the executor's allocator is writable and owned (never a wrapped,
+    // possibly read-only region).
+    if (buffer == nullptr || in.dtype() != dtype || dtype == DType::kString ||
+        in.num_elements() == 0 || buffer.use_count() != 1 || buffer->allocator() != allocator_ ||
+        in.shape() != shape) {
       continue;
     }
-    const auto offset =
-        static_cast<size_t>(static_cast<char*>(in.raw_data()) - static_cast<char*>(buffer->data()));
-    // The aliasing constructor with an empty owner: points at the buffer, holds nothing, so
-    // the kernel's copies of its output cost no reference counting. The input keeps the
-    // reference until RunKernel moves it into the output's slot.
-    Result<Tensor> view = Tensor::FromBuffer(
-        dtype, shape, std::shared_ptr<TensorBuffer>(std::shared_ptr<TensorBuffer>(), buffer.get()),
-        offset);
-    if (!view.ok()) continue;
-    *out = *std::move(view);
+    // Holds nothing, so the kernel's copies of its output cost no reference counting. The
+    // input keeps the reference until RunKernel moves it into the output's slot.
+    out->AssignUnownedView(in);
     rs.forwarded_input = j;
     return true;
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -21,7 +22,11 @@ struct Executor::RunState : OpRunState {
   std::vector<Tensor> step_inputs;
   std::vector<Tensor> gop_outputs;
   std::vector<Tensor> kernel_outputs;  // KernelContext::UseOutputStorage: capacity kept
-  size_t step = 0;                     // the step running now (for AllocateOutput)
+  // One kernel context for every kernel step (KernelContext::Rebind), its outputs in
+  // kernel_outputs and its allocator AllocateOutputFn.
+  std::optional<KernelContext> ctx;
+  Executor* executor = nullptr;
+  size_t step = 0;           // the step running now (for AllocateOutput)
   int forwarded_input = -1;  // of that step, whose buffer its output 0 views (ForwardInput)
   std::vector<std::vector<Tensor>> cache;      // per step, per output (devices only)
   internal::BufferPool pool;                   // CPU: free output buffers, by size

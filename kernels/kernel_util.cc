@@ -26,11 +26,8 @@ Status CheckRankAtLeast(std::string_view op, std::string_view arg, const TensorS
                          shape.ToString());
 }
 
-Status CheckDType(std::string_view op, std::string_view arg, DType got,
-                  std::initializer_list<DType> allowed) {
-  for (DType d : allowed) {
-    if (d == got) return Status::OK();
-  }
+Status DTypeNotAllowed(std::string_view op, std::string_view arg, DType got,
+                       std::initializer_list<DType> allowed) {
   std::string names;
   for (DType d : allowed) {
     if (!names.empty()) names += ", ";
@@ -103,14 +100,6 @@ std::string IntsToString(std::span<const int64_t> v) {
     s += std::to_string(v[i]);
   }
   return s + "]";
-}
-
-int64_t BlockSize(int64_t n, int64_t cost_per_unit) {
-  // ~64K scalar operations per block: big enough to amortize scheduling, small enough to
-  // balance two to a few dozen threads.
-  constexpr int64_t kTargetCost = 1 << 16;
-  int64_t block = kTargetCost / std::max<int64_t>(1, cost_per_unit);
-  return std::clamp<int64_t>(block, 1, std::max<int64_t>(1, n));
 }
 
 void ParallelForBlocks(ThreadPool* pool, int64_t n, int64_t block,

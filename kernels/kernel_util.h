@@ -33,8 +33,16 @@ Status OpError(std::string_view op, std::string_view message);
 Status CheckRank(std::string_view op, std::string_view arg, const TensorShape& shape, int rank);
 Status CheckRankAtLeast(std::string_view op, std::string_view arg, const TensorShape& shape,
                         int rank);
-Status CheckDType(std::string_view op, std::string_view arg, DType got,
-                  std::initializer_list<DType> allowed);
+// Inline: every elementwise kernel runs it per call, and the OK case is one comparison.
+Status DTypeNotAllowed(std::string_view op, std::string_view arg, DType got,
+                       std::initializer_list<DType> allowed);
+inline Status CheckDType(std::string_view op, std::string_view arg, DType got,
+                         std::initializer_list<DType> allowed) {
+  for (DType d : allowed) {
+    if (d == got) return Status::OK();
+  }
+  return DTypeNotAllowed(op, arg, got, allowed);
+}
 Status CheckSameDType(std::string_view op, std::string_view arg_a, DType a, std::string_view arg_b,
                       DType b);
 // Known dims must be equal: "MatMul: inner dimensions differ: 'a' [2,3] dim 1 is 3 but 'b'
@@ -63,7 +71,13 @@ std::string IntsToString(std::span<const int64_t> v);  // "[1,2,2,1]"
 // Block size for ParallelFor over `n` units costing about `cost_per_unit` scalar operations
 // each. Depends only on sizes, never on the thread count, so per-block reductions are
 // reproducible.
-int64_t BlockSize(int64_t n, int64_t cost_per_unit);
+inline int64_t BlockSize(int64_t n, int64_t cost_per_unit) {
+  // ~64K scalar operations per block: big enough to amortize scheduling, small enough to
+  // balance two to a few dozen threads.
+  constexpr int64_t kTargetCost = 1 << 16;
+  const int64_t block = kTargetCost / (cost_per_unit > 1 ? cost_per_unit : 1);
+  return block < 1 ? 1 : (block > n ? (n > 1 ? n : 1) : block);
+}
 // Runs fn over [0, n) in blocks of exactly `block` (the last may be shorter), in parallel when
 // a pool is given and serially otherwise; the blocks are the same either way.
 void ParallelForBlocks(ThreadPool* pool, int64_t n, int64_t block,

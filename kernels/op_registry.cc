@@ -10,12 +10,37 @@ KernelContext::KernelContext(std::string_view op_name, std::span<const Tensor> i
                              OutputAllocator allocate)
     : op_name_(op_name),
       inputs_(inputs),
-      attrs_(attrs),
+      attrs_(&attrs),
       device_(device),
       pool_(pool),
       allocate_(std::move(allocate)) {}
 
+KernelContext::KernelContext(std::string_view op_name, std::span<const Tensor> inputs,
+                             const AttrMap& attrs, Device device, ThreadPool* pool,
+                             OutputAllocatorFn allocate, void* allocate_state)
+    : op_name_(op_name),
+      inputs_(inputs),
+      attrs_(&attrs),
+      device_(device),
+      pool_(pool),
+      allocate_fn_(allocate),
+      allocate_state_(allocate_state) {}
+
 Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const TensorShape& shape) {
+  if (allocate_fn_ == nullptr) return AllocateDefault(index, dtype, shape);
+  const auto i = static_cast<size_t>(index);
+  // emplace_back, not resize: the usual one new output stays inline (no out-of-line append).
+  while (outputs_->size() <= i) outputs_->emplace_back();
+  Tensor& out = (*outputs_)[i];
+  if (out.initialized()) out = Tensor();  // allocated again: the last one is dropped
+  Status status = allocate_fn_(allocate_state_, index, dtype, shape, &out);
+  if (!status.ok()) {
+    return status.WithContext(std::string(op_name_) + " output " + std::to_string(index));
+  }
+  return out;
+}
+
+Result<Tensor> KernelContext::AllocateDefault(int index, DType dtype, const TensorShape& shape) {
   auto where = [&] { return std::string(op_name_) + " output " + std::to_string(index); };
   Allocator* allocator = nullptr;
   if (!allocate_) {
@@ -35,13 +60,7 @@ Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const Tenso
   return t;
 }
 
-void KernelContext::SetOutput(int index, Tensor tensor) {
-  const auto i = static_cast<size_t>(index);
-  if (outputs_->size() == i) {
-    // The common case, outputs set in order: no default tensor to build and overwrite.
-    outputs_->push_back(std::move(tensor));
-    return;
-  }
+void KernelContext::SetOutputAt(size_t i, Tensor tensor) {
   if (outputs_->size() < i) outputs_->resize(i + 1);
   (*outputs_)[i] = std::move(tensor);
 }

@@ -25,28 +25,55 @@
 namespace troupe {
 
 // What a kernel sees: its inputs, attributes, device, and where to put outputs. The executor
-// may supply `allocate` to hand out reused buffers; otherwise outputs come from the device's
+// may supply an allocator to hand out reused buffers; otherwise outputs come from the device's
 // allocator.
 class KernelContext {
  public:
   using OutputAllocator = std::function<Result<Tensor>(int index, DType, const TensorShape&)>;
+  // The same as a plain function and its state that writes the output straight into the
+  // context's output list (*out, a fresh Tensor): what the executor uses, with one context per
+  // run state rebound per step (Rebind), so a step builds no std::function and moves no
+  // intermediate tensors.
+  using OutputAllocatorFn = Status (*)(void* state, int index, DType, const TensorShape&,
+                                       Tensor* out);
 
   KernelContext(std::string_view op_name, std::span<const Tensor> inputs, const AttrMap& attrs,
                 Device device = Device::Cpu(), ThreadPool* pool = ThreadPool::Default(),
                 OutputAllocator allocate = nullptr);
+  KernelContext(std::string_view op_name, std::span<const Tensor> inputs, const AttrMap& attrs,
+                Device device, ThreadPool* pool, OutputAllocatorFn allocate, void* allocate_state);
+  KernelContext(const KernelContext&) = delete;
+  KernelContext& operator=(const KernelContext&) = delete;
+
+  // Points the context at another op's inputs and attributes and clears the outputs; the
+  // device, pool, allocator and output storage stay.
+  void Rebind(std::string_view op_name, std::span<const Tensor> inputs, const AttrMap& attrs) {
+    op_name_ = op_name;
+    inputs_ = inputs;
+    attrs_ = &attrs;
+    outputs_->clear();
+  }
 
   std::string_view op_name() const { return op_name_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const Tensor& input(int i) const { return inputs_[static_cast<size_t>(i)]; }
   std::span<const Tensor> inputs() const { return inputs_; }
-  const AttrMap& attrs() const { return attrs_; }
+  const AttrMap& attrs() const { return *attrs_; }
   Device device() const { return device_; }
   ThreadPool* pool() const { return pool_; }
 
   // Allocates output `index` (outputs grow as needed) and returns it for writing.
   Result<Tensor> AllocateOutput(int index, DType dtype, const TensorShape& shape);
   // Forwards an existing tensor as output `index` (e.g. Reshape, Identity).
-  void SetOutput(int index, Tensor tensor);
+  void SetOutput(int index, Tensor tensor) {
+    const auto i = static_cast<size_t>(index);
+    if (outputs_->size() == i) {
+      // The common case, outputs set in order: no default tensor to build and overwrite.
+      outputs_->push_back(std::move(tensor));
+      return;
+    }
+    SetOutputAt(i, std::move(tensor));
+  }
   std::vector<Tensor>& outputs() { return *outputs_; }
   // Outputs go into *storage (cleared here) instead of the context's own vector, so a caller
   // running many kernels reuses one vector's capacity rather than allocating per kernel.
@@ -59,11 +86,16 @@ class KernelContext {
   Status InvalidArgument(std::string_view message) const;
 
  private:
+  void SetOutputAt(size_t index, Tensor tensor);
+  Result<Tensor> AllocateDefault(int index, DType dtype, const TensorShape& shape);
+
   std::string_view op_name_;
   std::span<const Tensor> inputs_;
-  const AttrMap& attrs_;
+  const AttrMap* attrs_;
   Device device_;
   ThreadPool* pool_;
+  OutputAllocatorFn allocate_fn_ = nullptr;
+  void* allocate_state_ = nullptr;
   OutputAllocator allocate_;
   std::vector<Tensor> own_outputs_;
   std::vector<Tensor>* outputs_ = &own_outputs_;

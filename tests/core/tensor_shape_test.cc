@@ -40,5 +40,47 @@ TEST(TensorShapeTest, FromDimsValidates) {
   EXPECT_TRUE(TensorShape::FromDims({0, 1LL << 62, 1LL << 62}).ok());  // zero elements
 }
 
+// Ranks above kInlineDims live on the heap: copies, moves, growth and shrinking across the
+// boundary must keep every dim.
+TEST(TensorShapeTest, InlineAndHeapRanks) {
+  TensorShape s{1, 2, 3, 4, 5, 6};
+  s.AddDim(7);  // inline -> heap
+  EXPECT_EQ(s.rank(), 7);
+  EXPECT_EQ(s.ToString(), "[1,2,3,4,5,6,7]");
+  EXPECT_EQ(s.num_elements(), 5040);
+  TensorShape copy = s;
+  EXPECT_EQ(copy, s);
+  copy.set_dim(6, 8);
+  EXPECT_NE(copy, s);
+  EXPECT_EQ(s.dim(6), 7);  // the copy has its own dims
+  TensorShape moved = std::move(copy);
+  EXPECT_EQ(moved.ToString(), "[1,2,3,4,5,6,8]");
+  moved.InsertDim(0, 9);
+  EXPECT_EQ(moved.ToString(), "[9,1,2,3,4,5,6,8]");
+  moved.RemoveDim(0);
+  moved.RemoveDim(6);  // heap -> inline
+  EXPECT_EQ(moved, (TensorShape{1, 2, 3, 4, 5, 6}));
+  TensorShape small{2};
+  small = s;  // inline <- heap
+  EXPECT_EQ(small, s);
+  small = TensorShape{3, 4};  // heap <- inline
+  EXPECT_EQ(small.ToString(), "[3,4]");
+  const std::vector<int64_t> dims = s.dims();
+  EXPECT_EQ(dims, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(TensorShape(dims), s);
+  EXPECT_EQ(*TensorShape::FromDims(s.dims()), s);
+}
+
+TEST(TensorShapeTest, UnknownRankIsNotAScalar) {
+  const TensorShape unknown = TensorShape::UnknownRank();
+  EXPECT_EQ(unknown.rank(), -1);
+  EXPECT_TRUE(unknown.dims().empty());
+  EXPECT_NE(unknown, TensorShape());
+  EXPECT_EQ(unknown, TensorShape::UnknownRank());
+  TensorShape copy = unknown;
+  EXPECT_TRUE(copy.unknown_rank());
+  EXPECT_EQ(copy.num_elements(), -1);
+}
+
 }  // namespace
 }  // namespace troupe
