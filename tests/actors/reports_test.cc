@@ -1,6 +1,7 @@
 // metrics.jsonl (MetricsLog) and checkpoint.keep_best's record (BestCheckpoint) on their own.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,7 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("troupe_reports_test_" + name);
+  const fs::path dir = fs::temp_directory_path() /
+                       ("troupe_reports_test_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +22,9 @@ namespace fs = std::filesystem;
 
 TrainConfig SmallJob(const std::string& name) {
   TrainConfig c;
-  c.run_dir = (fs::temp_directory_path() / ("troupe_trainer_test_" + name)).string();
+  c.run_dir = (fs::temp_directory_path() /
+               ("troupe_trainer_test_" + std::to_string(::getpid()) + "_" + name))
+                  .string();
   fs::remove_all(c.run_dir);
   c.seed = 42;
   c.replicas_per_process = 2;
