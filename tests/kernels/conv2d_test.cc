@@ -309,7 +309,7 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
                                  std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true},
-                                 // Direct input gradients into 64 channels: 64 -> 64, and a
+                                 // A direct 64 -> 64 input gradient, and the GEMM path's
                                  // strided 32 -> 64.
                                  std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 64}, 1, true},
                                  std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 64}, 2, true},
