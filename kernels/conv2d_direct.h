@@ -37,16 +37,13 @@ inline bool UseDirectSmall(const ConvGeo& g, size_t elem) {
 // 17-32 input channels and two 64-byte vectors of outputs (ResNet-20's 32-channel stage): the
 // direct forward and filter-gradient kernels beat im2col + GEMM there too, and so does the input
 // gradient where the channels are whole vectors (-20%; bench/kernels_bench, batch 128). Their bits
-// are the GEMM path's when the filter gradient uses the GEMM path's row blocks. The input gradient
-// also runs direct for 64 -> 64 channels (ResNet-20's last stage: its 3x3s -5%, no col2im pass),
-// with the GEMM path's bits; its strided 32 -> 64 entry was 1-3% slower that way.
+// are the GEMM path's when the filter gradient uses the GEMM path's row blocks.
 inline bool UseDirect32(const ConvGeo& g, size_t elem) {
   return g.c > 16 && g.c <= 32 && g.f * static_cast<int64_t>(elem) == 128 && Undilated(g);
 }
 inline bool UseDirectInputGrad(const ConvGeo& g, size_t elem) {
-  const int64_t cb = g.c * static_cast<int64_t>(elem), fb = g.f * static_cast<int64_t>(elem);
-  return UseDirectSmall(g, elem) || (UseDirect32(g, elem) && cb % 64 == 0) ||
-         (cb == 256 && fb == 256 && g.kh * g.kw > 1 && Undilated(g));
+  return UseDirectSmall(g, elem) ||
+         (UseDirect32(g, elem) && g.c * static_cast<int64_t>(elem) % 64 == 0);
 }
 
 // The forward pass also runs direct for 2-64 input channels into 256 bytes of outputs (64

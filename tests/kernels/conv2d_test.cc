@@ -309,10 +309,6 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
                                  std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true},
-                                 // A direct 64 -> 64 input gradient, and the GEMM path's
-                                 // strided 32 -> 64.
-                                 std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 64}, 1, true},
-                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 64}, 2, true},
                                  // Filters of 2^16+ elements over several row blocks: packed
                                  // once per call (a 3x3, a 1x1 in place, a strided 3x3).
                                  std::tuple{V{2, 10, 10, 128}, V{3, 3, 128, 64}, 1, true},
