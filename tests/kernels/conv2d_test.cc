@@ -342,9 +342,11 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
 // Several filter-gradient row blocks (256-1024 output pixels: 2^18 / K, conv2d.cc's
 // FilterGradRows), summed in block order, whichever kernel runs: the GEMM path with block
 // partials (3x3x72 -> 40), the direct kernels that take its blocks (32 -> 32, 64 -> 64 on 7x7
-// images) or, for products of 2^17 elements or more, the GEMM path that adds each block's
-// product into dw (a 3x3 128 -> 128, a 1x1 1024 -> 128 whose transposed input is packed, a
-// 128 -> 1024 expansion computed transposed, a strided 1x1 on im2col rows), on every GEMM path.
+// images) or their own (16 -> 16 and strided 16 -> 32 in 455-pixel blocks that start and end
+// mid-row of a padded image: each block pads only the rows it reads) or, for products of 2^17
+// elements or more, the GEMM path that adds each block's product into dw (a 3x3 128 -> 128, a 1x1
+// 1024 -> 128 whose transposed input is packed, a 128 -> 1024 expansion computed transposed, a
+// strided 1x1 on im2col rows), on every GEMM path.
 TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
   using kernels::GemmPath;
   ThreadPool three(3, "three");
@@ -353,6 +355,8 @@ TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
        {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 40}, 1, int64_t{404}},
         std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, 1, int64_t{910}},
         std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, 1, int64_t{455}},
+        std::tuple{V{4, 12, 12, 16}, V{3, 3, 16, 16}, 1, int64_t{455}},
+        std::tuple{V{17, 11, 11, 16}, V{3, 3, 16, 32}, 2, int64_t{455}},
         std::tuple{V{6, 8, 8, 128}, V{3, 3, 128, 128}, 1, int64_t{256}},
         std::tuple{V{1, 16, 20, 1024}, V{1, 1, 1024, 128}, 1, int64_t{256}},
         std::tuple{V{1, 33, 33, 128}, V{1, 1, 128, 1024}, 1, int64_t{1024}},
