@@ -388,6 +388,8 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "FusedBatchNormReluTrainingGrad",
       "FusedBiasBatchNormTrainingGrad",
       "FusedBiasBatchNormReluTrainingGrad",
+      "FusedBatchNormAddReluTrainingGrad",
+      "FusedBiasBatchNormAddReluTrainingGrad",
       "FusedLayerNormGrad",
       "FusedGeluGrad",
       "AvgPoolGrad",
