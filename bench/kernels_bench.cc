@@ -436,35 +436,7 @@ void BM_FusedBiasBatchNormThenAddRelu(benchmark::State& state) {
   }
   SetBytes(state, in[0], 5);
 }
-// Its gradient: FusedBiasBatchNormAddReluTrainingGrad against AddReluGrad then
-// FusedBiasBatchNormTrainingGrad. Counter, for both: GB/s of the fused op's 8 tensor passes
-// (g1, g2, y, x read and g written, then g and x read and dx written); the separate ops make 9.
-void BM_FusedBiasBatchNormAddReluGrad(benchmark::State& state) {
-  std::vector<Tensor> in = BnInputs(state);
-  std::vector<Tensor> f = *RunOp("FusedBiasBatchNormAddReluTraining",
-                                 std::vector<Tensor>{in[0], in[1], in[2], in[2], in[3]}, kBnAttrs);
-  Run(state, "FusedBiasBatchNormAddReluTrainingGrad",
-      {in[3], in[0], f[0], in[0], in[1], f[1], f[2], in[2]}, kBnAttrs);
-  SetBytes(state, in[0], 8);
-}
-void BM_AddReluGradThenFusedBiasBatchNormGrad(benchmark::State& state) {
-  std::vector<Tensor> in = BnInputs(state);
-  std::vector<Tensor> f = *RunOp("FusedBiasBatchNormAddReluTraining",
-                                 std::vector<Tensor>{in[0], in[1], in[2], in[2], in[3]}, kBnAttrs);
-  for (auto _ : state) {
-    Tensor g = Op1("AddReluGrad", {in[3], in[0], f[0]});
-    benchmark::DoNotOptimize(*RunOp("FusedBiasBatchNormTrainingGrad",
-                                    std::vector<Tensor>{g, in[0], in[1], f[1], f[2], in[2]},
-                                    kBnAttrs));
-  }
-  SetBytes(state, in[0], 8);
-}
 BENCHMARK(BM_FusedBiasBatchNormAddRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
-BENCHMARK(BM_FusedBiasBatchNormAddReluGrad)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
-BENCHMARK(BM_AddReluGradThenFusedBiasBatchNormGrad)
-    ->Apply(BnArgs)
-    ->UseRealTime()
-    ->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBiasBatchNormThenAddRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 
 }  // namespace
