@@ -109,19 +109,6 @@ Value AddReluGradOf(const Value& dy, const Value& y) {
 Status FusedNormAddReluGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<Value>* dx,
                             const char* grad_op, bool bias) {
   const Value& y = c.outputs[0];
-  std::vector<Value> parts = SummandsOf(dy[0]);
-  if (parts.size() == 2 && !dy[1].defined() && !dy[2].defined() && UseCpuFusedOps()) {
-    // The usual case in one op (its grad op), which computes AddReluGrad's output as it sums it.
-    AttrMap attrs;
-    attrs.Set("epsilon", c.attrs.values().at("epsilon"));
-    std::vector<Value> in = {parts[0],    parts[1],     y,           c.inputs[0],
-                             c.inputs[1], c.outputs[1], c.outputs[2]};
-    if (bias) in.push_back(c.inputs[3]);
-    const std::string op = std::string(c.op) + "Grad";
-    *dx = Apply(op, in, attrs, op);
-    if (dx->size() != (bias ? 5u : 4u)) return InternalError(op + ": wrong output count");
-    return Status::OK();
-  }
   const Value g = dy[0].defined() ? AddReluGradOf(dy[0], y) : ops::ZerosLike(y);
   TROUPE_RETURN_IF_ERROR(FusedNormGrad(c, {g, dy[1], dy[2]}, dx, grad_op, /*per_row=*/false,
                                        /*relu=*/false, bias));

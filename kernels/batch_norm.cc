@@ -169,21 +169,6 @@ Result<SpecList> GradShape(Specs in, const AttrMap& attrs) {
   return out;
 }
 
-// The AddRelu gradients: (g1, g2, y) in place of dy, then the Bias gradient's inputs; one more
-// output, last: the gradient of the sum (AddReluGrad's), which the shortcut also gets.
-template <bool kBias>
-Result<SpecList> AddReluGradShape(Specs in, const AttrMap& attrs) {
-  static constexpr char kOp[] = "Fused[Bias]BatchNormAddReluTrainingGrad";
-  TROUPE_ASSIGN_OR_RETURN(SpecList out, (GradShape<false, kBias>(in.subspan(2), attrs)));
-  for (size_t i = 0; i < 2; ++i) {
-    const char* arg = i == 0 ? "g1" : "g2";
-    TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "y", in[2].dtype, arg, in[i].dtype));
-    TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "y", in[2].shape, arg, in[i].shape));
-  }
-  out.push_back(in[2]);
-  return out;
-}
-
 // x[i] (+ bias of its channel: w indexes the Repeat()ed bias, as in ChannelSums).
 template <bool kBias>
 struct BiasedX {
@@ -276,35 +261,23 @@ Status Forward(KernelContext& ctx) {
   return Status::OK();
 }
 
-// kAdd: the AddRelu gradient, whose inputs g1, g2, y take dy's place (o = 2 more before x): the
-// first pass writes g = AddReluGrad(g1, g2, y) (its last output) as it sums g, the second
-// reads it back as dy.
-template <bool kRelu, bool kBias, bool kAdd = false>
+template <bool kRelu, bool kBias>
 Status Backward(KernelContext& ctx) {
-  TROUPE_ASSIGN_OR_RETURN(SpecList specs,
-                          (kAdd ? AddReluGradShape<kBias>(InputSpecs(ctx), ctx.attrs())
-                                : GradShape<kRelu, kBias>(InputSpecs(ctx), ctx.attrs())));
-  constexpr int o = kAdd ? 2 : 0;
-  const Tensor& x = ctx.input(1 + o);
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, (GradShape<kRelu, kBias>(InputSpecs(ctx), ctx.attrs())));
+  const Tensor& x = ctx.input(1);
   const double eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
   const int64_t c = specs[1].shape.dim(0);
   const int64_t rows = c == 0 ? 0 : x.num_elements() / c;
   TROUPE_ASSIGN_OR_RETURN(Tensor dx, ctx.AllocateOutput(0, DType::kFloat32, x.shape()));
   TROUPE_ASSIGN_OR_RETURN(Tensor dgamma_t, ctx.AllocateOutput(1, DType::kFloat32, specs[1].shape));
   TROUPE_ASSIGN_OR_RETURN(Tensor dbeta_t, ctx.AllocateOutput(2, DType::kFloat32, specs[2].shape));
-  float* gp = nullptr;  // kAdd: g
-  if constexpr (kAdd) {
-    TROUPE_ASSIGN_OR_RETURN(Tensor g,
-                            ctx.AllocateOutput(kBias ? 4 : 3, DType::kFloat32, x.shape()));
-    gp = g.data<float>();
-  }
-  const float* dyp = kAdd ? gp : ctx.input(0).data<float>();
+  const float* dyp = ctx.input(0).data<float>();
   const std::vector<float> bias_rep =
-      kBias ? Repeat(ctx.input(o + (kRelu ? 6 : 5)).data<float>(), c) : std::vector<float>();
+      kBias ? Repeat(ctx.input(kRelu ? 6 : 5).data<float>(), c) : std::vector<float>();
   const BiasedX<kBias> xv{x.data<float>(), bias_rep.data()};
-  const float* gamma = ctx.input(2 + o).data<float>();
-  const float* mean = ctx.input(3 + o).data<float>();
-  const float* var = ctx.input(4 + o).data<float>();
+  const float* gamma = ctx.input(2).data<float>();
+  const float* mean = ctx.input(3).data<float>();
+  const float* var = ctx.input(4).data<float>();
   float* dgamma = dgamma_t.data<float>();
   float* dbeta = dbeta_t.data<float>();
   // The Relu variants mask dy by y > 0 as ReluGrad does, y = Relu(x * inv + shift) recomputed
@@ -327,18 +300,9 @@ Status Backward(KernelContext& ctx) {
   std::vector<double> sum_dy(static_cast<size_t>(c)), sum_dyxc(sum_dy.size());
   double* outs[2] = {sum_dy.data(), sum_dyxc.data()};
   const std::vector<float> rep = Repeat(mean, c);
-  // AddReluGrad's arithmetic, (g1 + g2) * (y > 0), stored for the shortcut and the dx pass.
-  auto first_grad = [&grad, gp, g1 = ctx.input(0).data<float>(), g2 = ctx.input(1).data<float>(),
-                     y = ctx.input(kAdd ? 2 : 0).data<float>()](int64_t i, int64_t w) {
-    if constexpr (kAdd) {
-      return gp[i] = MaskedGrad(g1[i] + g2[i], y[i]);
-    } else {
-      return grad(i, w);
-    }
-  };
-  auto terms = [&first_grad, &xv, m = rep.data()](int64_t i, int64_t w) {
+  auto terms = [&grad, &xv, m = rep.data()](int64_t i, int64_t w) {
     const float xc = xv(i, w) - m[w];
-    const float g = first_grad(i, w);
+    const float g = grad(i, w);
     return std::array<double, 2>{g, static_cast<double>(g) * xc};
   };
   ChannelSums<2, double>(ctx.pool(), rows, c, terms, outs);
@@ -414,18 +378,6 @@ void RegisterBatchNormOps(OpRegistry& r) {
             .num_outputs = 3,
             .infer_shapes = AddReluShape<false>},
            Forward<false, false, true>);
-  Register(r,
-           {.name = "FusedBatchNormAddReluTrainingGrad",
-            .num_inputs = 7,
-            .num_outputs = 4,
-            .infer_shapes = AddReluGradShape<false>},
-           Backward<false, false, true>);
-  Register(r,
-           {.name = "FusedBiasBatchNormAddReluTrainingGrad",
-            .num_inputs = 8,
-            .num_outputs = 5,
-            .infer_shapes = AddReluGradShape<true>},
-           Backward<false, true, true>);
   Register(r,
            {.name = "FusedBiasBatchNormAddReluTraining",
             .num_inputs = 5,

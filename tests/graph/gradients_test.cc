@@ -388,8 +388,6 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "FusedBatchNormReluTrainingGrad",
       "FusedBiasBatchNormTrainingGrad",
       "FusedBiasBatchNormReluTrainingGrad",
-      "FusedBatchNormAddReluTrainingGrad",
-      "FusedBiasBatchNormAddReluTrainingGrad",
       "FusedLayerNormGrad",
       "FusedGeluGrad",
       "AvgPoolGrad",

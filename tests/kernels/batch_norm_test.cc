@@ -282,9 +282,8 @@ TEST(AddReluTest, GradEqualsAddNThenReluGradBits) {
   EXPECT_NE(mismatch.status().message().find("output"), std::string::npos) << mismatch.status();
 }
 
-// The AddRelu variants against the plain (Bias) op, then AddRelu with the shortcut, and their
-// gradients against AddReluGrad, then the plain (Bias) gradient: same bits (including -0 and
-// NaN) for any thread count; a shortcut unlike x is refused.
+// The AddRelu variants against the plain (Bias) op, then AddRelu with the shortcut: same bits
+// (including -0 and NaN shortcuts) for any thread count; a shortcut unlike x is refused.
 TEST(FusedBatchNormTest, AddReluVariantsEqualSeparateOpsBits) {
   std::vector<std::unique_ptr<ThreadPool>> pools;
   pools.push_back(nullptr);
@@ -296,9 +295,6 @@ TEST(FusedBatchNormTest, AddReluVariantsEqualSeparateOpsBits) {
     Tensor shortcut = Random(shape, seed + 1);
     shortcut.data<float>()[0] = -0.f;
     if (shortcut.num_elements() > 2) shortcut.data<float>()[1] = std::nanf("");
-    Tensor g2 = Random(shape, seed + 2);  // the block output's second gradient contribution
-    in.dy.data<float>()[0] = -0.f;
-    g2.data<float>()[0] = -0.f;
     for (bool with_bias : {false, true}) {
       const std::string op =
           with_bias ? "FusedBiasBatchNormAddReluTraining" : "FusedBatchNormAddReluTraining";
@@ -309,27 +305,11 @@ TEST(FusedBatchNormTest, AddReluVariantsEqualSeparateOpsBits) {
                 EpsAttrs());
       want[0] = Run1("AddRelu", {want[0], shortcut});
       plain_in.push_back(shortcut);
-      // The gradient: AddReluGrad, then the plain (Bias) gradient; g last.
-      const Tensor g = Run1("AddReluGrad", {in.dy, g2, want[0]});
-      std::vector<Tensor> grad_in = {g, in.x, in.gamma, want[1], want[2]};
-      if (with_bias) grad_in.push_back(bias);
-      std::vector<Tensor> want_grad =
-          *RunV(with_bias ? "FusedBiasBatchNormTrainingGrad" : "FusedBatchNormTrainingGrad",
-                grad_in, EpsAttrs());
-      want_grad.push_back(g);
-      grad_in[0] = want[0];
-      grad_in.insert(grad_in.begin(), {in.dy, g2});
       for (const auto& pool : pools) {
         Result<std::vector<Tensor>> f = RunOn(pool.get(), op, plain_in, EpsAttrs());
         ASSERT_TRUE(f.ok()) << f.status();
         for (size_t i = 0; i < 3; ++i) {
           EXPECT_TRUE(SameBits((*f)[i], want[i])) << op << shape.ToString() << " output " << i;
-        }
-        Result<std::vector<Tensor>> d = RunOn(pool.get(), op + "Grad", grad_in, EpsAttrs());
-        ASSERT_TRUE(d.ok()) << d.status();
-        ASSERT_EQ(d->size(), want_grad.size());
-        for (size_t i = 0; i < want_grad.size(); ++i) {
-          EXPECT_TRUE(SameBits((*d)[i], want_grad[i])) << op << shape.ToString() << " grad " << i;
         }
       }
     }
