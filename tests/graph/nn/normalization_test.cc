@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "graph/function.h"
 #include "graph/nn/activations.h"
 #include "graph/nn/reshaping.h"
 #include "graph/ops.h"
@@ -222,6 +223,41 @@ TEST(BatchNormalizationTest, CallAddReluMatchesSeparateLayersBits) {
                              << first;
       }
     }
+  }
+}
+
+// Traced, with the output read twice (its gradient is then the tape's AddN of two parts, as at
+// a ResNet block's end, which AddReluGrad folds), CallAddRelu keeps the output and gradient
+// bits of the separate layers' graph.
+TEST(BatchNormalizationTest, TracedCallAddReluMatchesSeparateLayersBits) {
+  const Tensor x = RandomFloats({8, 3, 3, 5}, 9, 1.0f, 3.0f);
+  const Tensor s = RandomFloats({8, 3, 3, 5}, 10, -2.0f, 2.0f);
+  const Tensor c1 = RandomFloats({8, 3, 3, 5}, 11, -1.0f, 1.0f);
+  const Tensor c2 = RandomFloats({8, 3, 3, 5}, 12, -1.0f, 1.0f);
+  Variable bias = *Variable::Create(Value(RandomFloats({5}, 13, -1.0f, 1.0f)), "bias");
+  for (bool with_bias : {false, true}) {
+    std::vector<std::vector<float>> runs[2];
+    for (bool fused : {false, true}) {
+      nn::BatchNormalization bn("bn");
+      ASSERT_TRUE(bn.Build(x.shape()).ok());
+      if (with_bias) bn.set_input_bias([bias] { return bias; });
+      Function f("bn_add_relu", [&](const Args& a) -> Outputs {
+        GradientTape tape;
+        Value xv = a[0].value(), sv = a[1].value();
+        tape.Watch(xv);
+        tape.Watch(sv);
+        Value y = fused ? bn.CallAddRelu(xv, sv, /*training=*/true, /*shortcut_first=*/true)
+                        : nn::AddAllRelu({sv, bn(xv, /*training=*/true)});
+        Value loss = ops::Add(ops::Sum(ops::Mul(y, Value(c1))), ops::Sum(ops::Mul(y, Value(c2))));
+        auto g = tape.Gradient(loss, {xv, sv});
+        if (!g.ok()) return g.status();
+        return std::vector<Value>{y, (*g)[0], (*g)[1]};
+      });
+      auto r = f.Run({x, s});
+      ASSERT_TRUE(r.ok()) << r.status();
+      for (const Tensor& t : *r) runs[fused ? 1 : 0].push_back(Data(t));
+    }
+    EXPECT_EQ(runs[1], runs[0]) << "bias " << with_bias;
   }
 }
 
