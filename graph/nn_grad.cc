@@ -92,6 +92,29 @@ Status FusedNormGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<
   if (bias) dx->push_back(g[3]);
   return Status::OK();
 }
+
+// The gradient of Relu(a + b) with output y, for both a and b: dy is usually the tape's AddN of
+// two contributions (the block's output feeds the next block and its skip path), whose sum
+// AddReluGrad folds into the ReluGrad; the AddN node, unread, is pruned.
+Value AddReluGradOf(const Value& dy, const Value& y) {
+  std::vector<Value> parts = SummandsOf(dy);
+  return parts.size() == 2 && UseCpuFusedOps()
+             ? Apply1("AddReluGrad", {parts[0], parts[1], y}, {}, "AddReluGrad")
+             : Apply1("ReluGrad", {dy, y}, {}, "ReluGrad");
+}
+
+// Fused[Bias]BatchNormAddReluTraining(x, gamma, beta[, bias], shortcut): the AddRelu gradient
+// through the output, then the plain normalization's gradient of that, as the separate ops
+// (same ops, same bits); the shortcut gets the AddRelu gradient.
+Status FusedNormAddReluGrad(const OpCall& c, const std::vector<Value>& dy, std::vector<Value>* dx,
+                            const char* grad_op, bool bias) {
+  const Value& y = c.outputs[0];
+  const Value g = dy[0].defined() ? AddReluGradOf(dy[0], y) : ops::ZerosLike(y);
+  TROUPE_RETURN_IF_ERROR(FusedNormGrad(c, {g, dy[1], dy[2]}, dx, grad_op, /*per_row=*/false,
+                                       /*relu=*/false, bias));
+  dx->push_back(g);
+  return Status::OK();
+}
 }  // namespace
 
 void RegisterNnGradients() {
@@ -188,15 +211,15 @@ void RegisterNnGradients() {
     return FusedNormGrad(c, dy, dx, "FusedBiasBatchNormReluTrainingGrad", /*per_row=*/false,
                          /*relu=*/true, /*bias=*/true);
   });
+  RegisterGradient("FusedBatchNormAddReluTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormAddReluGrad(c, dy, dx, "FusedBatchNormTrainingGrad", /*bias=*/false);
+  });
+  RegisterGradient("FusedBiasBatchNormAddReluTraining", [](const OpCall& c, const V& dy, V* dx) {
+    return FusedNormAddReluGrad(c, dy, dx, "FusedBiasBatchNormTrainingGrad", /*bias=*/true);
+  });
   // Relu(x + y): ReluGrad through the output, then the add's identity to both inputs.
   RegisterGradient("AddRelu", [](const OpCall& c, const V& dy, V* dx) {
-    // dy is usually the tape's AddN of two contributions (the block's output feeds the next
-    // block and its skip path): fold that sum into the ReluGrad; the AddN node, unread, is
-    // pruned.
-    std::vector<Value> parts = SummandsOf(dy[0]);
-    Value g = parts.size() == 2 && UseCpuFusedOps()
-                  ? Apply1("AddReluGrad", {parts[0], parts[1], c.outputs[0]}, {}, "AddReluGrad")
-                  : Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad");
+    const Value g = AddReluGradOf(dy[0], c.outputs[0]);
     *dx = {g, g};
     return Status::OK();
   });

@@ -26,6 +26,13 @@
 // broadcasting AddV2 rounds it) without that tensor; their gradients add dbias, the column sums
 // of dx in the order of SumToShapeOf (ReduceInto's), to their outputs, summed chunk by chunk
 // as dx is written.
+//
+// The AddRelu variants fuse the residual join after a block's last normalization:
+//   Fused[Bias]BatchNormAddReluTraining(x, gamma, beta[, bias], shortcut) -> Relu(y + shortcut),
+//   mean, variance
+// (y as above, rounded, then the sum rounded as AddRelu rounds it), without writing y and
+// reading it back. Their gradient is the separate ops' (graph/nn_grad.cc): AddReluGrad through
+// the output, then the plain FusedBatchNorm[Bias]TrainingGrad.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -189,9 +196,21 @@ void Normalizer(ThreadPool* pool, int64_t c, const float* mean, const float* var
   *shift_rep = Repeat(shift.data(), c);
 }
 
-template <bool kRelu, bool kBias>
+// The AddRelu variants: the plain (Bias) op's inputs, then the shortcut, shaped as x.
+template <bool kBias>
+Result<SpecList> AddReluShape(Specs in, const AttrMap& attrs) {
+  static constexpr char kOp[] = "Fused[Bias]BatchNormAddReluTraining";
+  const size_t s = kBias ? 4 : 3;
+  TROUPE_ASSIGN_OR_RETURN(SpecList out, ForwardShape(in.first(s), attrs));
+  TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "x", in[0].dtype, "shortcut", in[s].dtype));
+  TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "x", in[0].shape, "shortcut", in[s].shape));
+  return out;
+}
+
+template <bool kRelu, bool kBias, bool kAdd = false>
 Status Forward(KernelContext& ctx) {
-  TROUPE_ASSIGN_OR_RETURN(SpecList specs, ForwardShape(InputSpecs(ctx), ctx.attrs()));
+  TROUPE_ASSIGN_OR_RETURN(SpecList specs, kAdd ? AddReluShape<kBias>(InputSpecs(ctx), ctx.attrs())
+                                               : ForwardShape(InputSpecs(ctx), ctx.attrs()));
   const Tensor& x = ctx.input(0);
   const float eps = static_cast<float>(*ctx.attrs().GetFloat("epsilon"));
   const int64_t c = specs[1].shape.dim(0);
@@ -227,11 +246,16 @@ Status Forward(KernelContext& ctx) {
   Normalizer(ctx.pool(), c, mean, var, ctx.input(1).data<float>(), ctx.input(2).data<float>(), eps,
              &ip, &sp);
   float* yp = y.data<float>();
+  const float* sc = kAdd ? ctx.input(kBias ? 4 : 3).data<float>() : nullptr;
   ForRowGroups(ctx.pool(), rows, c, 2, [&](int64_t base, int64_t len) {
     for (int64_t j = 0; j < len; ++j) {
       const float scaled = xv(base + j, j) * ip[j];
       const float v = scaled + sp[j];
-      yp[base + j] = kRelu ? Relu(v) : v;
+      if constexpr (kAdd) {
+        yp[base + j] = Relu(v + sc[base + j]);
+      } else {
+        yp[base + j] = kRelu ? Relu(v) : v;
+      }
     }
   });
   return Status::OK();
@@ -348,6 +372,18 @@ void RegisterBatchNormOps(OpRegistry& r) {
   RegisterVariants<true, false>(r, "FusedBatchNormReluTraining");
   RegisterVariants<false, true>(r, "FusedBiasBatchNormTraining");
   RegisterVariants<true, true>(r, "FusedBiasBatchNormReluTraining");
+  Register(r,
+           {.name = "FusedBatchNormAddReluTraining",
+            .num_inputs = 4,
+            .num_outputs = 3,
+            .infer_shapes = AddReluShape<false>},
+           Forward<false, false, true>);
+  Register(r,
+           {.name = "FusedBiasBatchNormAddReluTraining",
+            .num_inputs = 5,
+            .num_outputs = 3,
+            .infer_shapes = AddReluShape<true>},
+           Forward<false, true, true>);
 }
 
 }  // namespace troupe

@@ -36,6 +36,11 @@ class UnaryLayer : public KerasLayer {
   std::vector<WeightPenalty> Penalties() const override;
   bool FuseRelu() override;  // a BatchNormalization without an activation of its own
   bool FuseBiasOf(KerasLayer* producer) override;  // a BatchNormalization after a Conv2D
+  // Relu(layer(x) + shortcut) when the layer is a BatchNormalization without activation
+  // (nn::BatchNormalization::CallAddRelu), else an error.
+  Value ApplyAddRelu(const Value& x, const Value& shortcut, bool shortcut_first,
+                     const CallOptions& options);
+  bool IsPlainBatchNorm() const;
 
  private:
   std::unique_ptr<nn::Layer> layer_;
@@ -51,17 +56,22 @@ class FunctionLayer : public KerasLayer {
   FunctionLayer(const ConfigReader& r, Fn fn, Fn relu_fn = nullptr)
       : KerasLayer(r.name(), r.class_name()), fn_(std::move(fn)), relu_fn_(std::move(relu_fn)) {}
   nn::Module* module() override { return nullptr; }
-  Value Apply(const std::vector<Value>& inputs, const CallOptions&) override { return fn_(inputs); }
+  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override;
   std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
   bool FuseRelu() override {
     if (!relu_fn_) return false;
     fn_ = relu_fn_;
+    relu_fused_ = true;
     return true;
   }
+  bool FuseNormOf(KerasLayer* producer, size_t index) override;
 
  private:
   Fn fn_;
   Fn relu_fn_;
+  bool relu_fused_ = false;
+  UnaryLayer* norm_ = nullptr;  // FuseNormOf's producer, run on input norm_index_
+  size_t norm_index_ = 0;
 };
 
 // Builds one layer from its (opened) config; `seed` is the base of its initializers' default

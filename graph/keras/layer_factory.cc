@@ -49,6 +49,42 @@ bool UnaryLayer::FuseBiasOf(KerasLayer* producer) {
   return true;
 }
 
+bool UnaryLayer::IsPlainBatchNorm() const {
+  return dynamic_cast<nn::BatchNormalization*>(layer_.get()) != nullptr && !activation_;
+}
+
+Value UnaryLayer::ApplyAddRelu(const Value& x, const Value& shortcut, bool shortcut_first,
+                               const CallOptions& options) {
+  auto* bn = dynamic_cast<nn::BatchNormalization*>(layer_.get());
+  if (bn == nullptr || activation_) {
+    return Value::Error(InternalError("Keras layer '" + name() +
+                                      "' cannot fuse an Add + ReLU: not a BatchNormalization "
+                                      "without activation"));
+  }
+  return bn->CallAddRelu(x, shortcut, options.training, shortcut_first);
+}
+
+bool FunctionLayer::FuseNormOf(KerasLayer* producer, size_t index) {
+  auto* p = dynamic_cast<UnaryLayer*>(producer);
+  if (!relu_fused_ || norm_ != nullptr || index > 1 || p == nullptr || !p->IsPlainBatchNorm()) {
+    return false;
+  }
+  norm_ = p;
+  norm_index_ = index;
+  return true;
+}
+
+Value FunctionLayer::Apply(const std::vector<Value>& inputs, const CallOptions& options) {
+  if (norm_ == nullptr) return fn_(inputs);
+  if (inputs.size() != 2) {
+    return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
+                                             "' takes 2 inputs here, got " +
+                                             std::to_string(inputs.size())));
+  }
+  return norm_->ApplyAddRelu(inputs[norm_index_], inputs[1 - norm_index_], norm_index_ == 1,
+                             options);
+}
+
 std::vector<WeightPenalty> PenaltiesOf(const std::vector<WeightSpec>& weights) {
   std::vector<WeightPenalty> out;
   for (const WeightSpec& w : weights) {

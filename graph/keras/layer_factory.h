@@ -72,6 +72,11 @@ class KerasLayer {
   // only this layer reads) to its input itself, and the producer to skip that add, so that the
   // add can be fused (BatchNormalization). False, and nothing changes, where that cannot be.
   virtual bool FuseBiasOf(KerasLayer* /*producer*/) { return false; }
+  // Asks this layer (an Add of two inputs whose ReLU it fuses) to run `producer` (a
+  // BatchNormalization without activation whose output only input `index` of this layer reads)
+  // itself, fused with the add and the ReLU; the model then passes the producer's input in that
+  // input's place. False, and nothing changes, where that cannot be.
+  virtual bool FuseNormOf(KerasLayer* /*producer*/, size_t /*index*/) { return false; }
 
  protected:
   KerasLayer(std::string name, std::string class_name)

@@ -30,7 +30,8 @@ bool IsLinear(const json& envelope) {
 // (FuseBiasOf), and an Activation("relu") node to the BatchNormalization or Add before it
 // (FuseRelu; the node then passes its input on). Same math, and the same ops when unfused; the
 // CPU graph then uses FusedBiasBatchNorm[Relu]Training / AddRelu, without the intermediate
-// tensors of the separate ops.
+// tensors of the separate ops; and a BatchNormalization before such an Add + ReLU to the Add
+// (FuseNormOf: Fused[Bias]BatchNormAddReluTraining).
 void KerasModel::FuseLayerPairs() {
   std::map<TensorRef, int> readers = {{plan_->output, 1}};
   std::map<std::string, int> calls;
@@ -40,16 +41,19 @@ void KerasModel::FuseLayerPairs() {
     ++calls[n.layer->name()];
     producer[n.layer->name()] = &n;
   }
-  // The only reader of a single-call layer's output, in the same dtype policy.
-  auto sole_producer = [&](const Node& n) -> Node* {
-    if (n.inputs.size() != 1) return nullptr;
-    const TensorRef& in = n.inputs[0];
+  // The producer of n's input i when n is the only reader of that single-call layer's output,
+  // in the same dtype policy.
+  auto sole_producer_of = [&](const Node& n, size_t i) -> Node* {
+    const TensorRef& in = n.inputs[i];
     if (in.tensor != 0 || readers[in] != 1 || calls[in.layer] != 1) return nullptr;
     auto p = producer.find(in.layer);
     if (p == producer.end() || p->second->layer->dtype_policy() != n.layer->dtype_policy()) {
       return nullptr;
     }
     return p->second;
+  };
+  auto sole_producer = [&](const Node& n) -> Node* {
+    return n.inputs.size() == 1 ? sole_producer_of(n, 0) : nullptr;
   };
   for (Node& n : plan_->nodes) {
     Node* p = calls[n.layer->name()] == 1 ? sole_producer(n) : nullptr;
@@ -58,6 +62,19 @@ void KerasModel::FuseLayerPairs() {
   for (Node& n : plan_->nodes) {
     Node* p = n.relu ? sole_producer(n) : nullptr;
     if (p != nullptr) n.fused_to = p->layer->FuseRelu();
+  }
+  // Then a BatchNormalization that alone feeds one input of such an Add + ReLU (the end of a
+  // residual block): the Add's layer runs it, fused with the add and the ReLU.
+  for (Node& n : plan_->nodes) {
+    if (n.inputs.size() != 2 || calls[n.layer->name()] != 1) continue;
+    for (size_t i : {size_t{1}, size_t{0}}) {
+      Node* p = sole_producer_of(n, i);
+      if (p != nullptr && !p->fused_to && !p->run_by_reader && p->inputs.size() == 1 &&
+          n.layer->FuseNormOf(p->layer, i)) {
+        p->run_by_reader = true;
+        break;
+      }
+    }
   }
 }
 

@@ -368,7 +368,7 @@ Value KerasModel::Run(const Value& features, bool training, std::vector<TensorSh
   if (input.ok() && input.dtype() != input_dtype_) input = ops::Cast(input, input_dtype_);
   values[TensorRef{input_name_, 0, 0}] = input;
   for (Node& node : plan_->nodes) {
-    if (node.fused_to) {
+    if (node.fused_to || node.run_by_reader) {
       const Value& in = values[node.inputs[0]];
       if (shapes != nullptr) shapes->push_back(in.shape());
       values[TensorRef{node.layer->name(), node.index, 0}] = in;

@@ -16,9 +16,10 @@ struct KerasModel::Node {
   int64_t index = 0;  // this node's index among the layer's calls
   std::vector<TensorRef> inputs;
   CallOptions options;
-  bool relu = false;      // an Activation("relu") call
-  bool linear = false;    // a layer with "activation": "linear" or none
-  bool fused_to = false;  // its producer applies the ReLU (FuseLayerPairs): an alias
+  bool relu = false;           // an Activation("relu") call
+  bool linear = false;         // a layer with "activation": "linear" or none
+  bool fused_to = false;       // its producer applies the ReLU (FuseLayerPairs): an alias
+  bool run_by_reader = false;  // its reader calls the layer (FuseLayerPairs): an alias
 };
 
 // The layer calls in an order where every input exists before it is used.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/nn/layer_util.h"
+#include "graph/nn/reshaping.h"
 #include "graph/nn/state_updates.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
@@ -133,17 +134,35 @@ Value BatchNormalization::Call(const Value& input, bool training) {
   }
   // Keras casts the input to the compute dtype (Layer.__call__), then computes in float32
   // (LayerNormalization's input is not cast).
-  const Value x = RoundTo(biased, CurrentComputeDType());
+  const DType outer = CurrentComputeDType();
+  const Value x = RoundTo(biased, outer);
   return KeepFloat32([&]() -> Value {
     if (x.dtype() != DType::kFloat32) {
       return Value::Error(UnimplementedError("BatchNormalization '" + name() +
                                              "' supports float32 inputs only, got " +
                                              std::string(DTypeName(x.dtype()))));
     }
-    if (fused) return FusedTrainingCall(x, bias);
+    if (fused) {
+      // The residual join only where its add is float32 on both sides, as the AddRelu op's.
+      const bool add = shortcut_.defined() && shortcut_.ok() && !relu_output_ &&
+                       outer == DType::kFloat32 && shortcut_.dtype() == DType::kFloat32 &&
+                       shortcut_.shape().IsFullyDefined() && shortcut_.shape() == x.shape();
+      shortcut_added_ = add;
+      return FusedTrainingCall(x, bias, add ? shortcut_ : Value());
+    }
     Value y = UnfusedCall(x, training);
     return relu_output_ ? ops::Relu(y) : y;
   });
+}
+
+Value BatchNormalization::CallAddRelu(const Value& x, const Value& shortcut, bool training,
+                                      bool shortcut_first) {
+  shortcut_ = shortcut;
+  shortcut_added_ = false;
+  Value y = (*this)(x, training);
+  shortcut_ = Value();
+  if (shortcut_added_ || !y.ok()) return y;
+  return shortcut_first ? AddAllRelu({shortcut, y}) : AddAllRelu({y, shortcut});
 }
 
 // Moments (or the moving statistics) and Normalize as Keras' graph, in separate ops.
@@ -176,7 +195,8 @@ Value BatchNormalization::UnfusedCall(const Value& x, bool training) {
 // same bits as the unfused Moments + Normalize graph, in three passes over x, and one
 // FusedBatchNormTrainingGrad op for the gradient. Its Relu / Bias variants also rectify the
 // output (relu_output_) and add the handed-over bias to x first (`bias` defined).
-Value BatchNormalization::FusedTrainingCall(const Value& x, const Value& bias) {
+Value BatchNormalization::FusedTrainingCall(const Value& x, const Value& bias,
+                                            const Value& shortcut) {
   Value mm = moving_mean_.Read();
   // A missing gamma (beta) acts as ones (zeros): x * (inv * 1) + (0 - mean * inv) has the bits
   // of the unscaled (uncentered) graph.
@@ -184,12 +204,14 @@ Value BatchNormalization::FusedTrainingCall(const Value& x, const Value& bias) {
   Value beta = options_.center ? beta_.Read() : ops::ZerosLike(mm);
   AttrMap attrs;
   attrs.Set("epsilon", options_.epsilon);
-  static const char* const kOps[2][2] = {
-      {"FusedBatchNormTraining", "FusedBatchNormReluTraining"},
-      {"FusedBiasBatchNormTraining", "FusedBiasBatchNormReluTraining"}};
+  static const char* const kOps[2][3] = {
+      {"FusedBatchNormTraining", "FusedBatchNormReluTraining", "FusedBatchNormAddReluTraining"},
+      {"FusedBiasBatchNormTraining", "FusedBiasBatchNormReluTraining",
+       "FusedBiasBatchNormAddReluTraining"}};
   std::vector<Value> in = {x, gamma, beta};
   if (bias.defined()) in.push_back(bias);
-  const char* op = kOps[bias.defined() ? 1 : 0][relu_output_ ? 1 : 0];
+  if (shortcut.defined()) in.push_back(shortcut);
+  const char* op = kOps[bias.defined() ? 1 : 0][shortcut.defined() ? 2 : relu_output_ ? 1 : 0];
   std::vector<Value> out = Apply(op, in, attrs, "BatchNorm");
   if (out.size() != 3) return out.empty() ? Value::Error(InternalError("no outputs")) : out[0];
   if (Status s = UpdateMovingStats(out[1], out[2]); !s.ok()) return Value::Error(s);

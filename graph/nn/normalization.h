@@ -57,6 +57,12 @@ class BatchNormalization : public Layer {
   // training graph folds the add into FusedBiasBatchNorm*Training; elsewhere the layer adds it
   // with the Conv2D layer's op (same bits).
   void set_input_bias(std::function<Variable()> bias) { input_bias_ = std::move(bias); }
+  // Relu(this layer's output + shortcut): a block's residual join that a model hands over when
+  // its Add + ReLU alone reads this layer's output (keras FuseLayerPairs). The CPU float32
+  // training graph computes it in Fused[Bias]BatchNormAddReluTraining, without the normalized
+  // tensor; elsewhere it calls the layer, then nn::AddAllRelu in the Add's order
+  // (`shortcut_first`): the same ops as the separate layers, so the same bits.
+  Value CallAddRelu(const Value& x, const Value& shortcut, bool training, bool shortcut_first);
 
  protected:
   Status BuildImpl(const TensorShape& input_shape) override;
@@ -67,14 +73,17 @@ class BatchNormalization : public Layer {
   std::vector<Value> Moments(const Value& x);
   std::vector<Value> SyncMoments(const Value& x);
   Status UpdateMovingStats(const Value& mean, const Value& variance);
-  Value FusedTrainingCall(const Value& x, const Value& bias);  // bias: undefined for none
-  Value UnfusedCall(const Value& x, bool training);            // without relu_output_
+  // bias, shortcut: undefined for none
+  Value FusedTrainingCall(const Value& x, const Value& bias, const Value& shortcut);
+  Value UnfusedCall(const Value& x, bool training);  // without relu_output_
 
   BatchNormOptions options_;
   int rank_ = 0;
   int axis_ = 0;  // normalized
   bool relu_output_ = false;
   std::function<Variable()> input_bias_;
+  Value shortcut_;               // CallAddRelu's, during that call
+  bool shortcut_added_ = false;  // the fused op added shortcut_
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };
 

@@ -1,5 +1,5 @@
-// FusedBatchNormTraining / FusedBatchNormTrainingGrad (kernels/batch_norm.cc), their Relu
-// variants and AddRelu (kernels/add_relu.cc): the forward op
+// FusedBatchNormTraining / FusedBatchNormTrainingGrad (kernels/batch_norm.cc), their Relu,
+// Bias and AddRelu variants and AddRelu (kernels/add_relu.cc): the forward op
 // equals the unfused Keras graph (Mean, SquaredDifference, Rsqrt, Mul, Sub, Add) bit for bit,
 // the backward op matches a float64 reference of the same graph's gradient, and both give the
 // same bits for any thread count. (They have no AVX-512 variant; the interop script
@@ -280,6 +280,45 @@ TEST(AddReluTest, GradEqualsAddNThenReluGradBits) {
                            Random(TensorShape({3}), 3)});
   ASSERT_FALSE(mismatch.ok());
   EXPECT_NE(mismatch.status().message().find("output"), std::string::npos) << mismatch.status();
+}
+
+// The AddRelu variants against the plain (Bias) op, then AddRelu with the shortcut: same bits
+// (including -0 and NaN shortcuts) for any thread count; a shortcut unlike x is refused.
+TEST(FusedBatchNormTest, AddReluVariantsEqualSeparateOpsBits) {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  pools.push_back(nullptr);
+  for (int n = 1; n <= 4; ++n) pools.push_back(std::make_unique<ThreadPool>(n, "bnar"));
+  uint32_t seed = 600;
+  for (const TensorShape& shape : Shapes()) {
+    Inputs in = MakeInputs(shape, seed += 4);
+    const Tensor bias = Random(TensorShape({in.gamma.num_elements()}), seed, -2.0, 2.0);
+    Tensor shortcut = Random(shape, seed + 1);
+    shortcut.data<float>()[0] = -0.f;
+    if (shortcut.num_elements() > 2) shortcut.data<float>()[1] = std::nanf("");
+    for (bool with_bias : {false, true}) {
+      const std::string op =
+          with_bias ? "FusedBiasBatchNormAddReluTraining" : "FusedBatchNormAddReluTraining";
+      std::vector<Tensor> plain_in = {in.x, in.gamma, in.beta};
+      if (with_bias) plain_in.push_back(bias);
+      std::vector<Tensor> want =
+          *RunV(with_bias ? "FusedBiasBatchNormTraining" : "FusedBatchNormTraining", plain_in,
+                EpsAttrs());
+      want[0] = Run1("AddRelu", {want[0], shortcut});
+      plain_in.push_back(shortcut);
+      for (const auto& pool : pools) {
+        Result<std::vector<Tensor>> f = RunOn(pool.get(), op, plain_in, EpsAttrs());
+        ASSERT_TRUE(f.ok()) << f.status();
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_TRUE(SameBits((*f)[i], want[i])) << op << shape.ToString() << " output " << i;
+        }
+      }
+    }
+  }
+  const Tensor x = Random(TensorShape({2, 3}), 1), c3 = Random(TensorShape({3}), 2);
+  Result<std::vector<Tensor>> bad = RunV("FusedBatchNormAddReluTraining",
+                                         {x, c3, c3, Random(TensorShape({3, 2}), 3)}, EpsAttrs());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("shortcut"), std::string::npos) << bad.status();
 }
 
 TEST(FusedBatchNormTest, ShapeErrorsNameTheArgument) {

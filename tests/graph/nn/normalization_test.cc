@@ -6,7 +6,9 @@
 #include <cmath>
 #include <random>
 
+#include "graph/function.h"
 #include "graph/nn/activations.h"
+#include "graph/nn/reshaping.h"
 #include "graph/ops.h"
 #include "graph/tape.h"
 
@@ -181,6 +183,82 @@ TEST(BatchNormalizationTest, FusedTrainingCallMatchesTheKerasGraph) {
   ExpectNear(got.dx, want.dx, "dx");
   ExpectNear(got.dgamma, want.dgamma, "dgamma");
   ExpectNear(got.dbeta, want.dbeta, "dbeta");
+}
+
+// CallAddRelu (the residual join handed to the layer: Fused[Bias]BatchNormAddReluTraining when
+// training) has the output and gradient bits of the layer, then AddAllRelu, in training and
+// inference, with and without a handed-over bias, in either Add order.
+TEST(BatchNormalizationTest, CallAddReluMatchesSeparateLayersBits) {
+  const Tensor x = RandomFloats({8, 3, 3, 5}, 5, 1.0f, 3.0f);
+  const Tensor s = RandomFloats({8, 3, 3, 5}, 6, -2.0f, 2.0f);
+  const Tensor cot = RandomFloats({8, 3, 3, 5}, 7, -1.0f, 1.0f);
+  Variable bias = *Variable::Create(Value(RandomFloats({5}, 8, -1.0f, 1.0f)), "bias");
+  for (bool with_bias : {false, true}) {
+    for (bool training : {true, false}) {
+      for (bool first : {false, true}) {
+        nn::BatchNormalization bn("bn");
+        if (with_bias) bn.set_input_bias([bias] { return bias; });
+        auto run = [&](bool fused) {
+          GradientTape tape(/*persistent=*/true);
+          Value xv(x), sv(s);
+          tape.Watch(xv);
+          tape.Watch(sv);
+          Value y = fused ? bn.CallAddRelu(xv, sv, training, first)
+                          : nn::AddAllRelu(first ? std::vector<Value>{sv, bn(xv, training)}
+                                                 : std::vector<Value>{bn(xv, training), sv});
+          EXPECT_TRUE(y.ok()) << y.status();
+          auto g = tape.Gradient(y, {xv, sv}, Value(cot));
+          Value loss = ops::Sum(ops::Mul(y, Value(cot)));
+          auto dw = tape.Gradient(loss, std::vector<Variable>{bn.gamma(), bn.beta(), bias});
+          EXPECT_TRUE(g.ok() && dw.ok());
+          std::vector<std::vector<float>> out = {Data(*y.tensor()), Data(*(*g)[0].tensor()),
+                                                 Data(*(*g)[1].tensor())};
+          for (const Value& w : *dw) {
+            if (w.defined()) out.push_back(Data(*w.tensor()));
+          }
+          return out;
+        };
+        const auto want = run(false), got = run(true);
+        EXPECT_EQ(got, want) << "bias " << with_bias << " training " << training << " first "
+                             << first;
+      }
+    }
+  }
+}
+
+// Traced, with the output read twice (its gradient is then the tape's AddN of two parts, as at
+// a ResNet block's end, which AddReluGrad folds), CallAddRelu keeps the output and gradient
+// bits of the separate layers' graph.
+TEST(BatchNormalizationTest, TracedCallAddReluMatchesSeparateLayersBits) {
+  const Tensor x = RandomFloats({8, 3, 3, 5}, 9, 1.0f, 3.0f);
+  const Tensor s = RandomFloats({8, 3, 3, 5}, 10, -2.0f, 2.0f);
+  const Tensor c1 = RandomFloats({8, 3, 3, 5}, 11, -1.0f, 1.0f);
+  const Tensor c2 = RandomFloats({8, 3, 3, 5}, 12, -1.0f, 1.0f);
+  Variable bias = *Variable::Create(Value(RandomFloats({5}, 13, -1.0f, 1.0f)), "bias");
+  for (bool with_bias : {false, true}) {
+    std::vector<std::vector<float>> runs[2];
+    for (bool fused : {false, true}) {
+      nn::BatchNormalization bn("bn");
+      ASSERT_TRUE(bn.Build(x.shape()).ok());
+      if (with_bias) bn.set_input_bias([bias] { return bias; });
+      Function f("bn_add_relu", [&](const Args& a) -> Outputs {
+        GradientTape tape;
+        Value xv = a[0].value(), sv = a[1].value();
+        tape.Watch(xv);
+        tape.Watch(sv);
+        Value y = fused ? bn.CallAddRelu(xv, sv, /*training=*/true, /*shortcut_first=*/true)
+                        : nn::AddAllRelu({sv, bn(xv, /*training=*/true)});
+        Value loss = ops::Add(ops::Sum(ops::Mul(y, Value(c1))), ops::Sum(ops::Mul(y, Value(c2))));
+        auto g = tape.Gradient(loss, {xv, sv});
+        if (!g.ok()) return g.status();
+        return std::vector<Value>{y, (*g)[0], (*g)[1]};
+      });
+      auto r = f.Run({x, s});
+      ASSERT_TRUE(r.ok()) << r.status();
+      for (const Tensor& t : *r) runs[fused ? 1 : 0].push_back(Data(t));
+    }
+    EXPECT_EQ(runs[1], runs[0]) << "bias " << with_bias;
+  }
 }
 
 TEST(LayerNormalizationTest, FusedCallMatchesTheKerasGraph) {
