@@ -1,31 +1,15 @@
 #include "core/device.h"
 
 #include <cctype>
-#include <cstdlib>
 #include <string>
 
+#include "core/cpu_allocator.h"
 #include "core/gpu.h"
 
 namespace troupe {
-namespace {
-
-class AlignedCpuAllocator final : public Allocator {
- public:
-  Device device() const override { return Device::Cpu(); }
-  void* Allocate(size_t bytes) override {
-    // aligned_alloc needs a size that is a multiple of the alignment, and returns a unique
-    // pointer for zero-byte tensors too.
-    size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-    if (rounded == 0) rounded = kTensorAlignment;
-    return std::aligned_alloc(kTensorAlignment, rounded);
-  }
-  void Deallocate(void* ptr, size_t) override { std::free(ptr); }
-};
-
-}  // namespace
 
 Allocator* CpuAllocator() {
-  static AlignedCpuAllocator* allocator = new AlignedCpuAllocator();
+  static CpuBlockAllocator* allocator = new CpuBlockAllocator();
   return allocator;
 }
 

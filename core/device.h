@@ -37,7 +37,8 @@ class Allocator {
 
 inline constexpr size_t kTensorAlignment = 64;
 
-// Process-wide CPU allocator (aligned_alloc with 64-byte alignment).
+// Process-wide CPU allocator (core/cpu_allocator.h): 64-byte aligned blocks, large ones on
+// huge-page boundaries and reused.
 Allocator* CpuAllocator();
 // The allocator of `device`: CpuAllocator() for the CPU, the GPU's caching allocator
 // (gpu::DeviceAllocator) for a GPU, null when that GPU is not usable (gpu::CheckDevice says why).
