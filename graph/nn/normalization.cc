@@ -10,6 +10,19 @@
 #include "graph/tracing_device.h"
 
 namespace troupe::nn {
+
+namespace {
+
+// CallAddRelu's shortcut for the Call it makes, on this thread: the replicas of a process trace
+// the same layer objects on their own threads at once, so the hand-over cannot be a member.
+struct PendingShortcut {
+  const BatchNormalization* layer = nullptr;
+  Value shortcut;
+  bool added = false;  // the fused op added it
+};
+thread_local PendingShortcut pending_shortcut;
+
+}  // namespace
 namespace {
 
 using internal::InitValue;
@@ -144,11 +157,12 @@ Value BatchNormalization::Call(const Value& input, bool training) {
     }
     if (fused) {
       // The residual join only where its add is float32 on both sides, as the AddRelu op's.
-      const bool add = shortcut_.defined() && shortcut_.ok() && !relu_output_ &&
-                       outer == DType::kFloat32 && shortcut_.dtype() == DType::kFloat32 &&
-                       shortcut_.shape().IsFullyDefined() && shortcut_.shape() == x.shape();
-      shortcut_added_ = add;
-      return FusedTrainingCall(x, bias, add ? shortcut_ : Value());
+      PendingShortcut* p = pending_shortcut.layer == this ? &pending_shortcut : nullptr;
+      const bool add = p != nullptr && p->shortcut.defined() && p->shortcut.ok() && !relu_output_ &&
+                       outer == DType::kFloat32 && p->shortcut.dtype() == DType::kFloat32 &&
+                       p->shortcut.shape().IsFullyDefined() && p->shortcut.shape() == x.shape();
+      if (p != nullptr) p->added = add;
+      return FusedTrainingCall(x, bias, add ? p->shortcut : Value());
     }
     Value y = UnfusedCall(x, training);
     return relu_output_ ? ops::Relu(y) : y;
@@ -157,11 +171,11 @@ Value BatchNormalization::Call(const Value& input, bool training) {
 
 Value BatchNormalization::CallAddRelu(const Value& x, const Value& shortcut, bool training,
                                       bool shortcut_first) {
-  shortcut_ = shortcut;
-  shortcut_added_ = false;
+  pending_shortcut = PendingShortcut{this, shortcut, false};
   Value y = (*this)(x, training);
-  shortcut_ = Value();
-  if (shortcut_added_ || !y.ok()) return y;
+  const bool added = pending_shortcut.added;
+  pending_shortcut = PendingShortcut{};
+  if (added || !y.ok()) return y;
   return shortcut_first ? AddAllRelu({shortcut, y}) : AddAllRelu({y, shortcut});
 }
 

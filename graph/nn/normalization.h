@@ -82,8 +82,6 @@ class BatchNormalization : public Layer {
   int axis_ = 0;  // normalized
   bool relu_output_ = false;
   std::function<Variable()> input_bias_;
-  Value shortcut_;               // CallAddRelu's, during that call
-  bool shortcut_added_ = false;  // the fused op added shortcut_
   Variable gamma_, beta_, moving_mean_, moving_variance_;
 };
 
