@@ -276,6 +276,27 @@ Status NcclCommunicator::CaptureCallerState(Op& op) {
   return CudaError(cudaEventRecord(event, compute), "event record on the compute stream");
 }
 
+struct NcclCommunicator::Call {
+  Op& op;
+  State& s;
+  size_t esize;
+  size_t bytes;
+  ncclDataType_t type;
+  Deadline deadline;
+  int n;
+  const Tensor& in;
+  const Tensor& out;
+  bool in_gpu;
+  bool out_gpu;
+
+  Status Copy(void* dst, const void* src, size_t len, bool dst_gpu, bool src_gpu) const {
+    const cudaMemcpyKind kind = dst_gpu
+                                    ? (src_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                    : (src_gpu ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+    return CudaError(cudaMemcpyAsync(dst, src, len, kind, s.stream), "copy");
+  }
+};
+
 Status NcclCommunicator::Run(Op& op) {
   State& s = *state_;
   cudaSetDevice(s.device);
@@ -285,124 +306,152 @@ Status NcclCommunicator::Run(Op& op) {
                   "waiting for the caller's kernels"));
   }
   const size_t esize = DTypeSize(op.dtype);
-  const size_t bytes = static_cast<size_t>(op.count) * esize;
-  const ncclDataType_t type = NcclType(op.dtype);
-  const Deadline deadline = op.deadline;
-  const int n = s.size;
-  const Tensor& in = op.inputs[0];
-  const Tensor& out = op.outputs[0];
-  const bool in_gpu = !in.device().is_cpu();
-  const bool out_gpu = !out.device().is_cpu();
-  auto copy = [&](void* dst, const void* src, size_t len, bool dst_gpu, bool src_gpu) {
-    const cudaMemcpyKind kind = dst_gpu
-                                    ? (src_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-                                    : (src_gpu ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-    return CudaError(cudaMemcpyAsync(dst, src, len, kind, s.stream), "copy");
-  };
-  if (bytes == 0) return Status::OK();  // every rank agrees (headers matched)
-
+  const Call call{op,
+                  s,
+                  esize,
+                  static_cast<size_t>(op.count) * esize,
+                  NcclType(op.dtype),
+                  op.deadline,
+                  s.size,
+                  op.inputs[0],
+                  op.outputs[0],
+                  !op.inputs[0].device().is_cpu(),
+                  !op.outputs[0].device().is_cpu()};
+  if (call.bytes == 0) return Status::OK();  // every rank agrees (headers matched)
   switch (op.kind) {
-    case CollectiveKind::kAllReduce: {
-      if (!options_.deterministic || n == 1) {
-        void* buf = in.raw_data();
-        if (!in_gpu) {
-          TROUPE_RETURN_IF_ERROR(s.EnsureStaging(bytes));
-          buf = s.staging;
-          TROUPE_RETURN_IF_ERROR(copy(buf, in.raw_data(), bytes, true, false));
-        }
-        if (n > 1) {
-          TROUPE_RETURN_IF_ERROR(
-              s.Settle(ncclAllReduce(buf, buf, static_cast<size_t>(op.count), type,
-                                     NcclOp(op.reduce_op), s.comm, s.stream),
-                       "allreduce", deadline));
-        }
-        if (!in_gpu) TROUPE_RETURN_IF_ERROR(copy(in.raw_data(), buf, bytes, false, true));
-        return s.Sync("allreduce", deadline);
-      }
-      // Deterministic: owner-fold reduce-scatter over grouped send/recv, then allgather.
-      const int64_t align = std::max<int64_t>(1, 64 / static_cast<int64_t>(esize));
-      const int64_t c = ((op.count + n - 1) / n + align - 1) / align * align;
-      const size_t half_bytes = static_cast<size_t>(c) * n * esize;
-      TROUPE_RETURN_IF_ERROR(s.EnsureStaging(2 * half_bytes));
-      void* work = s.staging;
-      void* recv = At(s.staging, half_bytes);
-      TROUPE_RETURN_IF_ERROR(copy(work, in.raw_data(), bytes, true, in_gpu));
-      ncclGroupStart();
-      for (int p = 0; p < n; ++p) {
-        const size_t off = static_cast<size_t>(p) * c * esize;
-        if (p == s.rank) continue;
-        ncclSend(At(work, off), static_cast<size_t>(c), type, p, s.comm, s.stream);
-        ncclRecv(At(recv, off), static_cast<size_t>(c), type, p, s.comm, s.stream);
-      }
-      TROUPE_RETURN_IF_ERROR(s.Settle(ncclGroupEnd(), "reduce-scatter", deadline));
-      const size_t mine = static_cast<size_t>(s.rank) * c * esize;
-      TROUPE_RETURN_IF_ERROR(copy(At(recv, mine), At(work, mine), c * esize, true, true));
-      nccl::LaunchFold(op.dtype, op.reduce_op, recv, c, s.order, n, c, At(work, mine),
-                       group_.num_replicas(), s.stream);
-      TROUPE_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "fold kernel"));
-      TROUPE_RETURN_IF_ERROR(s.Settle(
-          ncclAllGather(At(work, mine), work, static_cast<size_t>(c), type, s.comm, s.stream),
-          "allgather", deadline));
-      TROUPE_RETURN_IF_ERROR(copy(in.raw_data(), work, bytes, in_gpu, true));
-      return s.Sync("allreduce", deadline);
-    }
-    case CollectiveKind::kBroadcast: {
-      const int root = group_.RankOfReplica(op.root);
-      void* buf = in.raw_data();
-      if (!in_gpu) {
-        TROUPE_RETURN_IF_ERROR(s.EnsureStaging(bytes));
-        buf = s.staging;
-        if (s.rank == root) TROUPE_RETURN_IF_ERROR(copy(buf, in.raw_data(), bytes, true, false));
-      }
-      TROUPE_RETURN_IF_ERROR(
-          s.Settle(ncclBroadcast(buf, buf, bytes, ncclUint8, root, s.comm, s.stream), "broadcast",
-                   deadline));
-      if (!in_gpu) TROUPE_RETURN_IF_ERROR(copy(in.raw_data(), buf, bytes, false, true));
-      return s.Sync("broadcast", deadline);
-    }
-    case CollectiveKind::kAllGather: {
-      // Gather by rank into staging, then place each rank's block at its replica id.
-      TROUPE_RETURN_IF_ERROR(s.EnsureStaging(bytes * (n + 1) + 1));
-      void* mine = At(s.staging, bytes * n);
-      TROUPE_RETURN_IF_ERROR(copy(mine, in.raw_data(), bytes, true, in_gpu));
-      TROUPE_RETURN_IF_ERROR(
-          s.Settle(ncclAllGather(mine, s.staging, bytes, ncclUint8, s.comm, s.stream), "allgather",
-                   deadline));
-      for (int r = 0; r < n; ++r) {
-        TROUPE_RETURN_IF_ERROR(copy(At(out.raw_data(), bytes * s.id_of_rank[r]),
-                                    At(s.staging, bytes * r), bytes, out_gpu, true));
-      }
-      return s.Sync("allgather", deadline);
-    }
-    case CollectiveKind::kReduceScatter: {
-      // Replica g's chunk goes to its owner, which folds the n contributions in id order.
-      const int64_t chunk = op.count / n;
-      const size_t cb = static_cast<size_t>(chunk) * esize;
-      TROUPE_RETURN_IF_ERROR(s.EnsureStaging(bytes + cb * n));
-      void* input = s.staging;
-      void* recv = At(s.staging, bytes);
-      TROUPE_RETURN_IF_ERROR(copy(input, in.raw_data(), bytes, true, in_gpu));
-      const int my_id = s.id_of_rank[s.rank];
-      ncclGroupStart();
-      for (int p = 0; p < n; ++p) {
-        if (p == s.rank) continue;
-        ncclSend(At(input, cb * s.id_of_rank[p]), static_cast<size_t>(chunk), type, p, s.comm,
-                 s.stream);
-        ncclRecv(At(recv, cb * p), static_cast<size_t>(chunk), type, p, s.comm, s.stream);
-      }
-      TROUPE_RETURN_IF_ERROR(s.Settle(ncclGroupEnd(), "reduce-scatter", deadline));
-      TROUPE_RETURN_IF_ERROR(copy(At(recv, cb * s.rank), At(input, cb * my_id), cb, true, true));
-      void* result = input;  // chunk-sized scratch at the front, inputs are no longer needed
-      nccl::LaunchFold(op.dtype, op.reduce_op, recv, chunk, s.order, n, chunk, result,
-                       group_.num_replicas(), s.stream);
-      TROUPE_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "fold kernel"));
-      TROUPE_RETURN_IF_ERROR(copy(out.raw_data(), result, cb, out_gpu, true));
-      return s.Sync("reduce_scatter", deadline);
-    }
+    case CollectiveKind::kAllReduce:
+      return options_.deterministic && s.size > 1 ? RunDeterministicAllReduce(call)
+                                                  : RunAllReduce(call);
+    case CollectiveKind::kBroadcast:
+      return RunBroadcast(call);
+    case CollectiveKind::kAllGather:
+      return RunAllGather(call);
+    case CollectiveKind::kReduceScatter:
+      return RunReduceScatter(call);
     case CollectiveKind::kBarrier:
       return Status::OK();
   }
   return InternalError("unknown collective kind");
+}
+
+Status NcclCommunicator::RunAllReduce(const Call& call) {
+  State& s = call.s;
+  const Op& op = call.op;
+  void* buf = call.in.raw_data();
+  if (!call.in_gpu) {
+    TROUPE_RETURN_IF_ERROR(s.EnsureStaging(call.bytes));
+    buf = s.staging;
+    TROUPE_RETURN_IF_ERROR(call.Copy(buf, call.in.raw_data(), call.bytes, true, false));
+  }
+  if (call.n > 1) {
+    TROUPE_RETURN_IF_ERROR(
+        s.Settle(ncclAllReduce(buf, buf, static_cast<size_t>(op.count), call.type,
+                               NcclOp(op.reduce_op), s.comm, s.stream),
+                 "allreduce", call.deadline));
+  }
+  if (!call.in_gpu) {
+    TROUPE_RETURN_IF_ERROR(call.Copy(call.in.raw_data(), buf, call.bytes, false, true));
+  }
+  return s.Sync("allreduce", call.deadline);
+}
+
+// Owner-fold reduce-scatter over grouped send/recv, then allgather.
+Status NcclCommunicator::RunDeterministicAllReduce(const Call& call) {
+  State& s = call.s;
+  const Op& op = call.op;
+  const int n = call.n;
+  const size_t esize = call.esize;
+  const int64_t align = std::max<int64_t>(1, 64 / static_cast<int64_t>(esize));
+  const int64_t c = ((op.count + n - 1) / n + align - 1) / align * align;
+  const size_t half_bytes = static_cast<size_t>(c) * n * esize;
+  TROUPE_RETURN_IF_ERROR(s.EnsureStaging(2 * half_bytes));
+  void* work = s.staging;
+  void* recv = At(s.staging, half_bytes);
+  TROUPE_RETURN_IF_ERROR(call.Copy(work, call.in.raw_data(), call.bytes, true, call.in_gpu));
+  ncclGroupStart();
+  for (int p = 0; p < n; ++p) {
+    const size_t off = static_cast<size_t>(p) * c * esize;
+    if (p == s.rank) continue;
+    ncclSend(At(work, off), static_cast<size_t>(c), call.type, p, s.comm, s.stream);
+    ncclRecv(At(recv, off), static_cast<size_t>(c), call.type, p, s.comm, s.stream);
+  }
+  TROUPE_RETURN_IF_ERROR(s.Settle(ncclGroupEnd(), "reduce-scatter", call.deadline));
+  const size_t mine = static_cast<size_t>(s.rank) * c * esize;
+  TROUPE_RETURN_IF_ERROR(call.Copy(At(recv, mine), At(work, mine), c * esize, true, true));
+  nccl::LaunchFold(op.dtype, op.reduce_op, recv, c, s.order, n, c, At(work, mine),
+                   group_.num_replicas(), s.stream);
+  TROUPE_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "fold kernel"));
+  TROUPE_RETURN_IF_ERROR(s.Settle(
+      ncclAllGather(At(work, mine), work, static_cast<size_t>(c), call.type, s.comm, s.stream),
+      "allgather", call.deadline));
+  TROUPE_RETURN_IF_ERROR(call.Copy(call.in.raw_data(), work, call.bytes, call.in_gpu, true));
+  return s.Sync("allreduce", call.deadline);
+}
+
+Status NcclCommunicator::RunBroadcast(const Call& call) {
+  State& s = call.s;
+  const int root = group_.RankOfReplica(call.op.root);
+  void* buf = call.in.raw_data();
+  if (!call.in_gpu) {
+    TROUPE_RETURN_IF_ERROR(s.EnsureStaging(call.bytes));
+    buf = s.staging;
+    if (s.rank == root) {
+      TROUPE_RETURN_IF_ERROR(call.Copy(buf, call.in.raw_data(), call.bytes, true, false));
+    }
+  }
+  TROUPE_RETURN_IF_ERROR(
+      s.Settle(ncclBroadcast(buf, buf, call.bytes, ncclUint8, root, s.comm, s.stream), "broadcast",
+               call.deadline));
+  if (!call.in_gpu) {
+    TROUPE_RETURN_IF_ERROR(call.Copy(call.in.raw_data(), buf, call.bytes, false, true));
+  }
+  return s.Sync("broadcast", call.deadline);
+}
+
+// Gathers by rank into staging, then places each rank's block at its replica id.
+Status NcclCommunicator::RunAllGather(const Call& call) {
+  State& s = call.s;
+  const size_t bytes = call.bytes;
+  TROUPE_RETURN_IF_ERROR(s.EnsureStaging(bytes * (call.n + 1) + 1));
+  void* mine = At(s.staging, bytes * call.n);
+  TROUPE_RETURN_IF_ERROR(call.Copy(mine, call.in.raw_data(), bytes, true, call.in_gpu));
+  TROUPE_RETURN_IF_ERROR(
+      s.Settle(ncclAllGather(mine, s.staging, bytes, ncclUint8, s.comm, s.stream), "allgather",
+               call.deadline));
+  for (int r = 0; r < call.n; ++r) {
+    TROUPE_RETURN_IF_ERROR(call.Copy(At(call.out.raw_data(), bytes * s.id_of_rank[r]),
+                                     At(s.staging, bytes * r), bytes, call.out_gpu, true));
+  }
+  return s.Sync("allgather", call.deadline);
+}
+
+// Replica g's chunk goes to its owner, which folds the n contributions in id order.
+Status NcclCommunicator::RunReduceScatter(const Call& call) {
+  State& s = call.s;
+  const Op& op = call.op;
+  const int n = call.n;
+  const int64_t chunk = op.count / n;
+  const size_t cb = static_cast<size_t>(chunk) * call.esize;
+  TROUPE_RETURN_IF_ERROR(s.EnsureStaging(call.bytes + cb * n));
+  void* input = s.staging;
+  void* recv = At(s.staging, call.bytes);
+  TROUPE_RETURN_IF_ERROR(call.Copy(input, call.in.raw_data(), call.bytes, true, call.in_gpu));
+  const int my_id = s.id_of_rank[s.rank];
+  ncclGroupStart();
+  for (int p = 0; p < n; ++p) {
+    if (p == s.rank) continue;
+    ncclSend(At(input, cb * s.id_of_rank[p]), static_cast<size_t>(chunk), call.type, p, s.comm,
+             s.stream);
+    ncclRecv(At(recv, cb * p), static_cast<size_t>(chunk), call.type, p, s.comm, s.stream);
+  }
+  TROUPE_RETURN_IF_ERROR(s.Settle(ncclGroupEnd(), "reduce-scatter", call.deadline));
+  TROUPE_RETURN_IF_ERROR(call.Copy(At(recv, cb * s.rank), At(input, cb * my_id), cb, true, true));
+  void* result = input;  // chunk-sized scratch at the front, inputs are no longer needed
+  nccl::LaunchFold(op.dtype, op.reduce_op, recv, chunk, s.order, n, chunk, result,
+                   group_.num_replicas(), s.stream);
+  TROUPE_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "fold kernel"));
+  TROUPE_RETURN_IF_ERROR(call.Copy(call.out.raw_data(), result, cb, call.out_gpu, true));
+  return s.Sync("reduce_scatter", call.deadline);
 }
 
 }  // namespace troupe

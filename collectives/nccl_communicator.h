@@ -47,6 +47,12 @@ class NcclCommunicator : public Communicator {
 
  private:
   struct State;
+  struct Call;  // one collective's operands as Run staged them
+  Status RunAllReduce(const Call& call);
+  Status RunDeterministicAllReduce(const Call& call);
+  Status RunBroadcast(const Call& call);
+  Status RunAllGather(const Call& call);
+  Status RunReduceScatter(const Call& call);
   NcclCommunicator(ProcessGroup group, CollectiveOptions options, std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

@@ -139,104 +139,125 @@ Result<std::unique_ptr<ShmSegment>> ShmSegment::Join(Params params, Deadline dea
       RoundUp(RoundUp(sizeof(Control), 64) + sizeof(RankArea) * params.local_size, kPage);
   seg->map_bytes_ = seg->header_bytes_ + seg->data_bytes() + seg->eager_bytes() +
                     params.heap_bytes * static_cast<size_t>(params.local_size);
-  const std::string& name = params.name;
   const bool creator = params.local_rank == 0;
-  int fd = -1;
-  if (creator) {
+  TROUPE_ASSIGN_OR_RETURN(const int fd,
+                          creator ? seg->CreateFile() : seg->OpenCreatedFile(deadline));
+  TROUPE_RETURN_IF_ERROR(seg->Map(fd));
+  TROUPE_RETURN_IF_ERROR(seg->InitOrCheckControl(deadline));
+  TROUPE_RETURN_IF_ERROR(seg->AttachAndWait(deadline));
+  return seg;
+}
+
+Result<int> ShmSegment::CreateFile() {
+  const std::string& name = params_.name;
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // Left over by a crashed run that used the same name; names carry a per-job token, so
+    // nobody else can be using it.
+    shm_unlink(name.c_str());
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 && errno == EEXIST) {
-      // Left over by a crashed run that used the same name; names carry a per-job token, so
-      // nobody else can be using it.
-      shm_unlink(name.c_str());
-      fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    }
-    if (fd < 0) return UnavailableError(Errno("shm_open(" + name + ") to create"));
-    // Reserve the memory now (tmpfs is otherwise sparse: a full /dev/shm would surface later
-    // as SIGBUS on first touch instead of as an error here).
-    const int rc = posix_fallocate(fd, 0, static_cast<off_t>(seg->map_bytes_));
-    if (rc != 0) errno = rc;
-    if (rc != 0 || ftruncate(fd, static_cast<off_t>(seg->map_bytes_)) != 0) {
-      const std::string err =
-          Errno("reserving " + std::to_string(seg->map_bytes_) + " bytes for " + name);
-      close(fd);
-      shm_unlink(name.c_str());
-      return ResourceExhaustedError(err + "; is /dev/shm large enough?");
-    }
-  } else {
-    // Wait for the creator: the name appears, then its size.
-    for (;;) {
-      fd = shm_open(name.c_str(), O_RDWR, 0600);
-      if (fd >= 0) {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == seg->map_bytes_) break;
-        close(fd);
-        fd = -1;
-      } else if (errno != ENOENT) {
-        return UnavailableError(Errno("shm_open(" + name + ")"));
-      }
-      if (CollectiveClock::now() > deadline) {
-        return DeadlineExceededError("shared-memory segment " + name +
-                                     " was not created by "
-                                     "local rank 0 (world rank " +
-                                     std::to_string(params.world_ranks[0]) + ") in time");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
   }
-  void* p = mmap(nullptr, seg->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (fd < 0) return UnavailableError(Errno("shm_open(" + name + ") to create"));
+  // Reserve the memory now (tmpfs is otherwise sparse: a full /dev/shm would surface later
+  // as SIGBUS on first touch instead of as an error here).
+  const int rc = posix_fallocate(fd, 0, static_cast<off_t>(map_bytes_));
+  if (rc != 0) errno = rc;
+  if (rc != 0 || ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0) {
+    const std::string err = Errno("reserving " + std::to_string(map_bytes_) + " bytes for " + name);
+    close(fd);
+    shm_unlink(name.c_str());
+    return ResourceExhaustedError(err + "; is /dev/shm large enough?");
+  }
+  return fd;
+}
+
+Result<int> ShmSegment::OpenCreatedFile(Deadline deadline) {
+  const std::string& name = params_.name;
+  // The name appears first, then its size.
+  for (;;) {
+    const int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd >= 0) {
+      struct stat st;
+      if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == map_bytes_) return fd;
+      close(fd);
+    } else if (errno != ENOENT) {
+      return UnavailableError(Errno("shm_open(" + name + ")"));
+    }
+    if (CollectiveClock::now() > deadline) {
+      return DeadlineExceededError("shared-memory segment " + name +
+                                   " was not created by local rank 0 (world rank " +
+                                   std::to_string(params_.world_ranks[0]) + ") in time");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+Status ShmSegment::Map(int fd) {
+  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
-    if (creator) shm_unlink(name.c_str());
-    return UnavailableError(Errno("mmap(" + name + ")"));
+    if (params_.local_rank == 0) shm_unlink(params_.name.c_str());
+    return UnavailableError(Errno("mmap(" + params_.name + ")"));
   }
-  seg->base_ = p;
-  Control* c = seg->control();
-  if (creator) {
+  base_ = p;
+  return Status::OK();
+}
+
+Status ShmSegment::InitOrCheckControl(Deadline deadline) {
+  Control* c = control();
+  const Params& p = params_;
+  if (p.local_rank == 0) {
     // The segment starts zero-filled: counters start at 0.
     c->magic = kMagic;
-    c->local_size = params.local_size;
-    c->num_slots = params.num_slots;
-    c->slot_bytes = params.slot_bytes;
-    c->heap_bytes = params.heap_bytes;
-    c->eager_slot_bytes = params.eager_slot_bytes;
+    c->local_size = p.local_size;
+    c->num_slots = p.num_slots;
+    c->slot_bytes = p.slot_bytes;
+    c->heap_bytes = p.heap_bytes;
+    c->eager_slot_bytes = p.eager_slot_bytes;
     c->ready.store(1, std::memory_order_release);
-  } else {
-    while (c->ready.load(std::memory_order_acquire) != 1) {
-      if (CollectiveClock::now() > deadline) {
-        return DeadlineExceededError("shared-memory segment " + name + " never became ready");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (c->magic != kMagic || c->local_size != params.local_size ||
-        c->num_slots != params.num_slots || c->slot_bytes != params.slot_bytes ||
-        c->heap_bytes != params.heap_bytes || c->eager_slot_bytes != params.eager_slot_bytes) {
-      return FailedPreconditionError(
-          "shared-memory segment " + name + " was created with other parameters (local_size " +
-          std::to_string(c->local_size) + ", slots " + std::to_string(c->num_slots) + "x" +
-          std::to_string(c->slot_bytes) + " bytes); all local ranks must use the same options");
-    }
+    return Status::OK();
   }
-  RankArea* mine = seg->area(params.local_rank);
+  while (c->ready.load(std::memory_order_acquire) != 1) {
+    if (CollectiveClock::now() > deadline) {
+      return DeadlineExceededError("shared-memory segment " + p.name + " never became ready");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (c->magic != kMagic || c->local_size != p.local_size || c->num_slots != p.num_slots ||
+      c->slot_bytes != p.slot_bytes || c->heap_bytes != p.heap_bytes ||
+      c->eager_slot_bytes != p.eager_slot_bytes) {
+    return FailedPreconditionError(
+        "shared-memory segment " + p.name + " was created with other parameters (local_size " +
+        std::to_string(c->local_size) + ", slots " + std::to_string(c->num_slots) + "x" +
+        std::to_string(c->slot_bytes) + " bytes); all local ranks must use the same options");
+  }
+  return Status::OK();
+}
+
+Status ShmSegment::AttachAndWait(Deadline deadline) {
+  Control* c = control();
+  const Params& p = params_;
+  RankArea* mine = area(p.local_rank);
   mine->pid = static_cast<int32_t>(getpid());
   mine->start_time = ProcessStartTime(getpid());
   c->attached.fetch_add(1, std::memory_order_acq_rel);
-  while (c->attached.load(std::memory_order_acquire) < params.local_size) {
+  while (c->attached.load(std::memory_order_acquire) < p.local_size) {
     if (CollectiveClock::now() > deadline) {
       return DeadlineExceededError("only " + std::to_string(c->attached.load()) + " of " +
-                                   std::to_string(params.local_size) +
-                                   " local ranks attached to shared-memory segment " + name);
+                                   std::to_string(p.local_size) +
+                                   " local ranks attached to shared-memory segment " + p.name);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   // Everyone has it mapped: the name is no longer needed. Only the creator unlinks, so a slow
   // peer can never remove a newer segment that reuses the name.
-  if (creator) shm_unlink(name.c_str());
+  if (p.local_rank == 0) shm_unlink(p.name.c_str());
   // Peers in another pid namespace cannot be checked by pid; then only the deadline applies.
-  for (int r = 0; r < params.local_size; ++r) {
-    const RankArea* a = seg->area(r);
-    if (ProcessStartTime(a->pid) != a->start_time || a->start_time == 0) seg->check_pids_ = false;
+  for (int r = 0; r < p.local_size; ++r) {
+    const RankArea* a = area(r);
+    if (ProcessStartTime(a->pid) != a->start_time || a->start_time == 0) check_pids_ = false;
   }
-  return seg;
+  return Status::OK();
 }
 
 ShmSegment::~ShmSegment() {

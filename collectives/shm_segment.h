@@ -70,6 +70,14 @@ class ShmSegment {
   Control* control() const;
   size_t eager_bytes() const { return static_cast<size_t>(params_.num_slots) * eager_slot_bytes(); }
   RankArea* area(int local_rank) const;
+  // Join's steps: rank 0 creates and sizes the file, the others wait for it; everyone maps it;
+  // rank 0 writes the control block, the others check it against their options; everyone
+  // registers and waits for the rest.
+  Result<int> CreateFile();
+  Result<int> OpenCreatedFile(Deadline deadline);
+  Status Map(int fd);
+  Status InitOrCheckControl(Deadline deadline);
+  Status AttachAndWait(Deadline deadline);
   Status WaitForAll(uint64_t target, Deadline deadline, const char* what);
   // Empty when all `lagging` peers live; else "rank 2 (pid 123) exited".
   std::string DeadPeers(const std::vector<int>& lagging) const;
