@@ -126,8 +126,16 @@ MpiRun RunMpi(int np, std::vector<std::string> args, int timeout_s, bool recover
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (int p : run.leftovers) kill(p, SIGKILL);
-  for (const std::string& name : TroupeSegments()) {
-    if (!segments_before.count(name)) run.leaked_segments.push_back(name);
+  // A leak is a new segment that stays. Other jobs on the machine (a parallel ctest, another
+  // checkout's training) create segments too, but unlink them once their peers attach, so a
+  // new name is only counted if it is still there after a few seconds.
+  for (int i = 0; i < 30; ++i) {
+    run.leaked_segments.clear();
+    for (const std::string& name : TroupeSegments()) {
+      if (!segments_before.count(name)) run.leaked_segments.push_back(name);
+    }
+    if (run.leaked_segments.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::istringstream lines(run.output);
   std::string line;
