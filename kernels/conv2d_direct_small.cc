@@ -80,7 +80,8 @@ T* PadInto(const ConvGeo& g, const PadGeo& p, const T* img, int64_t count = 1, i
 }
 
 // (Templates rather than generic lambdas: a lambda would not inherit the AVX-512 target.)
-template <typename T, int kBytes, int C>
+// kArs > 0: the pixels' stride sw * c (Accumulate).
+template <typename T, int kBytes, int C, int64_t kArs = 0>
 TROUPE_ALWAYS_INLINE void ForwardImageC(const ConvGeo& g, const PadGeo& p, const T* img,
                                         const T* filter, T* y) {
   constexpr int R = kRows<kBytes, C>;
@@ -95,8 +96,8 @@ TROUPE_ALWAYS_INLINE void ForwardImageC(const ConvGeo& g, const PadGeo& p, const
       const int64_t ow0 = cols.Start(t);
       const int rows = static_cast<int>(cols.Start(t + 1) - ow0);
       const T* a = img + oh * g.sh * p.row + ow0 * g.sw * g.c;
-      TileSegments<T, kBytes, R, C>(rows, window, a, g.sw * g.c, 1, filter, g.f,
-                                    y + (oh * g.ow + ow0) * g.f, g.f);
+      TileSegments<T, kBytes, R, C, kArs>(rows, window, a, g.sw * g.c, 1, filter, g.f,
+                                          y + (oh * g.ow + ow0) * g.f, g.f);
     }
   }
 }
@@ -150,6 +151,8 @@ TROUPE_ALWAYS_INLINE void ForwardImage(const ConvGeo& g, const PadGeo& p, const 
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
   if (g.f % (2 * kL) == 0) return ForwardImagePixels<T, kBytes, 2>(g, p, img, filter, y);
   if (g.f == kL) {
+    // 16 channels into 16 (ResNet-20's first stage, AVX-512 floats): 9-10 rows per tile.
+    if (g.sw * g.c == 16) return ForwardImageC<T, kBytes, 1, 16>(g, p, img, filter, y);
     ForwardImageC<T, kBytes, 1>(g, p, img, filter, y);
   } else if (g.f == 2 * kL) {
     ForwardImageC<T, kBytes, 2>(g, p, img, filter, y);

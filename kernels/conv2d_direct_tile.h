@@ -19,12 +19,15 @@ namespace kernels {
 namespace {  // NOLINT(build/namespaces_headers): see above
 
 // acc[r][v] += sum over d < depth of a[r * ars + d * ads] * b[d * bds + v * lanes], r < R,
-// v < C, one multiply-add at a time in d order.
-template <typename T, int kBytes, int R, int C>
+// v < C, one multiply-add at a time in d order. kArs > 0: ars is kArs, known at compile time, so
+// the rows' broadcasts are one pointer plus constant offsets (a run-time stride takes a register
+// per row: 10-12 rows ran GCC out of them, and it reloaded them from the stack in the loop).
+template <typename T, int kBytes, int R, int C, int64_t kArs = 0>
 TROUPE_ALWAYS_INLINE void Accumulate(simd::Vec<T, kBytes> (&acc)[R][C], int64_t depth, const T* a,
                                      int64_t ars, int64_t ads, const T* b, int64_t bds) {
   using V = simd::Vec<T, kBytes>;
   constexpr int64_t kL = simd::kLanes<T, kBytes>;
+  if constexpr (kArs > 0) ars = kArs;
   for (int64_t d = 0; d < depth; ++d) {
     V bv[C];
 #pragma GCC unroll 4
@@ -100,12 +103,12 @@ struct Segments {
 
 // out = Tile's sums from zero over every segment in order, the accumulators kept in registers
 // from one segment to the next.
-template <typename T, int kBytes, int R, int C>
+template <typename T, int kBytes, int R, int C, int64_t kArs = 0>
 TROUPE_ALWAYS_INLINE void TileSegments(int rows, const Segments& seg, const T* a, int64_t ars,
                                        int64_t ads, const T* b, int64_t bds, T* out, int64_t ors) {
   if constexpr (R > 1) {
     if (rows < R)
-      return TileSegments<T, kBytes, R - 1, C>(rows, seg, a, ars, ads, b, bds, out, ors);
+      return TileSegments<T, kBytes, R - 1, C, kArs>(rows, seg, a, ars, ads, b, bds, out, ors);
   }
   simd::Vec<T, kBytes> acc[R][C];
 #pragma GCC unroll 16
@@ -113,7 +116,7 @@ TROUPE_ALWAYS_INLINE void TileSegments(int rows, const Segments& seg, const T* a
 #pragma GCC unroll 4
     for (int v = 0; v < C; ++v) acc[r][v] = simd::Vec<T, kBytes>{};
   for (int64_t i = 0; i < seg.count; ++i) {
-    Accumulate<T, kBytes, R, C>(acc, seg.len[i], a + seg.off[i], ars, ads, b, bds);
+    Accumulate<T, kBytes, R, C, kArs>(acc, seg.len[i], a + seg.off[i], ars, ads, b, bds);
     b += seg.len[i] * bds;
   }
   StoreTile<T, kBytes, R, C>(acc, out, ors);
