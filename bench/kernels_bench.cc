@@ -7,6 +7,7 @@
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
 
+#include <iterator>
 #include <random>
 #include <unsupported/Eigen/CXX11/Tensor>
 
@@ -441,6 +442,58 @@ void BM_FusedBiasBatchNormThenAddRelu(benchmark::State& state) {
 }
 BENCHMARK(BM_FusedBiasBatchNormAddRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBiasBatchNormThenAddRelu)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();
+
+// Every distinct convolution of ResNet-50 (224x224, batch 32) with how often a training step
+// runs it: args (layer, op), op 0 = Conv2D, 1 = Conv2DBackpropInput, 2 = Conv2DBackpropFilter.
+// Counter "count": calls per step, so time x count summed over all rows is a step's convolution
+// time.
+struct StepConv {
+  ConvShape s;
+  int count;
+};
+const StepConv kResNet50Step[] = {
+    {{230, 230, 3, 7, 64, "VALID", 112, 112, 2}, 1},  // stem (no input gradient)
+    {{56, 56, 64, 1, 64, "SAME", 56, 56}, 1},        {{56, 56, 64, 3, 64, "SAME", 56, 56}, 3},
+    {{56, 56, 64, 1, 256, "SAME", 56, 56}, 4},       {{56, 56, 256, 1, 64, "SAME", 56, 56}, 2},
+    {{56, 56, 256, 1, 128, "SAME", 28, 28, 2}, 1},   {{28, 28, 128, 3, 128, "SAME", 28, 28}, 4},
+    {{28, 28, 128, 1, 512, "SAME", 28, 28}, 4},      {{56, 56, 256, 1, 512, "SAME", 28, 28, 2}, 1},
+    {{28, 28, 512, 1, 128, "SAME", 28, 28}, 3},      {{28, 28, 512, 1, 256, "SAME", 14, 14, 2}, 1},
+    {{14, 14, 256, 3, 256, "SAME", 14, 14}, 6},      {{14, 14, 256, 1, 1024, "SAME", 14, 14}, 6},
+    {{28, 28, 512, 1, 1024, "SAME", 14, 14, 2}, 1},  {{14, 14, 1024, 1, 256, "SAME", 14, 14}, 5},
+    {{14, 14, 1024, 1, 512, "SAME", 7, 7, 2}, 1},    {{7, 7, 512, 3, 512, "SAME", 7, 7}, 3},
+    {{7, 7, 512, 1, 2048, "SAME", 7, 7}, 3},         {{14, 14, 1024, 1, 2048, "SAME", 7, 7, 2}, 1},
+    {{7, 7, 2048, 1, 512, "SAME", 7, 7}, 2},
+};
+void BM_ResNet50StepConv(benchmark::State& state) {
+  const StepConv& l = kResNet50Step[state.range(0)];
+  const ConvShape& s = l.s;
+  const int64_t n = 32;
+  AttrMap a = ConvAttrs(s);
+  Tensor x = Random({n, s.h, s.w, s.c}, 1), w = Random({s.k, s.k, s.c, s.f}, 2);
+  Tensor dy = Random({n, s.oh, s.ow, s.f}, 3);
+  switch (state.range(1)) {
+    case 0:
+      Run(state, "Conv2D", {x, w}, a);
+      break;
+    case 1:
+      a.Set("input_sizes", V{n, s.h, s.w, s.c});
+      Run(state, "Conv2DBackpropInput", {w, dy}, a);
+      break;
+    default:
+      a.Set("filter_sizes", V{s.k, s.k, s.c, s.f});
+      Run(state, "Conv2DBackpropFilter", {x, dy}, a);
+  }
+  SetFlops(state, ConvFlops(s, n));
+  state.counters["count"] = l.count;
+}
+void ResNet50StepArgs(benchmark::internal::Benchmark* b) {
+  for (int op = 0; op < 3; ++op) {
+    for (int layer = 0; layer < static_cast<int>(std::size(kResNet50Step)); ++layer) {
+      if (layer > 0 || op != 1) b->Args({layer, op});
+    }
+  }
+}
+BENCHMARK(BM_ResNet50StepConv)->Apply(ResNet50StepArgs)->UseRealTime()->MeasureProcessCPUTime();
 
 }  // namespace
 }  // namespace troupe

@@ -246,13 +246,22 @@ void Conv2DBackpropInputImpl(ThreadPool* pool, const ConvGeo& g, const T* filter
   }
   const int64_t group =
       std::max<int64_t>(1, (block + per_image - 1) / std::max<int64_t>(1, per_image));
+  const bool strided = StridedPointwise(g);
   auto images = [&](int64_t n0, int64_t n1) {
     T* col = Scratch<T>(static_cast<size_t>(std::min(block, (n1 - n0) * per_image) * K));
-    std::fill(dx + n0 * image, dx + n1 * image, T(0));
+    if (strided) {
+      ZeroOffGrid(g, n0, n1, dx);
+    } else {
+      std::fill(dx + n0 * image, dx + n1 * image, T(0));
+    }
     for (int64_t r0 = n0 * per_image; r0 < n1 * per_image; r0 += block) {
       const int64_t r1 = std::min(r0 + block, n1 * per_image);
       op.Product(r1 - r0, K, g.f, dy + r0 * g.f, g.f, col, K);
-      Col2ImAdd(g, col, r0, r1, dx);
+      if (strided) {
+        ScatterStrided(g, col, r0, r1, dx);
+      } else {
+        Col2ImAdd(g, col, r0, r1, dx);
+      }
     }
   };
   ParallelForBlocks(pool, g.n, group, images);

@@ -1,6 +1,8 @@
 #include "kernels/conv_util.h"
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -264,10 +266,51 @@ void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
   }
 }
 
+bool StridedPointwise(const ConvGeo& g) {
+  return g.kh == 1 && g.kw == 1 && g.pt == 0 && g.pl == 0 && (g.sh > 1 || g.sw > 1);
+}
+
+template <typename T>
+void ScatterStrided(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
+  const int64_t image = g.h * g.w * g.c;
+  PixelCursor at(g, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+    const T* src = col + (r - r0) * g.c;
+    T* d = dx + at.n * image + (at.oh * g.sh * g.w + at.ow * g.sw) * g.c;
+    for (int64_t c = 0; c < g.c; ++c) d[c] = T(0) + src[c];
+  }
+}
+
+// memset, not ZeroRun: these runs are whole rows or gaps of whole pixels (KBs), and glibc's
+// string stores write lines without reading them first.
+template <typename T>
+void ZeroOffGrid(const ConvGeo& g, int64_t n0, int64_t n1, T* dx) {
+  const int64_t row = g.w * g.c;
+  auto zero = [](T* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * sizeof(T)); };
+  for (int64_t n = n0; n < n1; ++n) {
+    for (int64_t ih = 0; ih < g.h; ++ih) {
+      T* line = dx + (n * g.h + ih) * row;
+      if (ih % g.sh != 0 || ih / g.sh >= g.oh) {
+        zero(line, row);
+        continue;
+      }
+      // The gaps after each grid pixel, up to the next one or the row's end.
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        const int64_t gap = std::min(g.sw - 1, g.w - 1 - ow * g.sw);
+        if (gap > 0) zero(line + (ow * g.sw + 1) * g.c, gap * g.c);
+      }
+    }
+  }
+}
+
 template void Im2Col<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
 template void Im2Col<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
 template void Col2ImAdd<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
 template void Col2ImAdd<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
+template void ScatterStrided<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
+template void ScatterStrided<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
+template void ZeroOffGrid<float>(const ConvGeo&, int64_t, int64_t, float*);
+template void ZeroOffGrid<double>(const ConvGeo&, int64_t, int64_t, double*);
 
 }  // namespace kernels
 }  // namespace troupe

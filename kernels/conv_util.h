@@ -81,5 +81,16 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col);
 template <typename T>
 void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx);
 
+// A 1x1 filter with a stride > 1 (no padding: a 1x1 window never needs any): each input pixel
+// is read by at most one output pixel, those on the stride grid. So the input gradient is
+// written once, without a zero fill to add into: ScatterStrided writes the grid pixels of
+// output rows [r0, r1) as 0 + their col row (the zero fill then Col2ImAdd's add: the same bits,
+// -0 included), ZeroOffGrid the other pixels of images [n0, n1).
+bool StridedPointwise(const ConvGeo& g);
+template <typename T>
+void ScatterStrided(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx);
+template <typename T>
+void ZeroOffGrid(const ConvGeo& g, int64_t n0, int64_t n1, T* dx);
+
 }  // namespace kernels
 }  // namespace troupe

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/conv2d_direct.h"
+#include "kernels/conv_util.h"
 #include "kernels/gemm_packed.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -375,6 +377,34 @@ TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
       }
     }
     kernels::SetGemmPathForTesting(GemmPath::kAuto);
+  }
+}
+
+// A strided 1x1 filter's input gradient is written once (conv_util.h: ScatterStrided on the
+// stride grid, ZeroOffGrid elsewhere) instead of zero-filled and added into: the bits of the
+// fill then Col2ImAdd, -0 included (0 + -0 is +0), and every pixel written (dx starts as NaN).
+TEST(Conv2DTest, StridedPointwiseInputGradientWritesEveryPixel) {
+  for (auto [h, w, sh, sw] : {std::tuple{9, 8, 2, 2}, std::tuple{7, 10, 2, 3},
+                              std::tuple{6, 6, 3, 1}, std::tuple{5, 9, 1, 2}}) {
+    SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + " / " + std::to_string(sh) + "x" +
+                 std::to_string(sw));
+    kernels::ConvGeo g{};
+    g.n = 2, g.h = h, g.w = w, g.c = 5, g.kh = 1, g.kw = 1, g.f = 3;
+    g.sh = sh, g.sw = sw, g.pt = 0, g.pl = 0;
+    g.oh = (h + sh - 1) / sh, g.ow = (w + sw - 1) / sw;  // SAME and VALID agree for 1x1
+    ASSERT_TRUE(kernels::StridedPointwise(g));
+    const int64_t rows = g.rows(), size = g.n * h * w * g.c;
+    std::vector<float> col(static_cast<size_t>(rows * g.c));
+    for (size_t i = 0; i < col.size(); ++i) col[i] = i % 7 == 0 ? -0.0f : 0.25f * float(i) - 3.f;
+    std::vector<float> want(static_cast<size_t>(size), 0.f);
+    kernels::Col2ImAdd(g, col.data(), 0, rows, want.data());
+    std::vector<float> got(want.size(), std::nanf(""));
+    kernels::ZeroOffGrid(g, 0, g.n, got.data());
+    // In two row blocks, the second starting mid-image.
+    const int64_t split = rows / 2 + 1;
+    kernels::ScatterStrided(g, col.data(), 0, split, got.data());
+    kernels::ScatterStrided(g, col.data() + split * g.c, split, rows, got.data());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
   }
 }
 
