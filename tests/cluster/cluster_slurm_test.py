@@ -19,7 +19,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "actors"))
-from train_common import BIN, CONFIG, MPI_ENV, SRC, ckpt_diff, settings, train  # noqa: E402
+from train_common import (ALLOW_CORES, BIN, CONFIG, MPI_ENV, SRC, ckpt_diff,  # noqa: E402
+                          core_backtraces, settings, train)
 
 STEPS = int(os.environ.get("TROUPE_CLUSTER_STEPS", "60"))
 CLUSTER = os.path.join(HERE, "netns_cluster.sh")
@@ -91,11 +92,13 @@ def check_job(base, env, reference, nodes, per_node, replicas, launcher):
            "--chdir", base, "-o", out_file, SBATCH, CONFIG]
     cmd += settings(run_dir, STEPS, replicas, ["checkpoint.every_steps=0"])
     start = time.monotonic()
-    p = on_host("node0", cmd, dict(env, TROUPE_LAUNCHER=launcher), timeout=900)
+    # Slurm hands the submitter's core size limit to the tasks; a task that crashes leaves its
+    # core in `base` (the job's working directory), read below and removed with `base`.
+    p = on_host("node0", ALLOW_CORES + cmd, dict(env, TROUPE_LAUNCHER=launcher), timeout=900)
     took = time.monotonic() - start
     out = open(out_file).read() if os.path.exists(out_file) else "(no job output)"
-    assert p.returncode == 0, "%s: sbatch --wait failed (%d):\n%s%s\n%s" % (
-        name, p.returncode, p.stdout, p.stderr, out)
+    assert p.returncode == 0, "%s: sbatch --wait failed (%d):\n%s%s\n%s%s" % (
+        name, p.returncode, p.stdout, p.stderr, out, core_backtraces(base))
     assert "done: %d steps" % STEPS in out, out
     assert "launcher %s" % launcher in out, out
     coord = re.search(r"coordinator at (\S+):\d+ \((.*)\)$", out, re.M)
