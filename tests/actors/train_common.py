@@ -1,5 +1,7 @@
 """Helpers for the training integration tests: run `troupe train` and `troupe ckpt diff`."""
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 
@@ -43,3 +45,34 @@ def ckpt_diff(a, b):
 
 def tmpdir():
     return tempfile.mkdtemp(prefix="troupe_train_")
+
+
+# Prefix for an on_host/shell command line: lets the processes it starts write core files.
+ALLOW_CORES = ["sh", "-c", 'ulimit -c unlimited 2>/dev/null; exec "$@"', "sh"]
+
+
+def core_backtraces(directory, binary=BIN):
+    """Every thread's backtrace from the core files that crashed processes left under
+    `directory`, for a failure message. With kernel.core_pattern "core" a core lands in the
+    crashing process's working directory. A segfault at the start of a multi-process job can be
+    too rare to rerun (cluster_slurm, once: PC 0, no frame past the signal trampoline); gdb
+    unwinds a call through a null pointer to its caller, Open MPI's handler does not."""
+    cores = []
+    for root, _, files in os.walk(directory):
+        cores += [os.path.join(root, f) for f in files if re.fullmatch(r"core(\.\d+)?", f)]
+    if not cores:
+        try:
+            with open("/proc/sys/kernel/core_pattern") as f:
+                pattern = f.read().strip()
+        except OSError:
+            pattern = "unknown"
+        return "\n(no core file under %s; kernel.core_pattern is '%s')" % (directory, pattern)
+    if shutil.which("gdb") is None:
+        return "\n(core files %s; install gdb to see their backtraces)" % ", ".join(sorted(cores))
+    text = ""
+    for core in sorted(cores):
+        p = subprocess.run(["gdb", "-batch", "-ex", "info registers rip",
+                            "-ex", "thread apply all bt 40", binary, core],
+                           capture_output=True, text=True, timeout=300)
+        text += "\n--- backtraces of %s (gdb):\n%s" % (core, (p.stdout + p.stderr)[-30000:])
+    return text

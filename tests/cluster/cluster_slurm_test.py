@@ -5,6 +5,8 @@ other's names), slurm_cluster.sh runs slurmctld on node0 and one slurmd on every
 2 nodes x 1 task x 4 replicas (TROUPE_LAUNCHER=mpirun). Checks for each: the job completes,
 rank 0 advertised the coordinator by node0's IP (not by a node name from SLURM_JOB_NODELIST),
 the communicator split by host, and the checkpoint is bit-equal to the single-process 1x8 run.
+The srun launch again with task 6 held in MPI_Init's address exchange (slow_fence_shim.c):
+MPI_Init's closing fence keeps its peers from messaging it until it has receive handlers.
 Plain srun (no MPI) of 2 tasks stops on every task with the error that names the fix.
 Exit 77 (skipped, reason printed) without root, network namespaces, Slurm with pmix, or
 OpenMPI. TROUPE_CLUSTER_STEPS sets the steps (60)."""
@@ -19,7 +21,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "actors"))
-from train_common import BIN, CONFIG, MPI_ENV, SRC, ckpt_diff, settings, train  # noqa: E402
+from train_common import (ALLOW_CORES, BIN, CONFIG, MPI_ENV, SRC, ckpt_diff,  # noqa: E402
+                          core_backtraces, settings, train)
 
 STEPS = int(os.environ.get("TROUPE_CLUSTER_STEPS", "60"))
 CLUSTER = os.path.join(HERE, "netns_cluster.sh")
@@ -62,8 +65,41 @@ def inside(base):
     print("1x8 single process: %.1f s" % (time.monotonic() - start), flush=True)
     reference = os.path.join(base, "1x8", "checkpoints")
     check_job(base, env, reference, HOSTS, 2, 1, "srun")
+    check_init_fence(base, env)
     check_job(base, env, reference, 2, 1, 4, "mpirun")
     check_plain_srun(base, env)
+
+
+def check_init_fence(base, env):
+    """srun of train.sbatch with task 6 told 3 s late that Open MPI's address exchange in MPI_Init
+    is done (slow_fence_shim.c, LD_PRELOAD through a TROUPE_BIN wrapper): no peer may leave
+    MPI_Init and message it before then, or its transport calls a null handler (PC 0). Exercises
+    train.sbatch's SLURM_PMIX_FENCE=ring: with the plugin's default tree fence task 6 crashes."""
+    shim = os.path.join(base, "slow_fence_shim.so")
+    flags = subprocess.run(["pkg-config", "--cflags", "pmix"], capture_output=True, text=True)
+    if shutil.which("cc") is None or flags.returncode != 0:
+        print("MPI_Init fence check skipped: needs cc and pmix.pc (libpmix-dev)", flush=True)
+        return
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC"] + flags.stdout.split() +
+                   ["-o", shim, os.path.join(HERE, "slow_fence_shim.c"), "-ldl", "-lpthread"],
+                   check=True)
+    wrapper = os.path.join(base, "troupe_slow_fence.sh")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' % (shim, BIN))
+    os.chmod(wrapper, 0o755)
+    name = "srun_slow_init_fence"
+    out_file = os.path.join(base, name + ".out")
+    cmd = ["sbatch", "--wait", "--nodes=%d" % HOSTS, "--ntasks-per-node=2", "--chdir", base,
+           "-o", out_file, SBATCH, CONFIG]
+    cmd += settings(os.path.join(base, name), 3, 1, ["checkpoint.every_steps=0"])
+    job_env = dict(env, TROUPE_LAUNCHER="srun", TROUPE_BIN=wrapper, TROUPE_SLOW_FENCE_RANK="6",
+                   TROUPE_SLOW_FENCE_MS="3000")
+    p = on_host("node0", ALLOW_CORES + cmd, job_env, timeout=600)
+    out = open(out_file).read() if os.path.exists(out_file) else "(no job output)"
+    assert p.returncode == 0 and "done: 3 steps" in out, "%s failed (%d):\n%s%s\n%s%s" % (
+        name, p.returncode, p.stdout, p.stderr, out, core_backtraces(base))
+    print("%s: task 6 learnt 3 s late that the address exchange finished; no peer messaged it "
+          "before MPI_Init's closing fence" % name, flush=True)
 
 
 def check_plain_srun(base, env):
@@ -91,11 +127,13 @@ def check_job(base, env, reference, nodes, per_node, replicas, launcher):
            "--chdir", base, "-o", out_file, SBATCH, CONFIG]
     cmd += settings(run_dir, STEPS, replicas, ["checkpoint.every_steps=0"])
     start = time.monotonic()
-    p = on_host("node0", cmd, dict(env, TROUPE_LAUNCHER=launcher), timeout=900)
+    # Slurm hands the submitter's core size limit to the tasks; a task that crashes leaves its
+    # core in `base` (the job's working directory), read below and removed with `base`.
+    p = on_host("node0", ALLOW_CORES + cmd, dict(env, TROUPE_LAUNCHER=launcher), timeout=900)
     took = time.monotonic() - start
     out = open(out_file).read() if os.path.exists(out_file) else "(no job output)"
-    assert p.returncode == 0, "%s: sbatch --wait failed (%d):\n%s%s\n%s" % (
-        name, p.returncode, p.stdout, p.stderr, out)
+    assert p.returncode == 0, "%s: sbatch --wait failed (%d):\n%s%s\n%s%s" % (
+        name, p.returncode, p.stdout, p.stderr, out, core_backtraces(base))
     assert "done: %d steps" % STEPS in out, out
     assert "launcher %s" % launcher in out, out
     coord = re.search(r"coordinator at (\S+):\d+ \((.*)\)$", out, re.M)
