@@ -12,9 +12,11 @@
 
 Both wall time and CPU time (all threads of the process) are reported: on a shared, loaded
 machine wall time mostly measures how often the scheduler runs us, so the CPU-time ratio is the
-steadier one. Usage: python3 bench/graph_compare.py [--build build] [--repeats 3]
+steadier one. Usage: python3 bench/graph_compare.py [--build build] [--repeats 3] (it runs
+itself again under ~/.cache/troupe/venv/bin/python, scripts/setup's venv with TF, when present)
 """
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -22,7 +24,14 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+# TensorFlow and numpy live in scripts/setup's venv: a python without them runs this there.
+TF_PY = os.path.expanduser("~/.cache/troupe/venv/bin/python")
+if importlib.util.find_spec("tensorflow") is None and os.path.exists(TF_PY) \
+        and not os.environ.get("TROUPE_GRAPH_COMPARE_REEXEC"):
+    os.environ["TROUPE_GRAPH_COMPARE_REEXEC"] = "1"  # once: the venv may lack TF as well
+    os.execv(TF_PY, [TF_PY] + sys.argv)
+
+import numpy as np  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

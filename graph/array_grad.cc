@@ -38,7 +38,7 @@ Result<std::vector<int64_t>> StaticShape(const Value& x, const std::string& op) 
     return UnimplementedError("gradient of " + op + " needs the input's full shape, got " +
                               x.shape().ToString());
   }
-  return x.shape().dims();
+  return std::vector<int64_t>(x.shape().dims());
 }
 
 }  // namespace

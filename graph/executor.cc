@@ -162,6 +162,7 @@ Status Executor::Build() {
     }
   }
   PlanInputMoves();
+  PlanHandoffs();
   size_t total = 0;
   for (const Step& st : steps_) total += st.in_slots.size() + st.release.size();
   flat_.reserve(total);
@@ -173,78 +174,6 @@ Status Executor::Build() {
     st.rel = std::span<const int>(flat_.data() + at + st.in_slots.size(), st.release.size());
   }
   return Status::OK();
-}
-
-void Executor::PlanInputMoves() {
-  // On a device a host input's copy may still be in flight after the kernel is enqueued:
-  // there the values keep their slots until the step's releases, as before.
-  if (!device_.is_cpu()) return;
-  for (Step& st : steps_) {
-    if (st.fast != nullptr) continue;  // reads its inputs in place
-    const size_t n = std::min<size_t>(st.in_slots.size(), 64);
-    for (size_t i = 0; i < n; ++i) {
-      const int slot = st.in_slots[i];
-      if (is_const_[static_cast<size_t>(slot)]) {
-        st.const_inputs |= uint64_t{1} << i;
-        continue;
-      }
-      auto rel = std::find(st.release.begin(), st.release.end(), slot);
-      if (rel == st.release.end() ||
-          std::count(st.in_slots.begin(), st.in_slots.end(), slot) != 1) {
-        continue;
-      }
-      st.move_inputs |= uint64_t{1} << i;
-      st.release.erase(rel);
-    }
-    if (st.kind == NodeKind::kKernel && kernels::OutputMayAliasInput(st.op)) {
-      st.forward_inputs = st.move_inputs;
-    }
-  }
-}
-
-std::vector<int> Executor::StepMakingEachSlot() const {
-  std::vector<int> made_by(static_cast<size_t>(num_slots_), -1);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    for (int k = 0; k < steps_[s].num_outputs; ++k) {
-      made_by[static_cast<size_t>(steps_[s].out_base + k)] = static_cast<int>(s);
-    }
-  }
-  return made_by;
-}
-
-void Executor::HoistOutputIdentities() {
-  std::vector<char> is_output(static_cast<size_t>(num_slots_), 0);
-  for (int slot : output_slots_) is_output[static_cast<size_t>(slot)] = 1;
-  const std::vector<int> made_by = StepMakingEachSlot();
-  // dependents[s + 1]: the movable Identities reading step s's output (s = -1: a feed/const).
-  std::vector<std::vector<int>> dependents(steps_.size() + 1);
-  std::vector<char> movable(steps_.size(), 0);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    const Step& st = steps_[s];
-    if (st.kind != NodeKind::kKernel || st.op != "Identity" || st.in_slots.size() != 1 ||
-        st.num_outputs != 1 || !is_output[static_cast<size_t>(st.out_base)] ||
-        !graph_->node(st.node).control_inputs.empty()) {
-      continue;
-    }
-    movable[s] = 1;
-    dependents[static_cast<size_t>(made_by[static_cast<size_t>(st.in_slots[0])] + 1)].push_back(
-        static_cast<int>(s));
-  }
-  std::vector<Step> order;
-  order.reserve(steps_.size());
-  std::function<void(int)> emit_dependents = [&](int s) {
-    for (int m : dependents[static_cast<size_t>(s + 1)]) {
-      order.push_back(std::move(steps_[static_cast<size_t>(m)]));
-      emit_dependents(m);
-    }
-  };
-  emit_dependents(-1);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    if (movable[s]) continue;
-    order.push_back(std::move(steps_[s]));
-    emit_dependents(static_cast<int>(s));
-  }
-  steps_ = std::move(order);
 }
 
 Status Executor::PlaceConstants() {
@@ -307,8 +236,10 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   if (step.view_in != nullptr && RunViewStep(rs, step)) return Status::OK();
   const size_t n_in = step.in.size();
   Tensor* ins = rs.step_inputs.data() + step.in_offset;
+  // Constants are set since AcquireState, hand-offs since their producer ran.
+  const uint64_t preset = step.const_inputs | step.handoff_inputs;
   for (size_t i = 0; i < n_in; ++i) {
-    if (i < 64 && (step.const_inputs >> i) & 1) continue;  // set since AcquireState
+    if (i < 64 && (preset >> i) & 1) continue;
     Tensor& value = rs.values[static_cast<size_t>(step.in[i])];
     if (i < 64 && (step.move_inputs >> i) & 1) {
       ins[i] = std::move(value);
@@ -339,10 +270,11 @@ Status Executor::RunStep(RunState& rs, size_t index) {
   for (size_t i = 0; i < n_in; ++i) {
     if (i < 64 && (step.const_inputs >> i) & 1) continue;
     Tensor& t = ins[i];
-    // A moved input's slot was read here last: its buffer goes back to the pool (unless the
-    // step's output took it over).
-    if (i < 64 && (step.move_inputs >> i) & 1 && t.buffer() != nullptr) {
-      rs.pool.Give(std::move(t));
+    if (i < 64 && (step.move_inputs >> i) & 1) {
+      // A moved input's slot was read here last: its buffer goes back to the pool (unless the
+      // step's output took it over). Moved from either way, it holds nothing.
+      if (t.buffer() != nullptr) rs.pool.Give(std::move(t));
+      continue;
     }
     t = Tensor();
   }
@@ -387,7 +319,7 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
       // input's reference becomes the output's, moved straight into the output's slot.
       Tensor& in = const_cast<Tensor&>(inputs[static_cast<size_t>(rs.forwarded_input)]);
       Tensor& view = outs[0];
-      Tensor& out = rs.values[static_cast<size_t>(step.out_base)];
+      Tensor& out = Output0(rs, step);
       if (view.buffer().get() != in.buffer().get()) {
         out = std::move(view);
       } else if (view.raw_data() == in.raw_data() && view.shape() == in.shape() &&
@@ -396,6 +328,10 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
       } else {
         out = view.DeepCopy();  // another view of the bytes: an owned copy of it
       }
+      k = 1;
+    }
+    if (k == 0 && step.num_outputs > 0) {
+      Output0(rs, step) = std::move(outs[0]);
       k = 1;
     }
     for (; k < step.num_outputs; ++k) {
@@ -483,6 +419,8 @@ Result<std::vector<Tensor>> Executor::Run(std::span<const Tensor> inputs,
     for (int slot = 0; slot < num_slots_; ++slot) {
       if (!is_const_[static_cast<size_t>(slot)]) Release(*rs, slot);
     }
+    // Hand-offs made before the failure whose readers never ran.
+    for (size_t at : handoff_targets_) rs->pool.Give(std::move(rs->step_inputs[at]));
   }
   if (rs->scratch_used) {
     for (auto& s : rs->scratch) s.reset();

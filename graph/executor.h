@@ -13,7 +13,9 @@
 // allocate nothing for intermediates. Per
 // step the CPU loop only gathers inputs (moving a value whose last reader this is, so it
 // costs no refcount or shape copy), calls the pre-resolved kernel and stores its outputs:
-// the kernel context's output allocator and output vector are reused, not built per step.
+// the kernel context's output allocator and output vector are reused, not built per step. A
+// value with one reader that moves it in goes from its kernel straight into that reader's
+// input list (PlanHandoffs), never through a slot.
 //
 // Run() is thread-safe: concurrent calls use separate run states (each with its own buffers).
 #pragma once
@@ -66,6 +68,7 @@ class Executor {
   const FuncGraph& graph() const { return *graph_; }
 
  private:
+  static constexpr size_t kNoHandoff = ~size_t{0};
   struct Step {
     NodeKind kind;
     int node;
@@ -87,6 +90,12 @@ class Executor {
     // Bit i: input i is a constant, kept in the run state's input array for this step from
     // run to run (CPU only), so it is never copied in or dropped per step.
     uint64_t const_inputs = 0;
+    // Bit i: input i is handed off (PlanHandoffs): its producer stored it straight into this
+    // step's input list, so the run neither gathers it from a slot nor releases the slot.
+    uint64_t handoff_inputs = 0;
+    // Where output 0 goes in RunState::step_inputs when its only reader takes it by hand-off
+    // (kNoHandoff: into its slot, as every other output).
+    size_t handoff = kNoHandoff;
     size_t in_offset = 0;  // of this step's inputs in RunState::step_inputs
     // The same two lists, packed into flat_ after Build (fewer cache misses per step).
     std::span<const int> in, rel;
@@ -117,7 +126,8 @@ class Executor {
   void ReleaseState(std::unique_ptr<RunState> state);
   Status RunStep(RunState& rs, size_t index);
   // Output i of step `index`: on the CPU from the run state's buffer pool (buffer_pool.h),
-  // on a device from the step's own cache.
+  // on a device from the step's own cache. (Forwarding an input comes first, in
+  // AllocateOutputFn.)
   Status AllocateOutput(RunState& rs, size_t index, int i, DType dtype, const TensorShape& shape,
                         Tensor* out);
   // KernelContext::OutputAllocatorFn over a RunState: AllocateOutput for its running step.
@@ -136,10 +146,15 @@ class Executor {
   // one, and the kernel then runs (and reports any error) as usual.
   bool RunViewStep(RunState& rs, const Step& step);
   Status RunKernel(RunState& rs, const Step& step, std::span<const Tensor> inputs);
+  // Where step's output 0 goes: its reader's input list (Step::handoff) or its slot.
+  Tensor& Output0(RunState& rs, const Step& step);
   Status RunGraphOp(RunState& rs, const Step& step, std::span<const Tensor> inputs);
   // Decides Step::move_inputs (dropping the moved slots from Step::release) and
   // Step::const_inputs.
   void PlanInputMoves();
+  // A kernel step's output 0 whose one reader moves it in (a chain of ops) skips its slot:
+  // sets Step::handoff and the reader's Step::handoff_inputs. CPU only.
+  void PlanHandoffs();
   void Release(RunState& rs, int slot);
 
   std::shared_ptr<const FuncGraph> graph_;
@@ -160,6 +175,8 @@ class Executor {
   std::vector<int> clear_slots_;                 // slots still set after a successful run
   std::vector<char> is_const_;
   std::vector<int> flat_;  // every step's `in` and `rel` lists, back to back
+  // Every Step::handoff: inputs that a failed run may leave set in RunState::step_inputs.
+  std::vector<size_t> handoff_targets_;
 
   std::mutex mu_;
   std::vector<std::unique_ptr<RunState>> free_states_;

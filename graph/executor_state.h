@@ -39,4 +39,9 @@ struct Executor::RunState : OpRunState {
   }
 };
 
+inline Tensor& Executor::Output0(RunState& rs, const Step& step) {
+  if (step.handoff != kNoHandoff) return rs.step_inputs[step.handoff];
+  return rs.values[static_cast<size_t>(step.out_base)];
+}
+
 }  // namespace troupe

@@ -42,7 +42,7 @@ Result<std::vector<int64_t>> SizesOf(const Value& x, const std::string& what) {
                                   s.ToString());
     }
   }
-  return s.dims();
+  return std::vector<int64_t>(s.dims());
 }
 // Gradient of FusedBatchNormTraining (statistics per channel, over rows) or FusedLayerNorm
 // (statistics per row, over the last axis); see RegisterNnGradients. `relu`: the op rectified

@@ -39,6 +39,14 @@ void UnaryLoop(ThreadPool* pool, const Tin* in, Tout* out, int64_t n, int64_t co
 template <typename Tin, typename Tout, typename F>
 void BinaryRun(const Tin* pa, int64_t sa, const Tin* pb, int64_t sb, Tout* po, int64_t len,
                const F& f) {
+  if (len == 1) {
+    // One element (scalar ops): Eigen's loop would run only its scalar tail, which applies
+    // the same scalar functor that coeff(0) of f over 1x1 arrays does, so the bits are the
+    // same without the loop's alignment set-up.
+    using Array1 = Eigen::Array<Tin, 1, 1>;
+    *po = f(Array1::Constant(*pa), Array1::Constant(*pb)).coeff(0);
+    return;
+  }
   ArrayMap<Tout> o(po, len);
   if (sa != 0 && sb != 0) {
     o = f(ConstArrayMap<Tin>(pa, len), ConstArrayMap<Tin>(pb, len));
@@ -54,6 +62,12 @@ void BinaryRun(const Tin* pa, int64_t sa, const Tin* pb, int64_t sb, Tout* po, i
 template <typename Tin, typename Tout, typename F>
 void FlatBinaryLoop(ThreadPool* pool, int64_t n, const Tin* a, int64_t sa, const Tin* b, int64_t sb,
                     Tout* out, int64_t cost, const F& f) {
+  if (n > 0 && BlockSize(n, cost) >= n) {
+    // One block, which ParallelFor would run inline: called here directly, one call level
+    // less for the small ops whose cost is mostly such overhead.
+    BinaryRun(a, sa, b, sb, out, n, f);
+    return;
+  }
   ParallelFor(pool, n, cost, [&](int64_t begin, int64_t end) {
     BinaryRun(a + begin * sa, sa, b + begin * sb, sb, out + begin, end - begin, f);
   });

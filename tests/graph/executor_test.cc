@@ -354,6 +354,40 @@ TEST(ExecutorTest, KernelErrorWithMovedInputsLeavesExecutorUsable) {
   EXPECT_EQ((*ex)->stats().allocations, allocations);
 }
 
+// A value whose one reader moves it in goes from its kernel straight into that reader's
+// inputs (PlanHandoffs). A run that fails before the reader runs drops it: here the handed-off
+// value is a Reshape sharing the caller's buffer, so a reference left behind would show in
+// the buffer's use count. A value read twice is never handed off.
+TEST(ExecutorTest, HandedOffValuesAreDroppedWhenARunFails) {
+  auto g = std::make_shared<FuncGraph>("f");
+  {
+    BuildScope scope(g);
+    Value a = g->AddInput({TensorShape{-1}, DType::kFloat32, ""}, "a");
+    Value b = g->AddInput({TensorShape{-1}, DType::kFloat32, ""}, "b");
+    Value shared = ops::Reshape(a, {-1});  // the kernel runs: the input's shape is not static
+    Value sum = ops::Add(a, b);            // fails on mismatched shapes
+    Value twice = ops::Neg(b);
+    g->outputs.push_back(ops::Sub(ops::Sub(shared, sum), ops::Mul(twice, twice)).node_out());
+  }
+  g->FinishBuilding();
+  auto ex = Executor::Create(g);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  Tensor bad[] = {Floats({1, 2, 3, 4}, {4}), Floats({1, 2, 3}, {3})};
+  auto failed = (*ex)->Run(bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("graph 'f' node 'add"), std::string::npos)
+      << failed.status();
+  EXPECT_EQ(bad[0].buffer().use_count(), 1);
+  Tensor good[] = {Floats({1, 2, 3}, {3}), Floats({0.5f, 1, 2}, {3})};
+  for (int i = 0; i < 3; ++i) {
+    auto out = (*ex)->Run(good);
+    ASSERT_TRUE(out.ok()) << out.status();
+    // a - (a + b) - b * b
+    EXPECT_EQ(FloatsOf((*out)[0]), (std::vector<float>{-0.75f, -2, -6}));
+    EXPECT_EQ(good[0].buffer().use_count(), 1);
+  }
+}
+
 TEST(PrintTest, FormatsLikeTfPrint) {
   EXPECT_EQ(FormatTensorForPrint(Tensor::Scalar<int32_t>(10)), "10");
   EXPECT_EQ(FormatTensorForPrint(*Tensor::FromVector<int32_t>({4, 1}, {2})), "[4 1]");

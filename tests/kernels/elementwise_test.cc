@@ -1,6 +1,7 @@
 // Binary/unary elementwise kernels and comparisons against naive references, broadcasting,
 // errors, gradients of the unary helpers, and thread-count independence.
 #include <cmath>
+#include <cstring>
 
 #include "kernels/broadcast.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -70,6 +71,28 @@ TEST(ElementwiseTest, BinaryOpsMatchNaiveBroadcasting) {
       ExpectNear(got, NaiveBinary<float, float>(a, b, op.f), 2e-6);
     }
   }
+}
+
+// A one-element run (scalar ops, as in the executor's chains of them) gives the bits of the
+// same element in a longer run, which Eigen's loop computes with the same scalar functors when
+// it is too short for a vector packet.
+TEST(ElementwiseTest, OneElementRunsHaveTheBitsOfLongerRuns) {
+  const std::vector<float> xs = {1.7f, -0.3f, 2.5f}, ys = {2.3f, 0.0f, -1.25f};
+  for (const char* op : {"Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "Maximum",
+                         "Minimum", "Pow", "SquaredDifference", "Less", "Equal"}) {
+    Tensor run = Run1(op, {Make<float>(xs, {3}), Make<float>(ys, {3})});
+    const size_t size = DTypeSize(run.dtype());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      SCOPED_TRACE(std::string(op) + " element " + std::to_string(i));
+      Tensor one = Run1(op, {Tensor::Scalar(xs[i]), Tensor::Scalar(ys[i])});
+      ASSERT_EQ(one.dtype(), run.dtype());
+      EXPECT_EQ(
+          std::memcmp(one.raw_data(), static_cast<const char*>(run.raw_data()) + i * size, size),
+          0);
+    }
+  }
+  Tensor i64 = Run1("Sub", {Tensor::Scalar<int64_t>(7), Tensor::Scalar<int64_t>(9)});
+  EXPECT_EQ(i64.scalar<int64_t>(), -2);
 }
 
 TEST(ElementwiseTest, IntegerAndDoubleAdd) {
