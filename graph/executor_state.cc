@@ -2,17 +2,12 @@
 // state, allocating a kernel's outputs and releasing a value after its last reader.
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <iterator>
 #include <string_view>
 #include <utility>
 
 #include "graph/executor_state.h"
 #include "graph/op_profile.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace troupe {
 
@@ -113,37 +108,6 @@ Status Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
   return Status::OK();
 }
 
-namespace {
-
-// True when an unowned std::shared_ptr (empty owner) is stored as its pointer followed by 8
-// zero bytes, as libstdc++ and libc++ lay it out.
-bool UnownedPointerLayoutKnown() {
-  static int probe = 0;
-  const std::shared_ptr<int> p(std::shared_ptr<int>(), &probe);
-  const void* const expect[2] = {&probe, nullptr};
-  return sizeof(p) == sizeof(expect) && std::memcmp(&p, expect, sizeof(expect)) == 0;
-}
-
-// Writes the bytes of `view`'s buffer pointer (unowned, at `data`) again as one 16-byte store.
-// The kernel's KernelContext::AllocateOutput copies its output right after the executor wrote
-// it, loading the pointer and its owner as one 16-byte value; the two 8-byte stores that
-// AssignUnownedView makes cannot forward to such a load, which then waits for them to reach the
-// cache (about a sixth of a chain of scalar ops' time). Same bytes, so a no-op elsewhere.
-void RestoreUnownedPointer(Tensor* view, const TensorBuffer* data) {
-#if defined(__SSE2__)
-  static const bool known = UnownedPointerLayoutKnown();
-  if (!known) return;
-  auto* at = const_cast<std::shared_ptr<TensorBuffer>*>(&view->buffer());
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(at),
-                   _mm_set_epi64x(0, static_cast<int64_t>(reinterpret_cast<uintptr_t>(data))));
-#else
-  (void)view;
-  (void)data;
-#endif
-}
-
-}  // namespace
-
 bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
                             Tensor* out) {
   for (uint64_t m = step.forward_inputs; m != 0; m &= m - 1) {
@@ -161,7 +125,6 @@ bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const T
     // Holds nothing, so the kernel's copies of its output cost no reference counting. The
     // input keeps the reference until RunKernel moves it into the output's slot.
     out->AssignUnownedView(in);
-    RestoreUnownedPointer(out, buffer.get());
     rs.forwarded_input = j;
     return true;
   }
