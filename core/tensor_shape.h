@@ -22,8 +22,6 @@ class DimsView : public std::span<const int64_t> {
  public:
   DimsView(const int64_t* data, size_t size) : std::span<const int64_t>(data, size) {}
   operator std::vector<int64_t>() const { return {begin(), end()}; }
-  // So a function returning Result<std::vector<int64_t>> can return dims() as it did a vector.
-  operator Result<std::vector<int64_t>>() const { return std::vector<int64_t>(begin(), end()); }
 };
 
 class TensorShape {

@@ -201,10 +201,10 @@ void RegisterUnary(OpRegistry& r, const std::string& op, TypeSet set, int64_t co
              const Tensor& x = ctx.input(0);
              // UnaryShapeFn's check; the output has x's shape.
              if (!InTypeSet(set, x.dtype())) return CheckDType(op, "x", x.dtype(), DTypesOf(set));
-             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, x.dtype(), x.shape()));
+             TROUPE_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputRef(0, x.dtype(), x.shape()));
              Dispatch(set, x.dtype(), [&](auto tag) {
                using T = decltype(tag);
-               UnaryLoop<T, T>(ctx.pool(), x.data<T>(), y.data<T>(), x.num_elements(), cost, f);
+               UnaryLoop<T, T>(ctx.pool(), x.data<T>(), y->data<T>(), x.num_elements(), cost, f);
              });
              return Status::OK();
            });
@@ -236,7 +236,8 @@ void RegisterBinary(OpRegistry& r, const std::string& op, TypeSet set, const cha
                                                       a.shape(), b.dtype(), b.shape()));
                shape = &broadcast_shape;
              }
-             TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out_dtype, *shape));
+             TROUPE_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutputRef(0, out_dtype, *shape));
+             const Tensor& y = *out;
              const int64_t n = y.num_elements();
              // Each operand either covers the output elementwise or is one broadcast value:
              // the one-dim plan MakeBroadcastPlan would make, without building it.

@@ -27,37 +27,47 @@ KernelContext::KernelContext(std::string_view op_name, std::span<const Tensor> i
       allocate_state_(allocate_state) {}
 
 Result<Tensor> KernelContext::AllocateOutput(int index, DType dtype, const TensorShape& shape) {
-  if (allocate_fn_ == nullptr) return AllocateDefault(index, dtype, shape);
+  TROUPE_ASSIGN_OR_RETURN(Tensor * out, AllocateOutputRef(index, dtype, shape));
+  return *out;
+}
+
+Result<Tensor*> KernelContext::AllocateOutputSlow(int index, DType dtype,
+                                                  const TensorShape& shape) {
   const auto i = static_cast<size_t>(index);
+  if (allocate_fn_ == nullptr) {
+    TROUPE_RETURN_IF_ERROR(AllocateDefault(index, dtype, shape));
+    return &(*outputs_)[i];
+  }
   // emplace_back, not resize: the usual one new output stays inline (no out-of-line append).
   while (outputs_->size() <= i) outputs_->emplace_back();
   Tensor& out = (*outputs_)[i];
   if (out.initialized()) out = Tensor();  // allocated again: the last one is dropped
   Status status = allocate_fn_(allocate_state_, index, dtype, shape, &out);
-  if (!status.ok()) {
-    return status.WithContext(std::string(op_name_) + " output " + std::to_string(index));
-  }
-  return out;
+  if (!status.ok()) return AllocationError(index, status);
+  return &out;
 }
 
-Result<Tensor> KernelContext::AllocateDefault(int index, DType dtype, const TensorShape& shape) {
-  auto where = [&] { return std::string(op_name_) + " output " + std::to_string(index); };
+Status KernelContext::AllocationError(int index, const Status& status) const {
+  return status.WithContext(std::string(op_name_) + " output " + std::to_string(index));
+}
+
+Status KernelContext::AllocateDefault(int index, DType dtype, const TensorShape& shape) {
   Allocator* allocator = nullptr;
   if (!allocate_) {
     allocator = AllocatorFor(device_);
     if (allocator == nullptr) {
       Status why = gpu::CheckDevice(device_);
-      return FailedPreconditionError(why.ok() ? device_.ToString() + " has no allocator"
-                                              : why.message())
-          .WithContext(where());
+      return AllocationError(
+          index, FailedPreconditionError(why.ok() ? device_.ToString() + " has no allocator"
+                                                  : why.message()));
     }
   }
   // On a GPU an out-of-memory message names the device, the request and the memory in use.
   Result<Tensor> t =
       allocate_ ? allocate_(index, dtype, shape) : Tensor::Allocate(dtype, shape, allocator);
-  if (!t.ok()) return t.status().WithContext(where());
-  SetOutput(index, *t);
-  return t;
+  if (!t.ok()) return AllocationError(index, t.status());
+  SetOutput(index, *std::move(t));
+  return Status::OK();
 }
 
 void KernelContext::SetOutputAt(size_t i, Tensor tensor) {

@@ -64,6 +64,21 @@ class KernelContext {
 
   // Allocates output `index` (outputs grow as needed) and returns it for writing.
   Result<Tensor> AllocateOutput(int index, DType dtype, const TensorShape& shape);
+  // The same, but returns the context's own output tensor rather than a copy of it: no
+  // reference count, shape or buffer pointer copied, which small kernels would pay per call.
+  // The pointer is valid until this context allocates or sets another output, or the kernel
+  // returns; write through it, never replace what it points to.
+  Result<Tensor*> AllocateOutputRef(int index, DType dtype, const TensorShape& shape) {
+    if (allocate_fn_ != nullptr && outputs_->size() == static_cast<size_t>(index)) {
+      // The executor's usual case, outputs allocated in order: no growth loop, no reset.
+      Tensor* out = &outputs_->emplace_back();
+      Status status = allocate_fn_(allocate_state_, index, dtype, shape, out);
+      if (status.ok()) [[likely]]
+        return out;
+      return AllocationError(index, status);
+    }
+    return AllocateOutputSlow(index, dtype, shape);
+  }
   // Forwards an existing tensor as output `index` (e.g. Reshape, Identity).
   void SetOutput(int index, Tensor tensor) {
     const auto i = static_cast<size_t>(index);
@@ -87,7 +102,10 @@ class KernelContext {
 
  private:
   void SetOutputAt(size_t index, Tensor tensor);
-  Result<Tensor> AllocateDefault(int index, DType dtype, const TensorShape& shape);
+  Result<Tensor*> AllocateOutputSlow(int index, DType dtype, const TensorShape& shape);
+  Status AllocateDefault(int index, DType dtype, const TensorShape& shape);
+  // `status` from the allocator, with the op and output named.
+  Status AllocationError(int index, const Status& status) const;
 
   std::string_view op_name_;
   std::span<const Tensor> inputs_;

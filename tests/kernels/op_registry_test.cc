@@ -58,6 +58,47 @@ TEST(OpRegistryTest, WrapKernelKeepsTheLookedUpPointer) {
             StatusCode::kNotFound);
 }
 
+// AllocateOutputRef hands out the context's own output tensor (writes through it are the
+// output), in order or not, from the default allocator or an OutputAllocatorFn; an allocator's
+// error names the op and the output.
+TEST(KernelContextTest, AllocateOutputRefIsTheOutputItself) {
+  const AttrMap attrs;
+  KernelContext plain("K", {}, attrs);
+  Result<Tensor*> second = plain.AllocateOutputRef(1, DType::kFloat32, TensorShape{2});
+  ASSERT_TRUE(second.ok()) << second.status();
+  (*second)->data<float>()[0] = 5;
+  Result<Tensor*> first = plain.AllocateOutputRef(0, DType::kInt32, TensorShape{});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(plain.outputs().size(), 2u);
+  EXPECT_EQ(*first, &plain.outputs()[0]);
+  EXPECT_EQ(plain.outputs()[1].data<float>()[0], 5);
+  EXPECT_EQ(plain.outputs()[0].dtype(), DType::kInt32);
+
+  struct Counts {
+    int calls = 0;
+  } counts;
+  auto fn = [](void* state, int index, DType dtype, const TensorShape& shape,
+               Tensor* out) -> Status {
+    ++static_cast<Counts*>(state)->calls;
+    if (index == 1) return ResourceExhaustedError("no room");
+    TROUPE_ASSIGN_OR_RETURN(*out, Tensor::Allocate(dtype, shape));
+    return Status::OK();
+  };
+  KernelContext ctx("K", {}, attrs, Device::Cpu(), nullptr, fn, &counts);
+  Result<Tensor*> out = ctx.AllocateOutputRef(0, DType::kFloat32, TensorShape{3});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, &ctx.outputs()[0]);
+  EXPECT_EQ((*out)->shape(), TensorShape{3});
+  Status failed = ctx.AllocateOutputRef(1, DType::kFloat32, TensorShape{3}).status();
+  EXPECT_EQ(failed.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(failed.message(), "K output 1: no room");
+  // Allocated again: the context's copy-returning call goes through the same allocator.
+  Result<Tensor> again = ctx.AllocateOutput(0, DType::kFloat32, TensorShape{4});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->SharesBufferWith(ctx.outputs()[0]));
+  EXPECT_EQ(counts.calls, 3);
+}
+
 TEST(AttrMapTest, TypedGetters) {
   AttrMap a{{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}};
   EXPECT_EQ(a.GetInts("strides")->size(), 4u);
