@@ -112,7 +112,22 @@ class Executor {
   struct RunState;
 
   Executor(std::shared_ptr<const FuncGraph> graph, Device device, ThreadPool* pool);
+  // The plan (executor_plan.cc): Build runs the passes below in order.
   Status Build();
+  // Numbers the kept nodes' outputs: slot_base[node] is its output 0's slot (-1 when dropped);
+  // sets num_slots_, input_slots_ and output_slots_.
+  std::vector<int> AssignSlots(const std::vector<char>& keep);
+  // One step per kept kernel or graph-op node, in creation order; constants go to
+  // const_slots_.
+  Status MakeSteps(const std::vector<char>& keep, const std::vector<int>& slot_base);
+  Result<Step> MakeStep(int node_id, const std::vector<int>& slot_base);
+  // Which outputs are ready before any step, and after which step the others are.
+  void PlanOutputs();
+  // Step::release: each slot after its last reader, except outputs, constants and fast steps'
+  // persistent outputs; clear_slots_ for what a run leaves behind.
+  void PlanReleases();
+  // Packs every step's input and release lists into flat_.
+  void FlattenStepLists();
   // Tracing ends each output with an Identity (as TF does), which creation order would run
   // last; each runs right after the step that makes its input instead, so early outputs
   // (gradients) are reported early. Identity has no side effects: only its input orders it.
