@@ -22,9 +22,6 @@ struct PendingShortcut {
 };
 thread_local PendingShortcut pending_shortcut;
 
-}  // namespace
-namespace {
-
 using internal::InitValue;
 using internal::NormalizeAxis;
 
