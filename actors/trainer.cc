@@ -341,19 +341,25 @@ Trainer::~Trainer() = default;
 int64_t Trainer::step() const { return p_->step; }
 int64_t Trainer::total_steps() const { return p_->total_steps; }
 
-Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& config,
+Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& requested,
                                                 const ProcessLaunch& launch) {
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<JobProcesses> processes,
+                          JobProcesses::Start(launch.world_size, launch.under_mpi));
+  TrainConfig config = requested;
+  TROUPE_RETURN_IF_ERROR(
+      AgreeReplicasPerProcess(config, *processes, launch.rank, launch.local_size));
   SizeKernelThreads(config, launch.rank, launch.local_size);
   auto p = std::make_unique<Parts>();
   p->config = config;
   p->launch = launch;
+  p->processes = std::move(processes);
   p->local_replicas = static_cast<int>(config.replicas_per_process);
   p->total_replicas = launch.world_size * p->local_replicas;
   p->chief = launch.rank == 0;
   p->accumulate_steps = std::max<int64_t>(1, config.accumulate_steps);
-  // GPUs are checked first: a job that cannot place its replicas touches nothing.
+  // GPUs are checked before anything is written: a job that cannot place its replicas
+  // touches nothing.
   TROUPE_ASSIGN_OR_RETURN(p->devices, ReplicaDevices(config, launch.local_rank));
-  TROUPE_ASSIGN_OR_RETURN(p->processes, JobProcesses::Start(launch.world_size, launch.under_mpi));
   TROUPE_ASSIGN_OR_RETURN(p->job_token, p->processes->AgreeJobToken(launch.job_token));
   TROUPE_RETURN_IF_ERROR(CreateCollectives(*p));
   TROUPE_RETURN_IF_ERROR(RestoreRunDir(*p));

@@ -125,6 +125,14 @@ class Trainer {
   std::unique_ptr<Parts> p_;
 };
 
+// The replicas this process would run for train.replicas_per_process = 0 ("auto"): on CPUs
+// from its share of the cores and the global batch (core/cpu_budget.h
+// ChooseReplicasPerProcess), on GPUs 1; a set count as it is. `why`, when given, says how.
+// Setup makes every process of a job take rank 0's count, so hosts with other core counts
+// still agree.
+int ReplicasPerProcess(const TrainConfig& config, int world_size, int local_size,
+                       std::string* why = nullptr);
+
 // Setup and Run.
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch);
 

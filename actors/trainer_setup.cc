@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "actors/trainer.h"
 #include "checkpoint/bundle_reader.h"
 #include "core/cpu_budget.h"
 #include "core/gpu.h"
@@ -127,6 +128,35 @@ void WarnAdvertiseIgnored(const TrainConfig& config) {
                            "coordinator address is fixed by the launch (--coordinator or "
                            "TROUPE_COORDINATOR)";
   }
+}
+
+int ReplicasPerProcess(const TrainConfig& config, int world_size, int local_size,
+                       std::string* why) {
+  ReplicaChoice choice{static_cast<int>(config.replicas_per_process), "train.replicas_per_process"};
+  if (config.replicas_per_process <= 0) {
+    choice = config.device == "gpu"
+                 ? ReplicaChoice{1, "one per process on GPUs"}
+                 : ChooseReplicasPerProcess(ReadCpuBudget(), local_size, world_size,
+                                            config.global_batch_size);
+  }
+  if (why != nullptr) *why = choice.why;
+  return choice.replicas;
+}
+
+Status AgreeReplicasPerProcess(TrainConfig& config, JobProcesses& processes, int rank,
+                               int local_size) {
+  if (config.replicas_per_process > 0) return Status::OK();
+  std::string why;
+  std::string count =
+      std::to_string(ReplicasPerProcess(config, processes.world_size(), local_size, &why));
+  TROUPE_RETURN_IF_ERROR(processes.BroadcastFromRank0(&count));
+  config.replicas_per_process = std::stoi(count);
+  if (rank == 0) {
+    TROUPE_LOG(INFO) << "replicas per process: " << count
+                     << " (train.replicas_per_process = 0, auto: " << why
+                     << "; set it to get the same bits on machines with other core counts)";
+  }
+  return Status::OK();
 }
 
 void SizeKernelThreads(const TrainConfig& config, int rank, int local_size) {

@@ -12,6 +12,7 @@
 #include "actors/train_state.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "collectives/communicator.h"
+#include "collectives/job_processes.h"
 #include "core/device.h"
 #include "core/host.h"
 #include "core/result.h"
@@ -45,6 +46,11 @@ Result<AdvertiseChoice> AdvertisedHost(const TrainConfig& config);
 // Warns when control.advertise_* are set but the launch fixed the coordinator's address
 // (--coordinator or TROUPE_COORDINATOR), which every rank then uses.
 void WarnAdvertiseIgnored(const TrainConfig& config);
+
+// Turns train.replicas_per_process = 0 ("auto") into rank 0's ReplicasPerProcess (trainer.h),
+// the same on every process of the job, and logs it on rank 0.
+Status AgreeReplicasPerProcess(TrainConfig& config, JobProcesses& processes, int rank,
+                               int local_size);
 
 // Sizes the process's kernel pool (train.intra_op_threads, TROUPE_NUM_THREADS, else this
 // process's share of the cores among the host's `local_size` processes; core/cpu_budget.h)

@@ -125,7 +125,9 @@ int RunTrain(int argc, char** argv) {
   if (!flags.ok()) return Usage(flags.status());
   Result<LaunchEnvironment> env = DetectEnvironment(*flags);
   if (!env.ok()) return Usage(env.status());
-  Status valid = ValidateTrainEnvironment(*config, env->world_size * config->replicas_per_process);
+  Status valid = ValidateTrainEnvironment(
+      *config,
+      env->world_size * actors::ReplicasPerProcess(*config, env->world_size, env->local_size));
   if (!valid.ok()) return Usage(valid);
 
   struct sigaction sa = {};

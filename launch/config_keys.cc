@@ -278,8 +278,13 @@ std::vector<ConfigKey> TrainKeys() {
           "Stop after this many global steps, even mid-epoch (0: run all epochs)."),
       Int("train.global_batch_size", &C::global_batch_size, 1,
           "Examples per step over all replicas; the replica count must divide it."),
-      Int("train.replicas_per_process", &C::replicas_per_process, 1,
-          "Model replicas each process runs (the job's replicas: processes x this)."),
+      Int("train.replicas_per_process", &C::replicas_per_process, 0,
+          "Model replicas each process runs (the job's replicas: processes x this). 0, the "
+          "default, is auto: on CPUs one per core of the process's share up to 2, then one "
+          "per two cores, the most that divide the global batch into per-replica batches of "
+          "2 or more; on GPUs 1. The count is part of the math (per-replica BatchNorm "
+          "statistics, reduction order): set it to get the same bits on machines with other "
+          "core counts."),
       Int("train.intra_op_threads", &C::intra_op_threads, 0,
           "Threads that run a process's kernels, shared by its replicas (0: the process's "
           "share of the cores its affinity mask and cgroup quota allow; TROUPE_NUM_THREADS "

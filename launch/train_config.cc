@@ -241,7 +241,7 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
     return InvalidArgumentError(origin +
                                 ": collectives.backend = \"nccl\" needs train.device = \"gpu\"");
   }
-  if (config.collectives_backend == "nccl" && config.replicas_per_process != 1) {
+  if (config.collectives_backend == "nccl" && config.replicas_per_process > 1) {
     return InvalidArgumentError(
         origin +
         ": collectives.backend = \"nccl\" runs one replica per process (NCCL refuses "
@@ -267,7 +267,8 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
                                 "are both set; set one (the address, or the interface whose "
                                 "IPv4 to advertise)");
   }
-  if (config.global_batch_size % config.replicas_per_process != 0) {
+  if (config.replicas_per_process > 0 &&
+      config.global_batch_size % config.replicas_per_process != 0) {
     return InvalidArgumentError(origin + ": train.global_batch_size (" +
                                 std::to_string(config.global_batch_size) +
                                 ") is not divisible by train.replicas_per_process (" +
@@ -345,6 +346,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& data) {
 Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& origin,
                                      const std::vector<std::string>& overrides) {
   TrainConfig config;
+  config.replicas_per_process = 0;  // left out: "auto" (actors::ReplicasPerProcess)
   PresentKeys present;
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) return InvalidArgumentError(ParseErrorText(parsed.error(), origin));

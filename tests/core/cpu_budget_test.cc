@@ -45,8 +45,8 @@ TEST(CpuBudgetTest, AProcesssReplicasKeepCoresOfTheirOwn) {
   IntraOpChoice c = ChooseIntraOpThreads(Budget(2, 2), 1, 2, 0, 0);
   EXPECT_EQ(c.threads, 1);
   EXPECT_NE(c.why.find("1 other replica"), std::string::npos) << c.why;
-  EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 1, 4, 0, 0).threads, 13);
-  EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 2, 4, 0, 0).threads, 5);
+  EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 1, 4, 0, 0).threads, 12);
+  EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 2, 4, 0, 0).threads, 4);
   EXPECT_EQ(ChooseIntraOpThreads(Budget(4, 4), 1, 8, 0, 0).threads, 1);
 }
 
@@ -61,6 +61,30 @@ TEST(CpuBudgetTest, ConfigWinsOverEnvironmentOverAutomatic) {
   EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 1, 4, 3, 5).threads, 3);
   EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 1, 4, 0, 5).threads, 5);
   EXPECT_EQ(ChooseIntraOpThreads(Budget(16, 16), 1, 4, 0, 5).why, "TROUPE_NUM_THREADS");
+}
+
+TEST(CpuBudgetTest, AutoReplicasAreOnePerCoreUpToTwoThenOnePerTwoCores) {
+  ReplicaChoice c = ChooseReplicasPerProcess(Budget(16, 16), 1, 1, 128);
+  EXPECT_EQ(c.replicas, 8);
+  EXPECT_NE(c.why.find("8 replicas of 16 examples"), std::string::npos) << c.why;
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(1, 1), 1, 1, 128).replicas, 1);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(2, 2), 1, 1, 128).replicas, 2);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(3, 3), 1, 1, 128).replicas, 2);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(4, 4), 1, 1, 128).replicas, 2);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(2, 2), 2, 2, 128).replicas, 1);  // 1 core each
+  // The host's processes share its cores; a quota caps them.
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(16, 16), 2, 2, 128).replicas, 4);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(64, 64, 6), 1, 1, 128).replicas, 2);  // not 3: 128 % 3
+}
+
+TEST(CpuBudgetTest, AutoReplicasDivideTheBatchIntoPiecesOfTwoOrMore) {
+  // 12 = 6 x 2: not 8 (12 % 8), and per-replica batches of at least 2.
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(16, 16), 1, 1, 12).replicas, 6);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(16, 16), 1, 1, 4).replicas, 2);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(16, 16), 1, 1, 1).replicas, 1);
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(16, 16), 1, 1, 97).replicas, 1);  // a prime
+  // The job's replicas are processes x this: 2 processes, batch 24 -> 2 x 6 replicas of 2.
+  EXPECT_EQ(ChooseReplicasPerProcess(Budget(32, 32), 2, 2, 24).replicas, 6);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace troupe {
 namespace {
@@ -80,6 +81,63 @@ TEST(ThreadPoolTest, TasksReachSpinningAndSleepingWorkers) {
     pool.ParallelFor(1000, 10, [&](int64_t b, int64_t e) { covered += e - b; });
     EXPECT_EQ(covered.load(), 1000);
   }
+}
+
+// Replicas share one pool: ParallelFor calls from several threads at once, some of them from
+// inside another call's blocks, must each cover their range exactly once and all return.
+TEST(ThreadPoolTest, ConcurrentAndNestedCallsEachCoverTheirRange) {
+  ThreadPool pool(5, "t");
+  constexpr int kCallers = 6;
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 300; ++round) {
+        const int64_t n = 1 + (round * 37 + c * 11) % 97;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.ParallelFor(n, 1 + round % 5, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            if (round % 3 == 0) {  // a nested call from inside a block
+              std::atomic<int64_t> inner{0};
+              pool.ParallelFor(8, 1, [&](int64_t ib, int64_t ie) { inner += ie - ib; });
+              if (inner.load() != 8) bad++;
+            }
+            hits[static_cast<size_t>(i)]++;
+          }
+        });
+        for (auto& h : hits) {
+          if (h.load() != 1) bad++;
+        }
+        if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// More concurrent calls than the pool has slots to post them in: the rest run on their callers.
+TEST(ThreadPoolTest, CallsBeyondThePostingSlotsRunOnTheirCallers) {
+  ThreadPool pool(2, "t");
+  constexpr int kCallers = 40;
+  std::atomic<int> inside{0};
+  std::atomic<int> release{0};
+  std::atomic<int64_t> covered{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&] {
+      pool.ParallelFor(4, 1, [&](int64_t b, int64_t e) {
+        if (b == 0) {  // hold the call open until every caller is inside its own
+          inside++;
+          while (inside.load() < kCallers && release.load() == 0) std::this_thread::yield();
+          release = 1;
+        }
+        covered += e - b;
+      });
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(covered.load(), 4 * kCallers);
 }
 
 }  // namespace
