@@ -43,9 +43,9 @@ struct ReplicaChoice {
 // (world_size x this) divide `global_batch` into per-replica batches of at least 2. One
 // replica's kernels do not keep many cores busy (small ops, a synchronisation per op), while
 // each replica adds a thread that computes on its own slice of the batch. Measured with
-// bench/replicas_threads.py: on 2 cores, 2 replicas ran LeNet and the nanoGPT-sized
-// transformer 1.2-1.3x faster than 1 with 2 threads; on a 16-core Xeon, 8 replicas ran
-// ResNet-20 (batch 128) at 3690 examples/s against 2480 for 1 replica and 2720 for 16.
+// bench/replicas_threads.py: on a 16-core Xeon, 8 replicas ran ResNet-20 (batch 128) at
+// 3480-3860 examples/s against 2680-2790 for 1 replica (16 threads) and 2720 for 16 replicas;
+// on 2 cores, 2 replicas with 1 thread and 1 with 2 are within noise of each other.
 ReplicaChoice ChooseReplicasPerProcess(const CpuBudget& budget, int local_processes,
                                        int64_t world_size, int64_t global_batch);
 
