@@ -54,6 +54,8 @@ struct TrainConfig {
   int64_t epochs = 1;
   int64_t max_steps = 0;  // 0: run all epochs
   int64_t global_batch_size = 64;
+  // 0: "auto" (ReplicasPerProcess in trainer.h), what a TOML config that leaves the key out
+  // gets; a TrainConfig built in code keeps 1 unless told otherwise.
   int64_t replicas_per_process = 1;
   // Threads running one process's kernels (0: its share of the usable cores, see
   // core/cpu_budget.h). Results do not depend on it.

@@ -13,6 +13,7 @@
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/file_util.h"
+#include "core/cpu_budget.h"
 #include "graph/random/generator.h"
 
 namespace troupe::actors {
@@ -333,6 +334,24 @@ TEST(Trainer, EvaluatesOnItsCadenceKeepsTheBestAndResumesBothLogs) {
   auto after = nlohmann::json::parse(*ckpt::ReadFileToString(best_dir + "/best.json"));
   EXPECT_EQ(after["value"], 2.0);
   EXPECT_EQ(after["step"], best_step);
+}
+
+// train.replicas_per_process = 0 ("auto"): Setup runs the count core/cpu_budget.h chooses for
+// this machine (2 on the 2-core CI), GPUs take 1, and a set count is kept.
+TEST(Trainer, AutoReplicasRunTheCountTheCpuBudgetGives) {
+  TrainConfig c = SmallJob("auto");
+  c.replicas_per_process = 0;
+  const int want = ChooseReplicasPerProcess(ReadCpuBudget(), 1, 1, c.global_batch_size).replicas;
+  EXPECT_EQ(ReplicasPerProcess(c, 1, 1), want);
+  auto t = Start(c);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->replica_keys().size(), static_cast<size_t>(want));
+  TrainConfig gpu = c;
+  gpu.device = "gpu";
+  EXPECT_EQ(ReplicasPerProcess(gpu, 1, 1), 1);
+  c.replicas_per_process = 3;
+  EXPECT_EQ(ReplicasPerProcess(c, 1, 1), 3);
+  fs::remove_all(SmallJob("auto").run_dir);
 }
 
 }  // namespace

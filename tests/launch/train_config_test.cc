@@ -61,6 +61,17 @@ TEST(TrainConfigTest, WrongTypesAndRanges) {
   EXPECT_NE(d.status().message().find("not divisible"), std::string::npos);
 }
 
+TEST(TrainConfigTest, ReplicasPerProcessLeftOutIsAuto) {
+  auto c = ParseTrainConfig("[train]\nglobal_batch_size = 7\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status();  // auto: no divisibility to check yet
+  EXPECT_EQ(c->replicas_per_process, 0);
+  auto set = ParseTrainConfig("[train]\nreplicas_per_process = 4\n", "t.toml");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->replicas_per_process, 4);
+  EXPECT_TRUE(Mentions(ParseTrainConfig("[train]\nreplicas_per_process = -1\n", "t.toml"),
+                       "train.replicas_per_process"));
+}
+
 // Present means written down, in the file or with --set: even the default value is refused,
 // because whoever wrote it expected it to do something.
 TEST(TrainConfigTest, MomentumUnderAdamIsAnError) {
