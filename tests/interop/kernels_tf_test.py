@@ -147,6 +147,14 @@ CONVS = [  # (input, filter, strides, padding)
     # a 1x1 expansion (input read in place, transposed filter gradient, several row blocks).
     ((16, 14, 14, 32), (3, 3, 32, 48), (1, 1), "SAME"),
     ((48, 14, 14, 24), (1, 1, 24, 96), (1, 1), "SAME"),
+    # ResNet-20's 16-, 32- and 64-channel 3x3s (direct kernels; the unit-stride input gradient
+    # runs as the forward of the rotated filter), and that input gradient under VALID padding
+    # and an even 2x2 SAME filter (padded 0 on top, 1 below).
+    ((4, 28, 28, 16), (3, 3, 16, 16), (1, 1), "SAME"),
+    ((4, 14, 14, 32), (3, 3, 32, 32), (1, 1), "SAME"),
+    ((8, 7, 7, 64), (3, 3, 64, 64), (1, 1), "SAME"),
+    ((2, 10, 9, 16), (3, 3, 16, 16), (1, 1), "VALID"),
+    ((2, 9, 9, 32), (2, 2, 32, 32), (1, 1), "SAME"),
 ]
 for xs, fs, (sh, sw), pad in CONVS:
     xin, f = rand(*xs), rand(*fs)

@@ -196,7 +196,12 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
                                   // padded images, several row blocks spanning images).
                                   std::tuple{V{6, 28, 28, 16}, V{3, 3, 16, 16}, "SAME", 1},
                                   std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, "SAME", 1},
-                                  std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, "SAME", 1}}) {
+                                  std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, "SAME", 1},
+                                  // Unit-stride input gradients run as forward convolutions:
+                                  // VALID (padded kh - 1 all round) and an even 2x2 SAME (padded
+                                  // 0 on top, 1 below: the rotated filter's 1 on top, 0 below).
+                                  std::tuple{V{5, 10, 9, 16}, V{3, 3, 16, 16}, "VALID", 1},
+                                  std::tuple{V{5, 9, 9, 32}, V{2, 2, 32, 32}, "SAME", 1}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
     Tensor x = Random(TensorShape(xs), 1), f = Random(TensorShape(fs), 2);
     AttrMap a{{"strides", V{1, 1, 1, 1}}, {"padding", std::string(pad)}};
@@ -282,6 +287,23 @@ ChainRef FmaChainConv(const Tensor& x, const Tensor& f, const Tensor& dy, int64_
   return r;
 }
 
+// The filter rotated by 180 degrees with its channel axes swapped: [kh, kw, f, c].
+Tensor Rotated(const Tensor& f) {
+  const int64_t kh = f.dim(0), kw = f.dim(1), c = f.dim(2), fo = f.dim(3);
+  Tensor r = *Tensor::Allocate(DType::kFloat32, TensorShape({kh, kw, fo, c}));
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      for (int64_t ci = 0; ci < c; ++ci) {
+        for (int64_t o = 0; o < fo; ++o) {
+          r.data<float>()[((i * kw + j) * fo + o) * c + ci] =
+              f.data<float>()[(((kh - 1 - i) * kw + (kw - 1 - j)) * c + ci) * fo + o];
+        }
+      }
+    }
+  }
+  return r;
+}
+
 bool SameFloats(const Tensor& t, const std::vector<float>& want) {
   return t.num_elements() == static_cast<int64_t>(want.size()) &&
          std::memcmp(t.data<float>(), want.data(), want.size() * sizeof(float)) == 0;
@@ -311,6 +333,8 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
                                  std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true},
+                                 // A unit-stride 64 -> 64 (input gradient as a forward too).
+                                 std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 64}, 1, true},
                                  // Filters of 2^16+ elements over several row blocks: packed
                                  // once per call (a 3x3, a 1x1 in place, a strided 3x3).
                                  std::tuple{V{2, 10, 10, 128}, V{3, 3, 128, 64}, 1, true},
@@ -320,7 +344,13 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
     Tensor x = Random(TensorShape(xs), 5), f = Random(TensorShape(fs), 6);
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
     Tensor dy = Random(Run1("Conv2D", {x, f}, a).shape(), 7);
-    const ChainRef want = FmaChainConv(x, f, dy, s, same);
+    ChainRef want = FmaChainConv(x, f, dy, s, same);
+    // Unit strides into 16 -> 16, 32 -> 32 and 64 -> 64 (the direct forward kernels take the
+    // rotated filter): dx is the forward chain of dy with the rotated filter over (kh, kw, f).
+    const int64_t c = xs[3], fo = fs[3];
+    if (s == 1 && fs[0] * fs[1] > 1 && c == fo && (c == 16 || c == 32 || c == 64)) {
+      want.dx = FmaChainConv(dy, Rotated(f), Random(x.shape(), 8), 1, same).y;
+    }
     AttrMap bi = a, bf = a;
     bi.Set("input_sizes", xs);
     bf.Set("filter_sizes", fs);
