@@ -180,6 +180,8 @@ void RowBlock(const KernelInfo& ki, const ABlock& A, const float* bp, int64_t mc
       float* ct = c + ir * ldc + jr;
       if (rows == ki.mr && cols == ki.nr) {
         fn(kc, a, lda, b, ct, ldc, mode);
+      } else if (cols == ki.nr && ki.partial != nullptr) {
+        ki.partial(rows)(kc, a, lda, b, ct, ldc, mode);  // a packed panel: !direct
       } else {
         EdgeTile(ki, fn, kc, a, lda, b, ct, ldc, rows, cols, mode);
       }

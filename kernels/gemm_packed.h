@@ -12,8 +12,9 @@
 // Structure: for each nc-wide column block and kc-deep slice, B is packed into kc × nr panels
 // (zero-padded past n); for each mc-tall row block A is packed into mr × kc panels (zero-padded
 // past m); a register-blocked micro-kernel computes one mr × nr tile of C. The four transpose
-// combinations differ only in packing; edge tiles run on a padded scratch tile. Single-threaded
-// and reentrant (scratch is thread-local); callers parallelise over rows.
+// combinations differ only in packing; a row block's last, partial panel of rows runs a
+// micro-kernel of that many rows, and tiles cut by the right edge of C run on a padded scratch
+// tile. Single-threaded and reentrant (scratch is thread-local); callers parallelise over rows.
 #pragma once
 
 #include <cstdint>
@@ -79,10 +80,13 @@ using MicroKernel = void (*)(int64_t kc, const float* a, int64_t lda, const floa
 
 // A micro-kernel with its register tile and cache blocking (kc: depth of a packed slice;
 // mc: rows of A packed at once; nc: columns of B packed at once; mc % mr == nc % nr == 0).
+// partial(rows), 1 <= rows < mr, where set: `fn` for a packed panel (lda = mr) of only that many
+// rows, each element the same chain.
 struct KernelInfo {
   MicroKernel fn = nullptr, fn_rows = nullptr;
   int mr = 0, nr = 0;
   int64_t kc = 0, mc = 0, nc = 0;
+  MicroKernel (*partial)(int rows) = nullptr;
 };
 
 // The micro-kernels each build offers (fn == nullptr when that build has none). `n` is the

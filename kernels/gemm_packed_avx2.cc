@@ -37,8 +37,10 @@ struct Vec {
 // 6 × 16 (12 of the 16 ymm registers accumulate); 12 × 8 for products at most 8 wide.
 KernelInfo Avx2Kernel(int64_t n) {
   if (n <= 8)
-    return {MicroKernelT<12, 1, false>, MicroKernelT<12, 1, true>, 12, 8, 256, 12 * 24, 4096};
-  return {MicroKernelT<6, 2, false>, MicroKernelT<6, 2, true>, 6, 16, 256, 6 * 48, 4096};
+    return {MicroKernelT<12, 1, false>, MicroKernelT<12, 1, true>, 12, 8, 256, 12 * 24, 4096,
+            PartialRows<12, 1>};
+  return {MicroKernelT<6, 2, false>, MicroKernelT<6, 2, true>, 6, 16, 256, 6 * 48, 4096,
+          PartialRows<6, 2>};
 }
 
 #else

@@ -40,12 +40,15 @@ struct Vec {
 // narrow products (n ≤ 16, 16-channel convolutions) take 14 × 16.
 KernelInfo Avx512Kernel(int64_t n) {
   if (n <= 16) {
-    return {MicroKernelT<14, 1, false>, MicroKernelT<14, 1, true>, 14, 16, 256, 14 * 32, 4096};
+    return {MicroKernelT<14, 1, false>, MicroKernelT<14, 1, true>, 14, 16, 256, 14 * 32, 4096,
+            PartialRows<14, 1>};
   }
   if ((n + 47) / 48 * 48 < (n + 31) / 32 * 32) {
-    return {MicroKernelT<7, 3, false>, MicroKernelT<7, 3, true>, 7, 48, 256, 7 * 32, 4032};
+    return {MicroKernelT<7, 3, false>, MicroKernelT<7, 3, true>, 7, 48, 256, 7 * 32, 4032,
+            PartialRows<7, 3>};
   }
-  return {MicroKernelT<6, 2, false>, MicroKernelT<6, 2, true>, 6, 32, 256, 6 * 32, 4096};
+  return {MicroKernelT<6, 2, false>, MicroKernelT<6, 2, true>, 6, 32, 256, 6 * 32, 4096,
+          PartialRows<6, 2>};
 }
 
 #else
