@@ -224,8 +224,9 @@ TEST(Conv2DTest, SameBitsAnyThreadCount) {
 
 // The GEMM path's bits, written out: the forward output is the fmaf chain over the patch in
 // (kh, kw, c) order (padding taps as 0), the input gradient adds, in output-pixel order, each
-// patch row's chain over the output channels, and (within one row block) the filter gradient is
-// the chain over output pixels. Whatever the blocking (1x1 filters read the input
+// patch row's chain over the output channels (except the unit-stride input gradients that run as
+// a forward convolution: GemmPathIsTheFmaChain), and (within one row block) the filter gradient
+// is the chain over output pixels. Whatever the blocking (1x1 filters read the input
 // in place, the input gradient groups images), the GEMM path (scalar, AVX2, AVX-512) or the
 // thread count, the kernels must give exactly these bits.
 struct ChainRef {
