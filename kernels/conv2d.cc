@@ -231,18 +231,17 @@ std::optional<ConvGeo> InputGradAsForward(const ConvGeo& g, size_t elem) {
 template <typename T>
 void InputGradByForward(ThreadPool* pool, const ConvGeo& g, const ConvGeo& t, const T* filter,
                         const T* dy, T* dx) {
-  thread_local std::vector<T> rotated;
-  rotated.resize(static_cast<size_t>(g.K() * g.f));
+  T* rotated = Scratch<T>(static_cast<size_t>(g.K() * g.f));
   for (int64_t i = 0; i < g.kh; ++i) {
     for (int64_t j = 0; j < g.kw; ++j) {
       const T* src = filter + ((g.kh - 1 - i) * g.kw + (g.kw - 1 - j)) * g.c * g.f;
-      T* dst = rotated.data() + (i * g.kw + j) * g.f * g.c;
+      T* dst = rotated + (i * g.kw + j) * g.f * g.c;
       for (int64_t c = 0; c < g.c; ++c) {
         for (int64_t o = 0; o < g.f; ++o) dst[o * g.c + c] = src[c * g.f + o];
       }
     }
   }
-  Conv2DDirectSmall(pool, t, dy, rotated.data(), dx);
+  Conv2DDirectSmall(pool, t, dy, rotated, dx);
 }
 
 // Otherwise dx: each patch row is dy's row times filter^T (a fmaf chain over f), scattered back
