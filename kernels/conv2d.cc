@@ -357,6 +357,18 @@ void FilterGradInPlace(ThreadPool* pool, const ConvGeo& g, const float* x, const
   });
 }
 
+// c = a^T . b for one row block of a filter gradient. `streamed`: a is a slice of x or dy itself
+// (a 1x1 filter's patch rows), read once from memory, so float packs all of it
+// (GemmPackedStreamA): in place, its rows 256 B to 2 KB apart would miss L1 on every panel.
+template <typename T>
+void FilterGradProduct(bool streamed, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                       const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (streamed && k > 0) return GemmPackedStreamA(true, false, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+  Gemm(true, false, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
 // dw = the sum over row blocks b = 0, 1, ... of col_b^T . dy_b, added in block order. The
 // blocks run in waves of a few partials (a bounded buffer, not one per block), and each wave is
 // added to dw in block order, in parallel over dw's elements: every element gets the same sums
@@ -405,9 +417,9 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
         }
         T* dst = b == 0 ? out : partial + (b - w0) * size;
         if (swap) {
-          Gemm(true, false, g.f, K, r1 - r0, dy + r0 * g.f, g.f, a, K, dst, K);
+          FilterGradProduct(pointwise, g.f, K, r1 - r0, dy + r0 * g.f, g.f, a, K, dst, K);
         } else {
-          Gemm(true, false, K, g.f, r1 - r0, a, K, dy + r0 * g.f, g.f, dst, g.f);
+          FilterGradProduct(pointwise, K, g.f, r1 - r0, a, K, dy + r0 * g.f, g.f, dst, g.f);
         }
       }
     });

@@ -196,10 +196,11 @@ int64_t PackedSliceOffset(const KernelInfo& ki, int64_t n, int64_t k, int64_t jc
 }
 
 // C = op(A) op(B), or with `add` (only for k <= ki.kc: one slice, the chain in registers)
-// C += it. `packed_b`: op(B) already packed whole (GemmPackB), b unused.
+// C += it. `packed_b`: op(B) already packed whole (GemmPackB), b unused. `stream_a`: every
+// panel of A is packed (GemmPackedStreamA).
 void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, bool add = false,
-         const float* packed_b = nullptr) {
+         const float* packed_b = nullptr, bool stream_a = false) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (add) return;
@@ -212,7 +213,7 @@ void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k
   // A transposed with rows 4 KB apart or a multiple of that: read in place, every row of a panel
   // falls in the same cache set and the panel does not stay in L1 (1x1 filter gradients of 1024
   // or 2048 channels), so it is packed whole.
-  const bool pack_all = ta && lda % 1024 == 0;
+  const bool pack_all = stream_a || (ta && lda % 1024 == 0);
   float* ap = Buffer(a_buf, (pack_all ? ki.mc : ki.mr) * ki.kc);
   float* b_own = packed_b ? nullptr : Buffer(b_buf, nc_max * ki.kc);
   for (int64_t jc = 0; jc < n; jc += ki.nc) {
@@ -356,6 +357,11 @@ void GemmPackB(bool tb, int64_t n, int64_t k, const float* b, int64_t ldb, int64
 void GemmPackedB(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                  const float* packed_b, float* c, int64_t ldc) {
   Run(Choose(n), ta, false, m, n, k, a, lda, nullptr, 0, c, ldc, false, packed_b);
+}
+
+void GemmPackedStreamA(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  Run(Choose(n), ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, nullptr, true);
 }
 
 void GemmPackedAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,

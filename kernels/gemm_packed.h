@@ -27,6 +27,13 @@ namespace kernels {
 void GemmPacked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float* c, int64_t ldc);
 
+// GemmPacked for an op(A) streamed once from memory (a slice of a tensor far larger than the
+// caches, as 1x1 filter gradients read the whole batch): every panel of A is packed, whatever
+// lda. Read in place, such a transposed A misses L1 on every micro-kernel call, its rows a
+// power-of-2 multiple of 256 bytes apart and so in a few cache sets. The same bits as GemmPacked.
+void GemmPackedStreamA(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
 // C[i, j] += (the fmaf chain above for element (i, j), from +0.0f over all of k): one rounded
 // float add per element after the whole chain, so a caller that sums products over consecutive
 // blocks of k gets exactly "compute each block's product, then add the blocks in order" without
@@ -73,7 +80,8 @@ enum class Mode { kStore, kContinue, kAdd };
 // b[p * nr + j], p < kc. A is a[p * lda + i] (`fn`: a packed panel with lda = mr, or a
 // transposed A read in place) or mr rows of a row-major matrix a[i * lda + p] (`fn_rows`); so
 // full panels of A are packed only where a transposed A's rows are a multiple of 4 KB apart
-// (read in place, they would share a cache set), else only the last, partial one. Every element is
+// (read in place, they would share a cache set) or the caller streams A (GemmPackedStreamA),
+// else only the last, partial one. Every element is
 // a fmaf chain over p in order, started and finished as `mode` says.
 using MicroKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
                              int64_t ldc, Mode mode);

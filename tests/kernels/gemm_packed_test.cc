@@ -5,6 +5,7 @@
 // transformer shapes.
 #include "kernels/gemm_packed.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -24,12 +25,11 @@ using testutil::UniformFloats;
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*,
                         int64_t, float*, int64_t);
 
-// Each path against the fma chain for one shape; untouched padding columns of C stay -7.
-// lda 0: a padded leading dimension (rows of A 3 floats longer than needed).
-void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda = 0) {
-  if (lda == 0) lda = (ta ? m : k) + 3;
-  const int64_t ldb = (tb ? k : n) + 1, ldc = n + 2;
-  const auto a = UniformFloats((ta ? k : m) * lda, 1), b = UniformFloats((tb ? n : k) * ldb, 2);
+// The sequential fma chain of every element, in a C of leading dimension ldc whose padding
+// columns hold -7.
+std::vector<float> FmaChain(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                            const std::vector<float>& a, int64_t lda, const std::vector<float>& b,
+                            int64_t ldb, int64_t ldc) {
   std::vector<float> want(static_cast<size_t>(m * ldc), -7.0f);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -41,6 +41,16 @@ void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda =
       want[static_cast<size_t>(i * ldc + j)] = acc;
     }
   }
+  return want;
+}
+
+// Each path against the fma chain for one shape; untouched padding columns of C stay -7.
+// lda 0: a padded leading dimension (rows of A 3 floats longer than needed).
+void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda = 0) {
+  if (lda == 0) lda = (ta ? m : k) + 3;
+  const int64_t ldb = (tb ? k : n) + 1, ldc = n + 2;
+  const auto a = UniformFloats((ta ? k : m) * lda, 1), b = UniformFloats((tb ? n : k) * ldb, 2);
+  const std::vector<float> want = FmaChain(ta, tb, m, n, k, a, lda, b, ldb, ldc);
   std::vector<std::pair<const char*, GemmFn>> paths = {{"scalar", kernels::GemmPackedScalar}};
   if (kernels::HaveGemmPackedAvx2()) paths.push_back({"avx2", kernels::GemmPackedAvx2});
   if (kernels::HaveGemmPackedAvx512()) paths.push_back({"avx512", kernels::GemmPackedAvx512});
@@ -109,6 +119,34 @@ TEST(GemmPackedTest, AddIsOneRoundedSumAfterTheChain) {
   }
 }
 
+// GemmPackedStreamA packs every panel of A (the 1x1 filter gradients' path): the same chain on
+// every path, for both layouts of A, power-of-2 and odd leading dimensions, several kc slices,
+// row blocks and edge tiles.
+TEST(GemmPackedTest, StreamedAIsTheFmaChain) {
+  std::vector<GemmPath> paths = {GemmPath::kScalar};
+  if (kernels::HaveGemmPackedAvx2()) paths.push_back(GemmPath::kAvx2);
+  if (kernels::HaveGemmPackedAvx512()) paths.push_back(GemmPath::kAvx512);
+  for (bool ta : {true, false}) {
+    for (auto [m, n, k, lda] :
+         {std::tuple{256, 64, 600, 256}, std::tuple{64, 256, 300, 512}, std::tuple{197, 33, 257, 0},
+          std::tuple{5, 70, 9, 0}, std::tuple{390, 128, 40, 1024}}) {
+      const int64_t lda_ = lda ? std::max(lda, ta ? m : k) : (ta ? m : k) + 3;
+      const int64_t ldb = n + 1, ldc = n + 2;
+      const auto a = UniformFloats((ta ? k : m) * lda_, 6), b = UniformFloats(k * ldb, 7);
+      const std::vector<float> want = FmaChain(ta, false, m, n, k, a, lda_, b, ldb, ldc);
+      for (GemmPath path : paths) {
+        kernels::SetGemmPathForTesting(path);
+        std::vector<float> c(want.size(), -7.0f);
+        kernels::GemmPackedStreamA(ta, false, m, n, k, a.data(), lda_, b.data(), ldb, c.data(),
+                                   ldc);
+        EXPECT_EQ(std::memcmp(c.data(), want.data(), sizeof(float) * c.size()), 0)
+            << "path " << int(path) << " ta=" << ta << " m=" << m << " n=" << n << " k=" << k;
+      }
+      kernels::SetGemmPathForTesting(GemmPath::kAuto);
+    }
+  }
+}
+
 TEST(GemmPackedTest, AvxPathsExist) {
   if (!kernels::HaveGemmPackedAvx2()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
   if (!kernels::HaveGemmPackedAvx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
@@ -160,7 +198,7 @@ class SameBitsTest : public ::testing::Test {
 
 // ResNet-20's layers: up to 32 channels run conv2d_direct_small*.cc's kernels, 64 channels their
 // forward (and, on small images, filter gradient) and im2col + GEMM for the rest; the 1 -> 16 stem
-// the direct forward and conv2d_direct.cc's gradients.
+// the direct forward and conv2d_direct.cc's gradients. Then ResNet-50's 1x1s.
 TEST_F(SameBitsTest, ResNetConvolutions) {
   Conv({8, 32, 32, 1}, {3, 3, 1, 16}, 1);
   Conv({8, 32, 32, 16}, {3, 3, 16, 16}, 1);
@@ -169,6 +207,10 @@ TEST_F(SameBitsTest, ResNetConvolutions) {
   Conv({8, 16, 16, 32}, {3, 3, 32, 32}, 1);
   Conv({8, 8, 8, 64}, {3, 3, 64, 64}, 1);
   Conv({8, 32, 32, 3}, {3, 3, 3, 16}, 1);
+  // ResNet-50's bottleneck 1x1s over two filter-gradient row blocks: the expansion computed
+  // transposed and the reduction, both with the batch's patch rows packed as they stream.
+  Conv({8, 14, 14, 64}, {1, 1, 64, 256}, 1);
+  Conv({8, 14, 14, 256}, {1, 1, 256, 64}, 1);
 }
 
 TEST_F(SameBitsTest, TransformerMatMuls) {
