@@ -136,13 +136,8 @@ T* Scratch(size_t n) {
   return buf.data();
 }
 
-// Per-thread float buffers of the calling thread (shared with the workers for the length of
-// one call): FilterGradInPlace's patch rows, and a transposed filter or filter gradient.
-float* ColScratch(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
+// A per-thread float buffer of the calling thread (shared with the workers for the length of
+// one call): a transposed filter or filter gradient.
 float* TransposedScratch(size_t n) {
   thread_local std::vector<float> buf;
   if (buf.size() < n) buf.resize(n);
@@ -316,6 +311,29 @@ T* PartialScratch(size_t n) {
 // FilterGradInPlace: their block partials cost more memory traffic than the GEMM itself.
 constexpr int64_t kInPlaceFilterGrad = int64_t{1} << 17;
 
+// Rows [k0, k1) of dw (columns [k0, k1) of the patch matrix) over every row block, in block
+// order: block 0's product stored, each later one added (GemmPackedAdd). A thread im2cols only
+// the patch columns it multiplies, into its own buffer, so they stay in its core's caches; its
+// rows are an odd number of cache lines apart, so a transposed read in place spreads over
+// every L1 set.
+void FilterGradColumns(const ConvGeo& g, const float* x, const float* dy, int64_t k0, int64_t k1,
+                       float* dw) {
+  const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g);
+  const bool pointwise = Pointwise(g);
+  const int64_t ld = pointwise ? K : ((k1 - k0 + 15) / 16 | 1) * 16;
+  float* col = pointwise ? nullptr : Scratch<float>(static_cast<size_t>(block * ld));
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t r1 = std::min(rows, r0 + block);
+    const float* a = x + r0 * K + k0;
+    if (!pointwise) {
+      Im2ColColumns(g, x, r0, r1, k0, k1, col, ld);
+      a = col;
+    }
+    const auto gemm = r0 == 0 ? GemmPacked : GemmPackedAdd;
+    gemm(true, false, k1 - k0, g.f, r1 - r0, a, ld, dy + r0 * g.f, g.f, dw + k0 * g.f, g.f);
+  }
+}
+
 // float, large products: the same block products and block-order sums as the GEMM path below,
 // but each block's product is added straight into dw (GemmPackedAdd: c + chain, one rounding;
 // block 0 is stored), so no partials are written and read back. Every thread works on every
@@ -324,31 +342,26 @@ constexpr int64_t kInPlaceFilterGrad = int64_t{1} << 17;
 void FilterGradInPlace(ThreadPool* pool, const ConvGeo& g, const float* x, const float* dy,
                        float* dw) {
   const int64_t K = g.K(), rows = g.rows(), block = FilterGradRows(g);
-  const bool pointwise = Pointwise(g), swap = K < g.f;  // swap: as in the GEMM path below
+  // swap, as in the GEMM path below, only where x is read in place: im2col'd patch columns are
+  // split between threads, which needs them as the product's rows.
+  const bool pointwise = Pointwise(g), swap = pointwise && K < g.f;
   const int64_t m = swap ? g.f : K;
   const int64_t threads = pool == nullptr ? 1 : pool->num_threads() + 1;
   const int64_t chunk = simd::RoundUp((m + threads - 1) / threads, 16);
-  float* out = swap ? TransposedScratch(static_cast<size_t>(K * g.f)) : dw;
-  float* col = pointwise ? nullptr : ColScratch(static_cast<size_t>(block * K));
+  if (!swap) {
+    ParallelForBlocks(pool, m, chunk,
+                      [&](int64_t k0, int64_t k1) { FilterGradColumns(g, x, dy, k0, k1, dw); });
+    return;
+  }
+  // dw^T = dy^T . x, each thread on its own filters.
+  float* out = TransposedScratch(static_cast<size_t>(K * g.f));
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t r1 = std::min(rows, r0 + block), depth = r1 - r0;
-    const float* a = x + r0 * K;
-    if (!pointwise) {
-      ParallelForBlocks(pool, depth, (depth + threads - 1) / threads, [&](int64_t i0, int64_t i1) {
-        Im2Col(g, x, r0 + i0, r0 + i1, col + i0 * K);
-      });
-      a = col;
-    }
     const auto gemm = r0 == 0 ? GemmPacked : GemmPackedAdd;
     ParallelForBlocks(pool, m, chunk, [&](int64_t i0, int64_t i1) {
-      if (swap) {
-        gemm(true, false, i1 - i0, K, depth, dy + r0 * g.f + i0, g.f, a, K, out + i0 * K, K);
-      } else {
-        gemm(true, false, i1 - i0, g.f, depth, a + i0, K, dy + r0 * g.f, g.f, out + i0 * g.f, g.f);
-      }
+      gemm(true, false, i1 - i0, K, depth, dy + r0 * g.f + i0, g.f, x + r0 * K, K, out + i0 * K, K);
     });
   }
-  if (!swap) return;
   ParallelForBlocks(pool, K, (K + threads - 1) / threads, [&](int64_t k0, int64_t k1) {
     Eigen::Map<RowMat<float>>(dw + k0 * g.f, k1 - k0, g.f) =
         Eigen::Map<const RowMat<float>, 0, Eigen::OuterStride<>>(out + k0, g.f, k1 - k0,

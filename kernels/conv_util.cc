@@ -203,36 +203,47 @@ struct PixelCursor {
 }  // namespace
 
 template <typename T>
-void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
-  const int64_t K = g.K(), image = g.h * g.w * g.c;
+void Im2ColColumns(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, int64_t k0, int64_t k1,
+                   T* col, int64_t ldcol) {
+  const int64_t row_len = g.kw * g.c, image = g.h * g.w * g.c;
+  const int64_t kh0 = k0 / row_len, kh1 = (k1 + row_len - 1) / row_len;
   PixelCursor at(g, r0);
   for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
     const T* img = x + at.n * image;
-    T* dst = col + (r - r0) * K;
+    T* dst = col + (r - r0) * ldcol - k0;  // dst[k] is column k
     const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
     const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
-    for (int64_t kh = 0; kh < g.kh; ++kh, dst += g.kw * g.c) {
+    for (int64_t kh = kh0; kh < kh1; ++kh) {
+      // Columns [lo, hi) of this window row: offsets [lo - base, hi - base) within it.
+      const int64_t base = kh * row_len;
+      const int64_t lo = std::max(k0, base), hi = std::min(k1, base + row_len);
       const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
-        ZeroRun(dst, g.kw * g.c);
+        ZeroRun(dst + lo, hi - lo);
         continue;
       }
       const T* src_row = img + ih * g.w * g.c;
       if (full_row) {
-        // The whole window row is inside: one contiguous run of kw * c values.
-        CopyRun(dst, src_row + iw0 * g.c, g.kw * g.c);
+        // The whole window row is inside: one contiguous run.
+        CopyRun(dst + lo, src_row + iw0 * g.c + (lo - base), hi - lo);
         continue;
       }
-      for (int64_t kw = 0; kw < g.kw; ++kw) {
+      for (int64_t kw = (lo - base) / g.c; base + kw * g.c < hi; ++kw) {
+        const int64_t t0 = std::max(lo, base + kw * g.c), t1 = std::min(hi, base + (kw + 1) * g.c);
         const int64_t iw = iw0 + kw * g.dw;
         if (iw < 0 || iw >= g.w) {
-          ZeroRun(dst + kw * g.c, g.c);
+          ZeroRun(dst + t0, t1 - t0);
         } else {
-          CopyRun(dst + kw * g.c, src_row + iw * g.c, g.c);
+          CopyRun(dst + t0, src_row + iw * g.c + (t0 - base - kw * g.c), t1 - t0);
         }
       }
     }
   }
+}
+
+template <typename T>
+void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
+  Im2ColColumns(g, x, r0, r1, 0, g.K(), col, g.K());
 }
 
 template <typename T>
@@ -305,6 +316,8 @@ void ZeroOffGrid(const ConvGeo& g, int64_t n0, int64_t n1, T* dx) {
 
 template void Im2Col<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
 template void Im2Col<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
+template void Im2ColColumns<float>(const ConvGeo&, const float*, int64_t, int64_t, int64_t, int64_t,
+                                   float*, int64_t);
 template void Col2ImAdd<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);
 template void Col2ImAdd<double>(const ConvGeo&, const double*, int64_t, int64_t, double*);
 template void ScatterStrided<float>(const ConvGeo&, const float*, int64_t, int64_t, float*);

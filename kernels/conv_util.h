@@ -80,6 +80,11 @@ template <typename T>
 void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col);
 template <typename T>
 void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx);
+// Columns [k0, k1) of Im2Col's patch rows [r0, r1), into col with rows ldcol apart: the part of
+// the patch matrix one thread multiplies when threads split the filter gradient by columns.
+template <typename T>
+void Im2ColColumns(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, int64_t k0, int64_t k1,
+                   T* col, int64_t ldcol);
 
 // A 1x1 filter with a stride > 1 (no padding: a 1x1 window never needs any): each input pixel
 // is read by at most one output pixel, those on the stride grid. So the input gradient is
