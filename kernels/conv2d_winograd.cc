@@ -1,0 +1,220 @@
+#include "kernels/conv2d_winograd.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/gemm_packed.h"
+#include "kernels/kernel_util.h"
+#include "kernels/simd.h"
+
+namespace troupe {
+namespace kernels {
+namespace {
+
+// Tiles per block: each block's 16 GEMMs are (tiles x c) . (c x f), so the packed filter
+// transform (16 c x f panels, up to 16 MB) is read once per ~256 rows of A.
+constexpr int64_t kTilesPerBlock = 256;
+
+// The 4x4 transform positions (xi): the 16 GEMMs.
+constexpr int kPositions = 16;
+
+template <int kTag>
+float* Buffer(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+// Per thread: V and M of one block, zeros for padding, a sink for outputs past the edge.
+float* VBuffer(size_t n) { return Buffer<0>(n); }
+float* MBuffer(size_t n) { return Buffer<1>(n); }
+float* ZeroBuffer(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.assign(n, 0.0f);
+  return buf.data();
+}
+float* SinkBuffer(size_t n) { return Buffer<2>(n); }
+// The calling thread's: the packed filter transform, shared with the workers for one call.
+float* FilterBuffer(size_t n) { return Buffer<3>(n); }
+float* PackedFilterBuffer(size_t n) { return Buffer<4>(n); }
+
+struct Tiles {
+  int64_t th, tw;  // tiles down and across an image (ceil(oh / 2), ceil(ow / 2))
+  explicit Tiles(const ConvGeo& g) : th((g.oh + 1) / 2), tw((g.ow + 1) / 2) {}
+  int64_t per_image() const { return th * tw; }
+};
+
+// The transforms are written once over V, a float or an 8-float vector (GCC's vector
+// extensions: the same add, subtract or multiply in every lane), so the vector loop and its
+// scalar tail give every element the same arithmetic.
+using Vec8 = simd::Vec<float, 32>;
+
+template <typename V>
+TROUPE_ALWAYS_INLINE V Ld(const float* p) {
+  if constexpr (std::is_same_v<V, float>) {
+    return *p;
+  } else {
+    return simd::Load<V>(p);
+  }
+}
+template <typename V>
+TROUPE_ALWAYS_INLINE void St(float* p, const V& v) {
+  if constexpr (std::is_same_v<V, float>) {
+    *p = v;
+  } else {
+    simd::Store(p, v);
+  }
+}
+
+// Runs body.template operator()<V>(i) over [0, n): 8 at a time, then one at a time.
+template <typename Body>
+TROUPE_ALWAYS_INLINE void ForLanes(int64_t n, const Body& body) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) body.template operator()<Vec8>(i);
+  for (; i < n; ++i) body.template operator()<float>(i);
+}
+
+// U = G g G^T for every (c, f), at u[xi][c][f]: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
+void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t c1, float* u) {
+  const int64_t C = g.c, F = g.f, tap = C * F;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* w = filter + c * F;
+    float* out = u + c * F;
+    ForLanes(F, [&]<typename V>(int64_t f) {
+      const V half = simd::Splat<V>(0.5f);
+      V r[4][3];
+      for (int j = 0; j < 3; ++j) {
+        const V g0 = Ld<V>(w + j * tap + f), g1 = Ld<V>(w + (3 + j) * tap + f);
+        const V g2 = Ld<V>(w + (6 + j) * tap + f);
+        r[0][j] = g0;
+        r[1][j] = ((g0 + g1) + g2) * half;
+        r[2][j] = ((g0 - g1) + g2) * half;
+        r[3][j] = g2;
+      }
+      for (int i = 0; i < 4; ++i) {
+        St(out + (i * 4 + 0) * tap + f, r[i][0]);
+        St(out + (i * 4 + 1) * tap + f, ((r[i][0] + r[i][1]) + r[i][2]) * half);
+        St(out + (i * 4 + 2) * tap + f, ((r[i][0] - r[i][1]) + r[i][2]) * half);
+        St(out + (i * 4 + 3) * tap + f, r[i][2]);
+      }
+    });
+  }
+}
+
+// V = B^T d B for tiles [t0, t1), at v[xi][t - t0][c]: B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
+// 0 1 0 -1]. Taps outside the image read zeros.
+void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, int64_t t0, int64_t t1,
+                    float* v) {
+  const int64_t C = g.c, stride = (t1 - t0) * C;
+  const float* zero = ZeroBuffer(static_cast<size_t>(C));
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
+    const int64_t iy0 = 2 * (r / tiles.tw) - g.pt, ix0 = 2 * (r % tiles.tw) - g.pl;
+    const float* p[16];
+    for (int a = 0; a < 4; ++a) {
+      for (int b = 0; b < 4; ++b) {
+        const int64_t iy = iy0 + a, ix = ix0 + b;
+        const bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+        p[a * 4 + b] = inside ? x + ((n * g.h + iy) * g.w + ix) * C : zero;
+      }
+    }
+    float* out = v + (t - t0) * C;
+    // The columns of B^T d (s), then its rows times B.
+    ForLanes(C, [&]<typename V>(int64_t c) {
+      V s[16];
+      for (int b = 0; b < 4; ++b) {
+        const V d0 = Ld<V>(p[b] + c), d1 = Ld<V>(p[4 + b] + c);
+        const V d2 = Ld<V>(p[8 + b] + c), d3 = Ld<V>(p[12 + b] + c);
+        s[b] = d0 - d2;
+        s[4 + b] = d1 + d2;
+        s[8 + b] = d2 - d1;
+        s[12 + b] = d1 - d3;
+      }
+      for (int a = 0; a < 4; ++a) {
+        const V* q = s + a * 4;
+        St(out + (a * 4 + 0) * stride + c, q[0] - q[2]);
+        St(out + (a * 4 + 1) * stride + c, q[1] + q[2]);
+        St(out + (a * 4 + 2) * stride + c, q[2] - q[1]);
+        St(out + (a * 4 + 3) * stride + c, q[1] - q[3]);
+      }
+    });
+  }
+}
+
+// Y = A^T M A for tiles [t0, t1) from m[xi][t - t0][f]: A^T = [1 1 1 0; 0 1 -1 -1]. Outputs
+// past the bottom or right edge (odd oh or ow) go to a sink.
+void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64_t t0, int64_t t1,
+                     float* y) {
+  const int64_t F = g.f, stride = (t1 - t0) * F;
+  float* sink = SinkBuffer(static_cast<size_t>(F));
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
+    const int64_t oy0 = 2 * (r / tiles.tw), ox0 = 2 * (r % tiles.tw);
+    float* q[4];
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const int64_t oy = oy0 + i, ox = ox0 + j;
+        q[i * 2 + j] = oy < g.oh && ox < g.ow ? y + ((n * g.oh + oy) * g.ow + ox) * F : sink;
+      }
+    }
+    const float* in = m + (t - t0) * F;
+    ForLanes(F, [&]<typename V>(int64_t f) {
+      V r0[4], r1[4];
+      for (int b = 0; b < 4; ++b) {
+        const V m0 = Ld<V>(in + b * stride + f), m1 = Ld<V>(in + (4 + b) * stride + f);
+        const V m2 = Ld<V>(in + (8 + b) * stride + f), m3 = Ld<V>(in + (12 + b) * stride + f);
+        r0[b] = (m0 + m1) + m2;
+        r1[b] = (m1 - m2) - m3;
+      }
+      St(q[0] + f, (r0[0] + r0[1]) + r0[2]);
+      St(q[1] + f, (r0[1] - r0[2]) - r0[3]);
+      St(q[2] + f, (r1[0] + r1[1]) + r1[2]);
+      St(q[3] + f, (r1[1] - r1[2]) - r1[3]);
+    });
+  }
+}
+
+}  // namespace
+
+bool UseWinograd(const ConvGeo& g, size_t elem) {
+  return elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
+         Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 && g.pl <= 2 && g.c >= 64 &&
+         g.f >= 64 && g.oh > 0 && g.ow > 0;
+}
+
+void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const float* filter,
+                    float* y) {
+  const int64_t C = g.c, F = g.f, threads = pool == nullptr ? 1 : pool->num_threads() + 1;
+  const Tiles tiles(g);
+  const int64_t total = g.n * tiles.per_image();
+  if (total == 0) return;
+  // The filter transform, then each position's c x f matrix packed once for every block.
+  float* u = FilterBuffer(static_cast<size_t>(kPositions * C * F));
+  ParallelForBlocks(pool, C, (C + threads - 1) / threads,
+                    [&](int64_t c0, int64_t c1) { FilterTransform(g, filter, c0, c1, u); });
+  const int64_t packed_size = GemmPackedBSize(F, C);
+  float* packed = PackedFilterBuffer(static_cast<size_t>(kPositions * packed_size));
+  ParallelForBlocks(pool, kPositions, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      GemmPackB(false, F, C, u + p * C * F, F, 0, F, packed + p * packed_size);
+    }
+  });
+  // Blocks of about kTilesPerBlock tiles, a multiple of the thread count of them.
+  const int64_t blocks = simd::RoundUp((total + kTilesPerBlock - 1) / kTilesPerBlock, threads);
+  const int64_t per_block = (total + blocks - 1) / blocks;
+  ParallelForBlocks(pool, total, per_block, [&](int64_t t0, int64_t t1) {
+    const int64_t rows = t1 - t0;
+    float* v = VBuffer(static_cast<size_t>(kPositions * rows * C));
+    float* m = MBuffer(static_cast<size_t>(kPositions * rows * F));
+    InputTransform(g, tiles, x, t0, t1, v);
+    for (int64_t p = 0; p < kPositions; ++p) {
+      GemmPackedB(false, rows, F, C, v + p * rows * C, C, packed + p * packed_size,
+                  m + p * rows * F, F);
+    }
+    OutputTransform(g, tiles, m, t0, t1, y);
+  });
+}
+
+}  // namespace kernels
+}  // namespace troupe

@@ -1,0 +1,29 @@
+// Internal: Winograd F(2x2, 3x3) for float 3x3 convolutions with unit strides (Lavin & Gray,
+// 2015). Each 2x2 block of outputs comes from a 4x4 input tile: V = B^T d B per tile and
+// channel, U = G g G^T per filter, M = V . U as 16 GEMMs over the channels (one per position
+// of the 4x4 transform), Y = A^T M A. It does 2.25x fewer multiplies than the direct sum.
+//
+// Bits: the transforms are fixed sequences of adds (and halvings of the filter), compiled
+// without contraction and on one path for every CPU; the 16 products are the packed GEMM's
+// fmaf chains over the channels. So each output depends on the shapes only: not on the thread
+// count, the tile blocking or the AVX2/AVX-512 path. They differ from the direct sum's bits by
+// float rounding (TF's within 1e-5 relative: tests/interop/kernels_tf_test.py).
+#pragma once
+
+#include "core/thread_pool.h"
+#include "kernels/conv2d_direct.h"
+
+namespace troupe {
+namespace kernels {
+
+// float 3x3, unit strides, no dilation, padding at most 2 on top and left (SAME, VALID, and the
+// input gradients' rotated forms of both), and at least 64 input and output channels
+// (ResNet-50's 3x3s; fewer channels leave the 16 GEMMs too thin).
+bool UseWinograd(const ConvGeo& g, size_t elem);
+
+// y [n, oh, ow, f] = the convolution of x [n, h, w, c] with filter [3, 3, c, f].
+void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const float* filter,
+                    float* y);
+
+}  // namespace kernels
+}  // namespace troupe
