@@ -190,11 +190,11 @@ void Prepack(ThreadPool* pool, int64_t n, int64_t k, int64_t rows, int64_t block
 
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
-  if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
-  if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   if constexpr (std::is_same_v<T, float>) {
     if (UseWinograd(g, sizeof(T))) return Conv2DWinograd(pool, g, x, filter, y);
   }
+  if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
+  if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
   const int64_t K = g.K(), rows = g.rows(), block = GemmRows(g);
   const bool pointwise = Pointwise(g);
   FilterOperand<T> op{filter, g.f, false};
@@ -240,7 +240,7 @@ void InputGradByForward(ThreadPool* pool, const ConvGeo& g, const ConvGeo& t, co
     }
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (!UseDirectForward(t, sizeof(T))) return Conv2DWinograd(pool, t, dy, rotated, dx);
+    if (UseWinograd(t, sizeof(T))) return Conv2DWinograd(pool, t, dy, rotated, dx);
   }
   Conv2DDirectSmall(pool, t, dy, rotated, dx);
 }

@@ -18,7 +18,8 @@ namespace kernels {
 
 // float 3x3, unit strides, no dilation, padding at most 2 on top and left (SAME, VALID, and the
 // input gradients' rotated forms of both), and at least 64 input and output channels
-// (ResNet-50's 3x3s; fewer channels leave the 16 GEMMs too thin).
+// (ResNet-50's 3x3s; fewer channels leave the 16 GEMMs too thin); 64 -> 64 only on images of
+// 32x32 outputs or more (smaller ones run conv2d_direct_small.cc's kernels faster).
 bool UseWinograd(const ConvGeo& g, size_t elem);
 
 // y [n, oh, ow, f] = the convolution of x [n, h, w, c] with filter [3, 3, c, f].

@@ -156,10 +156,12 @@ CONVS = [  # (input, filter, strides, padding)
     ((2, 10, 9, 16), (3, 3, 16, 16), (1, 1), "VALID"),
     ((2, 9, 9, 32), (2, 2, 32, 32), (1, 1), "SAME"),
     # Winograd F(2x2, 3x3) (64+ channels, unit stride; the input gradient on the rotated
-    # filter): ResNet-50's 28x28x128 and 7x7x512 3x3s, and odd sizes under VALID padding.
+    # filter): ResNet-50's 28x28x128 and 7x7x512 3x3s, odd sizes under VALID padding, and
+    # 64 -> 64 on a 32x32 image (smaller ones run the direct kernels).
     ((2, 28, 28, 128), (3, 3, 128, 128), (1, 1), "SAME"),
     ((2, 7, 7, 512), (3, 3, 512, 512), (1, 1), "SAME"),
     ((2, 9, 7, 64), (3, 3, 64, 80), (1, 1), "VALID"),
+    ((1, 32, 32, 64), (3, 3, 64, 64), (1, 1), "SAME"),
 ]
 for xs, fs, (sh, sw), pad in CONVS:
     xin, f = rand(*xs), rand(*fs)

@@ -137,10 +137,11 @@ bool Same(const Tensor& t, const std::vector<float>& want) {
 }
 
 const Shape kShapes[] = {
-    {{2, 6, 6, 64}, 72, true},   // even, SAME
-    {{1, 7, 5, 72}, 67, true},   // odd output sizes; channels past the 8-float vectors
-    {{2, 9, 8, 64}, 80, false},  // VALID: 7 x 6
-    {{1, 5, 5, 128}, 96, true},  // several kc slices of the products
+    {{2, 6, 6, 64}, 72, true},    // even, SAME
+    {{1, 7, 5, 72}, 67, true},    // odd output sizes; channels past the 8-float vectors
+    {{2, 9, 8, 64}, 80, false},   // VALID: 7 x 6
+    {{1, 5, 5, 128}, 96, true},   // several kc slices of the products
+    {{1, 32, 33, 64}, 64, true},  // 64 -> 64 on 32x32 outputs or more (smaller: direct)
 };
 
 TEST(Conv2DWinogradTest, IsItsArithmeticOnEveryPathAndThreadCount) {
