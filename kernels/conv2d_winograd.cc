@@ -178,9 +178,9 @@ void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64
 }  // namespace
 
 bool UseWinograd(const ConvGeo& g, size_t elem) {
-  const bool shape = elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 &&
-                     g.sw == 1 && Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 &&
-                     g.pl <= 2 && g.c >= 64 && g.f >= 64 && g.oh > 0 && g.ow > 0;
+  const bool shape = elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
+                     Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 && g.pl <= 2 &&
+                     g.c >= 64 && g.f >= 64 && g.oh > 0 && g.ow > 0;
   // 64 -> 64 channels: the direct kernels are faster on small images (ResNet-20's 8x8: 200-213
   // GFLOP/s against 177-209), Winograd on large ones (ResNet-50's 56x56: 284 against 216).
   return shape && (!UseDirectForward(g, elem) || g.oh * g.ow >= 1024);
