@@ -399,6 +399,9 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
   if (UseDirectSmall(g, sizeof(T))) {
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
+  if constexpr (std::is_same_v<T, float>) {
+    if (UseWinograd(g, sizeof(T))) return Conv2DBackpropFilterWinograd(pool, g, x, dy, dw);
+  }
   if (UseDirect32(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
     // The GEMM path's row blocks: the same chains and partial sums, so the same bits.
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, FilterGradRows(g), dw);

@@ -14,8 +14,9 @@ namespace kernels {
 namespace {
 
 // Tiles per block: each block's 16 GEMMs are (tiles x c) . (c x f), so the packed filter
-// transform (16 c x f panels, up to 16 MB) is read once per ~256 rows of A.
-constexpr int64_t kTilesPerBlock = 256;
+// transform (16 c x f panels, up to 16 MB) is read once per ~256 rows of A; the filter
+// gradient's are (c x tiles) . (tiles x f).
+constexpr int64_t kTilesPerBlock = kWinogradTileBlock;
 
 // The 4x4 transform positions (xi): the 16 GEMMs.
 constexpr int kPositions = 16;
@@ -38,6 +39,8 @@ float* SinkBuffer(size_t n) { return Buffer<2>(n); }
 // The calling thread's: the packed filter transform, shared with the workers for one call.
 float* FilterBuffer(size_t n) { return Buffer<3>(n); }
 float* PackedFilterBuffer(size_t n) { return Buffer<4>(n); }
+// The calling thread's: the filter gradient's block partials.
+float* PartialBuffer(size_t n) { return Buffer<5>(n); }
 
 struct Tiles {
   int64_t th, tw;  // tiles down and across an image (ceil(oh / 2), ceil(ow / 2))
@@ -102,11 +105,11 @@ void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t 
   }
 }
 
-// V = B^T d B for tiles [t0, t1), at v[xi][t - t0][c]: B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
-// 0 1 0 -1]. Taps outside the image read zeros.
+// V = B^T d B for tiles [t0, t1) and channels [c0, c1), at v[xi][t - t0][c - c0] (rows ld
+// apart): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. Taps outside the image read zeros.
 void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, int64_t t0, int64_t t1,
-                    float* v) {
-  const int64_t C = g.c, stride = (t1 - t0) * C;
+                    int64_t c0, int64_t c1, int64_t ld, float* v) {
+  const int64_t C = g.c, stride = (t1 - t0) * ld;
   const float* zero = ZeroBuffer(static_cast<size_t>(C));
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
@@ -116,12 +119,12 @@ void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, int64_
       for (int b = 0; b < 4; ++b) {
         const int64_t iy = iy0 + a, ix = ix0 + b;
         const bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
-        p[a * 4 + b] = inside ? x + ((n * g.h + iy) * g.w + ix) * C : zero;
+        p[a * 4 + b] = (inside ? x + ((n * g.h + iy) * g.w + ix) * C : zero) + c0;
       }
     }
-    float* out = v + (t - t0) * C;
+    float* out = v + (t - t0) * ld;
     // The columns of B^T d (s), then its rows times B.
-    ForLanes(C, [&]<typename V>(int64_t c) {
+    ForLanes(c1 - c0, [&]<typename V>(int64_t c) {
       V s[16];
       for (int b = 0; b < 4; ++b) {
         const V d0 = Ld<V>(p[b] + c), d1 = Ld<V>(p[4 + b] + c);
@@ -175,6 +178,83 @@ void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64
   }
 }
 
+// W = A dy A^T for tiles [t0, t1), at w[xi][t - t0][f]: dy's 2x2 block of the tile (zeros past
+// the bottom or right edge), A = [1 0; 1 1; 1 -1; 0 -1].
+void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, int64_t t0,
+                         int64_t t1, float* w) {
+  const int64_t F = g.f, stride = (t1 - t0) * F;
+  const float* zero = ZeroBuffer(static_cast<size_t>(F));
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
+    const int64_t oy0 = 2 * (r / tiles.tw), ox0 = 2 * (r % tiles.tw);
+    const float* q[4];
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const int64_t oy = oy0 + i, ox = ox0 + j;
+        q[i * 2 + j] = oy < g.oh && ox < g.ow ? dy + ((n * g.oh + oy) * g.ow + ox) * F : zero;
+      }
+    }
+    float* out = w + (t - t0) * F;
+    ForLanes(F, [&]<typename V>(int64_t f) {
+      V col[4][2];  // A dy: rows of the 4x2 product
+      for (int j = 0; j < 2; ++j) {
+        const V d0 = Ld<V>(q[j] + f), d1 = Ld<V>(q[2 + j] + f);
+        col[0][j] = d0;
+        col[1][j] = d0 + d1;
+        col[2][j] = d0 - d1;
+        col[3][j] = -d1;
+      }
+      for (int a = 0; a < 4; ++a) {
+        St(out + (a * 4 + 0) * stride + f, col[a][0]);
+        St(out + (a * 4 + 1) * stride + f, col[a][0] + col[a][1]);
+        St(out + (a * 4 + 2) * stride + f, col[a][0] - col[a][1]);
+        St(out + (a * 4 + 3) * stride + f, -col[a][1]);
+      }
+    });
+  }
+}
+
+// dw = G^T Z G for channels [c0, c1), from z[xi][c][f].
+void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c1, float* dw) {
+  const int64_t C = g.c, F = g.f, tap = C * F;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* in = z + c * F;
+    float* out = dw + c * F;
+    ForLanes(F, [&]<typename V>(int64_t f) {
+      const V half = simd::Splat<V>(0.5f);
+      V r[3][4];  // G^T Z
+      for (int k = 0; k < 4; ++k) {
+        const V z0 = Ld<V>(in + k * tap + f), z1 = Ld<V>(in + (4 + k) * tap + f);
+        const V z2 = Ld<V>(in + (8 + k) * tap + f), z3 = Ld<V>(in + (12 + k) * tap + f);
+        r[0][k] = z0 + (z1 + z2) * half;
+        r[1][k] = (z1 - z2) * half;
+        r[2][k] = (z1 + z2) * half + z3;
+      }
+      for (int i = 0; i < 3; ++i) {
+        St(out + (i * 3 + 0) * tap + f, r[i][0] + (r[i][1] + r[i][2]) * half);
+        St(out + (i * 3 + 1) * tap + f, (r[i][1] - r[i][2]) * half);
+        St(out + (i * 3 + 2) * tap + f, (r[i][1] + r[i][2]) * half + r[i][3]);
+      }
+    });
+  }
+}
+
+// Block b's share of Z: P[xi] = V[xi]^T W[xi] over its tiles, into p[xi][c][f].
+void FilterGradBlock(const ConvGeo& g, const Tiles& tiles, const float* x, const float* dy,
+                     int64_t b, float* p) {
+  const int64_t C = g.c, F = g.f, total = g.n * tiles.per_image();
+  const int64_t t0 = b * kTilesPerBlock, t1 = std::min(total, t0 + kTilesPerBlock);
+  const int64_t rows = t1 - t0, ld = (simd::RoundUp(C, 16) / 16 | 1) * 16;  // odd cache lines
+  float* v = VBuffer(static_cast<size_t>(kPositions * rows * ld));
+  float* w = MBuffer(static_cast<size_t>(kPositions * rows * F));
+  InputTransform(g, tiles, x, t0, t1, 0, C, ld, v);
+  OutputGradTransform(g, tiles, dy, t0, t1, w);
+  for (int64_t q = 0; q < kPositions; ++q) {
+    GemmPacked(true, false, C, F, rows, v + q * rows * ld, ld, w + q * rows * F, F, p + q * C * F,
+               F);
+  }
+}
+
 }  // namespace
 
 bool UseWinograd(const ConvGeo& g, size_t elem) {
@@ -210,13 +290,46 @@ void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const fl
     const int64_t rows = t1 - t0;
     float* v = VBuffer(static_cast<size_t>(kPositions * rows * C));
     float* m = MBuffer(static_cast<size_t>(kPositions * rows * F));
-    InputTransform(g, tiles, x, t0, t1, v);
+    InputTransform(g, tiles, x, t0, t1, 0, C, C, v);
     for (int64_t p = 0; p < kPositions; ++p) {
       GemmPackedB(false, rows, F, C, v + p * rows * C, C, packed + p * packed_size,
                   m + p * rows * F, F);
     }
     OutputTransform(g, tiles, m, t0, t1, y);
   });
+}
+
+void Conv2DBackpropFilterWinograd(ThreadPool* pool, const ConvGeo& g, const float* x,
+                                  const float* dy, float* dw) {
+  const int64_t C = g.c, F = g.f, threads = pool == nullptr ? 1 : pool->num_threads() + 1;
+  const Tiles tiles(g);
+  const int64_t size = kPositions * C * F;
+  const int64_t blocks = (g.n * tiles.per_image() + kTilesPerBlock - 1) / kTilesPerBlock;
+  float* z = FilterBuffer(static_cast<size_t>(size));
+  if (blocks == 0) std::fill(z, z + size, 0.0f);
+  // Blocks run in waves, each block's product in a partial of its own (block 0 straight into
+  // Z), and Z adds the partials in block order: the bits depend on the shapes only.
+  const int64_t wave = std::clamp<int64_t>((int64_t{64} << 20) / (size * 4), 1, 16);
+  float* partial = PartialBuffer(static_cast<size_t>(std::min(wave, blocks) * size));
+  for (int64_t w0 = 0; w0 < blocks; w0 += wave) {
+    const int64_t w1 = std::min(blocks, w0 + wave);
+    ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t b = w0 + i0; b < w0 + i1; ++b) {
+        FilterGradBlock(g, tiles, x, dy, b, b == 0 ? z : partial + (b - w0) * size);
+      }
+    });
+    const int64_t first = std::max<int64_t>(w0, 1);
+    if (first >= w1) continue;
+    ParallelForBlocks(pool, size, simd::RoundUp((size + threads - 1) / threads, 16),
+                      [&](int64_t e0, int64_t e1) {
+                        for (int64_t b = first; b < w1; ++b) {
+                          const float* src = partial + (b - w0) * size;
+                          for (int64_t e = e0; e < e1; ++e) z[e] += src[e];
+                        }
+                      });
+  }
+  ParallelForBlocks(pool, C, (C + threads - 1) / threads,
+                    [&](int64_t c0, int64_t c1) { FilterGradTransform(g, z, c0, c1, dw); });
 }
 
 }  // namespace kernels

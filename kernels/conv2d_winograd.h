@@ -10,11 +10,17 @@
 // float rounding (TF's within 1e-5 relative: tests/interop/kernels_tf_test.py).
 #pragma once
 
+#include <cstdint>
+
 #include "core/thread_pool.h"
 #include "kernels/conv2d_direct.h"
 
 namespace troupe {
 namespace kernels {
+
+// Tiles per block. The filter gradient sums each block's tiles in one chain and adds the blocks
+// in order, so its bits depend on this constant (and on the shapes only).
+constexpr int64_t kWinogradTileBlock = 256;
 
 // float 3x3, unit strides, no dilation, padding at most 2 on top and left (SAME, VALID, and the
 // input gradients' rotated forms of both), and at least 64 input and output channels
@@ -25,6 +31,12 @@ bool UseWinograd(const ConvGeo& g, size_t elem);
 // y [n, oh, ow, f] = the convolution of x [n, h, w, c] with filter [3, 3, c, f].
 void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const float* filter,
                     float* y);
+
+// dw [3, 3, c, f] of the same convolutions, from x and dy [n, oh, ow, f]: Z[xi] = the sum over
+// tiles of V[xi]^T (A dy A^T)[xi], in fixed blocks of tiles added in block order, then
+// dw = G^T Z G. The same guarantees on bits as the forward.
+void Conv2DBackpropFilterWinograd(ThreadPool* pool, const ConvGeo& g, const float* x,
+                                  const float* dy, float* dw);
 
 }  // namespace kernels
 }  // namespace troupe

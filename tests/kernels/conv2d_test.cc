@@ -377,7 +377,8 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
 // partials (3x3x72 -> 40), the direct kernels that take its blocks (32 -> 32, 64 -> 64 on 7x7
 // images) or their own (16 -> 16 and strided 16 -> 32 in 455-pixel blocks that start and end
 // mid-row of a padded image: each block pads only the rows it reads) or, for products of 2^17
-// elements or more, the GEMM path that adds each block's product into dw (a 3x3 128 -> 128, a 1x1
+// elements or more, the GEMM path that adds each block's product into dw (a strided 3x3
+// 128 -> 128 (unit strides run Winograd: conv2d_winograd_test.cc), a 1x1
 // 1024 -> 128 whose transposed input is packed, a 128 -> 1024 expansion computed transposed, a
 // strided 1x1 on im2col rows), on every GEMM path.
 TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
@@ -390,7 +391,7 @@ TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
         std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, 1, int64_t{455}},
         std::tuple{V{4, 12, 12, 16}, V{3, 3, 16, 16}, 1, int64_t{455}},
         std::tuple{V{17, 11, 11, 16}, V{3, 3, 16, 32}, 2, int64_t{455}},
-        std::tuple{V{6, 8, 8, 128}, V{3, 3, 128, 128}, 1, int64_t{256}},
+        std::tuple{V{6, 16, 16, 128}, V{3, 3, 128, 128}, 2, int64_t{256}},
         std::tuple{V{1, 16, 20, 1024}, V{1, 1, 1024, 128}, 1, int64_t{256}},
         std::tuple{V{1, 33, 33, 128}, V{1, 1, 128, 1024}, 1, int64_t{1024}},
         std::tuple{V{6, 20, 20, 512}, V{1, 1, 512, 256}, 2, int64_t{512}}}) {
