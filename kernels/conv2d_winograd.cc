@@ -78,31 +78,39 @@ TROUPE_ALWAYS_INLINE void ForLanes(int64_t n, const Body& body) {
   for (; i < n; ++i) body.template operator()<float>(i);
 }
 
+// body.template operator()<V>(e) for the elements e = c * f_count + f of channels [c0, c1) of
+// a [.., c, f] array, f in runs of 8.
+template <typename Body>
+TROUPE_ALWAYS_INLINE void ForFilterElements(const ConvGeo& g, int64_t c0, int64_t c1,
+                                            const Body& body) {
+  for (int64_t c = c0; c < c1; ++c) {
+    ForLanes(g.f, [&]<typename V>(int64_t f) { body.template operator()<V>(c * g.f + f); });
+  }
+}
+
 // U = G g G^T for every (c, f), at u[xi][c][f]: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
 void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t c1, float* u) {
-  const int64_t C = g.c, F = g.f, tap = C * F;
-  for (int64_t c = c0; c < c1; ++c) {
-    const float* w = filter + c * F;
-    float* out = u + c * F;
-    ForLanes(F, [&]<typename V>(int64_t f) {
-      const V half = simd::Splat<V>(0.5f);
-      V r[4][3];
-      for (int j = 0; j < 3; ++j) {
-        const V g0 = Ld<V>(w + j * tap + f), g1 = Ld<V>(w + (3 + j) * tap + f);
-        const V g2 = Ld<V>(w + (6 + j) * tap + f);
-        r[0][j] = g0;
-        r[1][j] = ((g0 + g1) + g2) * half;
-        r[2][j] = ((g0 - g1) + g2) * half;
-        r[3][j] = g2;
-      }
-      for (int i = 0; i < 4; ++i) {
-        St(out + (i * 4 + 0) * tap + f, r[i][0]);
-        St(out + (i * 4 + 1) * tap + f, ((r[i][0] + r[i][1]) + r[i][2]) * half);
-        St(out + (i * 4 + 2) * tap + f, ((r[i][0] - r[i][1]) + r[i][2]) * half);
-        St(out + (i * 4 + 3) * tap + f, r[i][2]);
-      }
-    });
-  }
+  const int64_t tap = g.c * g.f;
+  ForFilterElements(g, c0, c1, [&]<typename V>(int64_t e) {
+    const float* w = filter + e;
+    float* out = u + e;
+    const V half = simd::Splat<V>(0.5f);
+    V r[4][3];
+    for (int j = 0; j < 3; ++j) {
+      const V g0 = Ld<V>(w + j * tap), g1 = Ld<V>(w + (3 + j) * tap);
+      const V g2 = Ld<V>(w + (6 + j) * tap);
+      r[0][j] = g0;
+      r[1][j] = ((g0 + g1) + g2) * half;
+      r[2][j] = ((g0 - g1) + g2) * half;
+      r[3][j] = g2;
+    }
+    for (int i = 0; i < 4; ++i) {
+      St(out + (i * 4 + 0) * tap, r[i][0]);
+      St(out + (i * 4 + 1) * tap, ((r[i][0] + r[i][1]) + r[i][2]) * half);
+      St(out + (i * 4 + 2) * tap, ((r[i][0] - r[i][1]) + r[i][2]) * half);
+      St(out + (i * 4 + 3) * tap, r[i][2]);
+    }
+  });
 }
 
 // V = B^T d B for tiles [t0, t1) and channels [c0, c1), at v[xi][t - t0][c - c0] (rows ld
@@ -216,27 +224,25 @@ void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, 
 
 // dw = G^T Z G for channels [c0, c1), from z[xi][c][f].
 void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c1, float* dw) {
-  const int64_t C = g.c, F = g.f, tap = C * F;
-  for (int64_t c = c0; c < c1; ++c) {
-    const float* in = z + c * F;
-    float* out = dw + c * F;
-    ForLanes(F, [&]<typename V>(int64_t f) {
-      const V half = simd::Splat<V>(0.5f);
-      V r[3][4];  // G^T Z
-      for (int k = 0; k < 4; ++k) {
-        const V z0 = Ld<V>(in + k * tap + f), z1 = Ld<V>(in + (4 + k) * tap + f);
-        const V z2 = Ld<V>(in + (8 + k) * tap + f), z3 = Ld<V>(in + (12 + k) * tap + f);
-        r[0][k] = z0 + (z1 + z2) * half;
-        r[1][k] = (z1 - z2) * half;
-        r[2][k] = (z1 + z2) * half + z3;
-      }
-      for (int i = 0; i < 3; ++i) {
-        St(out + (i * 3 + 0) * tap + f, r[i][0] + (r[i][1] + r[i][2]) * half);
-        St(out + (i * 3 + 1) * tap + f, (r[i][1] - r[i][2]) * half);
-        St(out + (i * 3 + 2) * tap + f, (r[i][1] + r[i][2]) * half + r[i][3]);
-      }
-    });
-  }
+  const int64_t tap = g.c * g.f;
+  ForFilterElements(g, c0, c1, [&]<typename V>(int64_t e) {
+    const float* in = z + e;
+    float* out = dw + e;
+    const V half = simd::Splat<V>(0.5f);
+    V r[3][4];  // G^T Z
+    for (int k = 0; k < 4; ++k) {
+      const V z0 = Ld<V>(in + k * tap), z1 = Ld<V>(in + (4 + k) * tap);
+      const V z2 = Ld<V>(in + (8 + k) * tap), z3 = Ld<V>(in + (12 + k) * tap);
+      r[0][k] = z0 + (z1 + z2) * half;
+      r[1][k] = (z1 - z2) * half;
+      r[2][k] = (z1 + z2) * half + z3;
+    }
+    for (int i = 0; i < 3; ++i) {
+      St(out + (i * 3 + 0) * tap, r[i][0] + (r[i][1] + r[i][2]) * half);
+      St(out + (i * 3 + 1) * tap, (r[i][1] - r[i][2]) * half);
+      St(out + (i * 3 + 2) * tap, (r[i][1] + r[i][2]) * half + r[i][3]);
+    }
+  });
 }
 
 // Block b's share of Z: P[xi] = V[xi]^T W[xi] over its tiles, into p[xi][c][f].
