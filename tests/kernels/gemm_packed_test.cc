@@ -198,7 +198,7 @@ class SameBitsTest : public ::testing::Test {
 
 // ResNet-20's layers: up to 32 channels run conv2d_direct_small*.cc's kernels, 64 channels their
 // forward (and, on small images, filter gradient) and im2col + GEMM for the rest; the 1 -> 16 stem
-// the direct forward and conv2d_direct.cc's gradients. Then ResNet-50's 1x1s.
+// the direct forward and conv2d_direct.cc's gradients. Then ResNet-50's 1x1s and a Winograd 3x3.
 TEST_F(SameBitsTest, ResNetConvolutions) {
   Conv({8, 32, 32, 1}, {3, 3, 1, 16}, 1);
   Conv({8, 32, 32, 16}, {3, 3, 16, 16}, 1);
@@ -211,6 +211,8 @@ TEST_F(SameBitsTest, ResNetConvolutions) {
   // transposed and the reduction, both with the batch's patch rows packed as they stream.
   Conv({8, 14, 14, 64}, {1, 1, 64, 256}, 1);
   Conv({8, 14, 14, 256}, {1, 1, 256, 64}, 1);
+  // Its 3x3s run Winograd F(2x2, 3x3): forward, input and filter gradient.
+  Conv({4, 14, 14, 128}, {3, 3, 128, 128}, 1);
 }
 
 TEST_F(SameBitsTest, TransformerMatMuls) {
