@@ -81,8 +81,8 @@ enum class Mode { kStore, kContinue, kAdd };
 // transposed A read in place) or mr rows of a row-major matrix a[i * lda + p] (`fn_rows`); so
 // full panels of A are packed only where a transposed A's rows are a multiple of 4 KB apart
 // (read in place, they would share a cache set) or the caller streams A (GemmPackedStreamA),
-// else only the last, partial one. Every element is
-// a fmaf chain over p in order, started and finished as `mode` says.
+// else only the last, partial one. Every element is a fmaf chain over p in order, started and
+// finished as `mode` says.
 using MicroKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
                              int64_t ldc, Mode mode);
 
