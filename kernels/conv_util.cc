@@ -210,7 +210,7 @@ void Im2ColColumns(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, int64_t
   PixelCursor at(g, r0);
   for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
     const T* img = x + at.n * image;
-    T* dst = col + (r - r0) * ldcol - k0;  // dst[k] is column k
+    T* dst = col + (r - r0) * ldcol;  // dst[k - k0] is column k
     const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
     const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
     for (int64_t kh = kh0; kh < kh1; ++kh) {
@@ -219,22 +219,22 @@ void Im2ColColumns(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, int64_t
       const int64_t lo = std::max(k0, base), hi = std::min(k1, base + row_len);
       const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
-        ZeroRun(dst + lo, hi - lo);
+        ZeroRun(dst + (lo - k0), hi - lo);
         continue;
       }
       const T* src_row = img + ih * g.w * g.c;
       if (full_row) {
         // The whole window row is inside: one contiguous run.
-        CopyRun(dst + lo, src_row + iw0 * g.c + (lo - base), hi - lo);
+        CopyRun(dst + (lo - k0), src_row + iw0 * g.c + (lo - base), hi - lo);
         continue;
       }
       for (int64_t kw = (lo - base) / g.c; base + kw * g.c < hi; ++kw) {
         const int64_t t0 = std::max(lo, base + kw * g.c), t1 = std::min(hi, base + (kw + 1) * g.c);
         const int64_t iw = iw0 + kw * g.dw;
         if (iw < 0 || iw >= g.w) {
-          ZeroRun(dst + t0, t1 - t0);
+          ZeroRun(dst + (t0 - k0), t1 - t0);
         } else {
-          CopyRun(dst + t0, src_row + iw * g.c + (t0 - base - kw * g.c), t1 - t0);
+          CopyRun(dst + (t0 - k0), src_row + iw * g.c + (t0 - base - kw * g.c), t1 - t0);
         }
       }
     }
