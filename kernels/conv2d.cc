@@ -383,7 +383,7 @@ template <typename T>
 void FilterGradProduct(bool streamed, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                        const T* b, int64_t ldb, T* c, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    if (streamed && k > 0) return GemmPackedStreamA(true, false, m, n, k, a, lda, b, ldb, c, ldc);
+    if (streamed) return GemmPackedStreamA(true, false, m, n, k, a, lda, b, ldb, c, ldc);
   }
   Gemm(true, false, m, n, k, a, lda, b, ldb, c, ldc);
 }

@@ -378,9 +378,9 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
 // images) or their own (16 -> 16 and strided 16 -> 32 in 455-pixel blocks that start and end
 // mid-row of a padded image: each block pads only the rows it reads) or, for products of 2^17
 // elements or more, the GEMM path that adds each block's product into dw (a strided 3x3
-// 128 -> 128 (unit strides run Winograd: conv2d_winograd_test.cc), a 1x1
-// 1024 -> 128 whose transposed input is packed, a 128 -> 1024 expansion computed transposed, a
-// strided 1x1 on im2col rows), on every GEMM path.
+// 128 -> 128, since unit strides run Winograd (conv2d_winograd_test.cc); a 1x1 1024 -> 128
+// whose transposed input is packed; a 128 -> 1024 expansion computed transposed; a strided 1x1
+// on im2col rows), on every GEMM path.
 TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
   using kernels::GemmPath;
   ThreadPool three(3, "three");
