@@ -9,6 +9,7 @@
 
 #include "actors/batches.h"
 #include "actors/optimizer_recipe.h"
+#include "actors/shared_buckets.h"
 #include "actors/trainer_parts.h"
 #include "actors/trainer_setup.h"
 #include "checkpoint/bundle_reader.h"
@@ -135,7 +136,16 @@ Status CreateGradientReduction(Trainer::Parts& p) {
   // Buckets smaller than the default 1 MiB first bucket make every bucket that small.
   bopts.first_bucket_bytes = std::min(bopts.first_bucket_bytes, bopts.bucket_bytes);
   if (p.nccl) bopts.device = p.devices[0];
-  TROUPE_ASSIGN_OR_RETURN(p.bucketer, GradientBucketer::Create(p.comm.get(), p.params, bopts));
+  if (!p.nccl && !p.device_grads) {
+    TROUPE_ASSIGN_OR_RETURN(
+        BucketCommunicator shared,
+        SharedBucketCommunicator(*p.comm, *p.processes, CollectiveOptionsFor(p.config), p.job_token,
+                                 BucketHeapBytes(p.params, p.local_replicas)));
+    p.bucket_comm = std::move(shared.comm);
+    p.bucket_placement = std::move(shared.placement);
+  }
+  Communicator* comm = p.bucket_comm ? p.bucket_comm.get() : p.comm.get();
+  TROUPE_ASSIGN_OR_RETURN(p.bucketer, GradientBucketer::Create(comm, p.params, bopts));
   return Status::OK();
 }
 

@@ -58,6 +58,8 @@ struct TrainSummary {
   // Updates skipped as non-finite (train.skip_nonfinite, or mixed_float16's loss scale).
   int64_t skipped_steps = 0;
   double allreduce_wait_ms = 0;  // per step, on rank 0 (StepMetrics::allreduce_wait_s)
+  // Gradient allreduces of this run that folded buckets in place in shared memory, on rank 0.
+  int64_t in_place_allreduces = 0;
   std::string last_checkpoint;
   // Stopped early (SIGTERM/SIGINT on some rank, or the coordinator's order): checkpoint
   // written, a rerun resumes.

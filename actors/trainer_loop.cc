@@ -55,6 +55,7 @@ std::string CollectivesText(const Trainer::Parts& p) {
             " process(es) of each of " + std::to_string(p.group.num_hosts()) +
             " hosts, MPI across hosts)";
   }
+  if (!p.bucket_placement.empty()) text += ", " + p.bucket_placement;
   return text;
 }
 
@@ -192,6 +193,7 @@ Result<TrainSummary> Trainer::Run() {
   summary.examples_per_sec = loop_s > 0 ? run_examples / loop_s : 0;
   const int64_t trained = p.step - summary.first_step;
   summary.allreduce_wait_ms = trained > 0 ? 1000 * run_wait_s / static_cast<double>(trained) : 0;
+  summary.in_place_allreduces = (p.bucket_comm ? *p.bucket_comm : *p.comm).zero_copy_ops();
   summary.last_checkpoint = p.manager->latest_checkpoint().value_or("");
   JobOutcome outcome = p.plane->Finish(Status::OK());
   TROUPE_RETURN_IF_ERROR(outcome.status);

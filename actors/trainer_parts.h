@@ -41,6 +41,9 @@ struct Trainer::Parts {
   std::string job_token;
   ProcessGroup group;
   std::unique_ptr<Communicator> comm;
+  // The gradient buckets' own communicator when they live in shared memory (shared_buckets.h).
+  std::unique_ptr<Communicator> bucket_comm;
+  std::string bucket_placement;  // where they live, for the start-up line (empty: say nothing)
   std::unique_ptr<ControlPlane> plane;
   Assignment assignment;
   std::vector<int64_t> replica_keys;  // per local replica, from the coordinator

@@ -93,6 +93,9 @@ class Communicator {
   // segment so allreduces need no staging copies); plain Tensor::Allocate elsewhere. Gradient
   // buckets are allocated through it.
   virtual Result<Tensor> AllocateTensor(DType dtype, const TensorShape& shape);
+  // Allreduces that ran on tensors from AllocateTensor without staging copies (0 for backends
+  // that always stage).
+  virtual int64_t zero_copy_ops() const { return 0; }
 
   // The expected output shape of AllGather / ReduceScatter for one replica's input.
   static Result<TensorShape> AllGatherShape(const TensorShape& input, int num_replicas);

@@ -37,7 +37,7 @@ class ShmCommunicator : public Communicator {
   // plain tensor). Such tensors stay valid after the communicator is gone.
   Result<Tensor> AllocateTensor(DType dtype, const TensorShape& shape) override;
   // Allreduces that ran without staging copies (every replica's tensor was shared).
-  int64_t zero_copy_ops() const { return zero_copy_ops_.load(); }
+  int64_t zero_copy_ops() const override { return zero_copy_ops_.load(); }
 
  protected:
   Status ExchangeHeaders(const OpHeader& mine, Deadline deadline,

@@ -79,11 +79,15 @@ void PrintEndOfRun(const actors::TrainSummary& s) {
                       *s.test_top5_accuracy);
       }
     }
+    std::string in_place;
+    if (s.in_place_allreduces > 0) {
+      in_place = ", " + std::to_string(s.in_place_allreduces) + " gradient allreduces in place";
+    }
     std::printf(
         "done: %lld steps (%lld in this run, %.1f s, %.0f examples/s, allreduce wait %.3f "
-        "ms/step), %s%s, last checkpoint %s\n",
+        "ms/step%s), %s%s, last checkpoint %s\n",
         static_cast<long long>(s.steps), trained, s.wall_s, s.examples_per_sec, s.allreduce_wait_ms,
-        test, skipped.c_str(), s.last_checkpoint.c_str());
+        in_place.c_str(), test, skipped.c_str(), s.last_checkpoint.c_str());
   }
   std::fflush(stdout);
 }
