@@ -156,6 +156,28 @@ void BM_MatMul(benchmark::State& state) {
   SetFlops(state, 2.0 * static_cast<double>(m * k * n));
 }
 
+// transformer_lm's attention products, 12 sequences x 4 heads of 64 tokens x 32 wide: the
+// forward's scores (q . k^T) and mix (p . v), and the backward's four (adj flags as
+// graph/math_grad.cc differentiates them). Args: m, k, n, adj_x, adj_y.
+void BM_AttentionBatchMatMul(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool ax = state.range(3), ay = state.range(4);
+  const int64_t b = 12 * 4;
+  std::vector<Tensor> in = {Random(ax ? TensorShape{b, k, m} : TensorShape{b, m, k}, 1),
+                            Random(ay ? TensorShape{b, n, k} : TensorShape{b, k, n}, 2)};
+  Run(state, "BatchMatMulV2", in, {{"adj_x", ax}, {"adj_y", ay}});
+  SetFlops(state, 2.0 * static_cast<double>(b * m * k * n));
+}
+BENCHMARK(BM_AttentionBatchMatMul)
+    ->Args({64, 32, 64, 0, 1})  // scores = q . k^T
+    ->Args({64, 64, 32, 0, 0})  // out = p . v
+    ->Args({64, 32, 64, 0, 1})  // d p = d out . v^T
+    ->Args({64, 64, 32, 1, 0})  // d v = p^T . d out
+    ->Args({64, 64, 32, 0, 0})  // d q = d scores . k
+    ->Args({64, 64, 32, 1, 0})  // d k = d scores^T . q
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
 // ResNet-50's stem pool, 3x3 stride 2 SAME on [batch, 112, 112, 64]: its gradient. Counter:
 // GB/s of the input scanned once (each window reads 9 pixels; windows overlap).
 void BM_MaxPoolGrad(benchmark::State& state) {

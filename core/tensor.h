@@ -125,22 +125,6 @@ class Tensor {
   Tensor DeepCopy() const;
   bool SharesBufferWith(const Tensor& other) const { return buffer_ && buffer_ == other.buffer_; }
   const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
-  // This tensor holding no reference: its buffer pointer has an empty owner (use_count 0), so
-  // copies of it cost no reference counting. Valid only while some other holder keeps the
-  // buffer alive (the executor hands such views to kernels; see graph/executor.h).
-  Tensor UnownedView() const {
-    Tensor t;
-    t.AssignUnownedView(*this);
-    return t;
-  }
-  // *this = src.UnownedView() (src another tensor), written in place: no temporary to move.
-  void AssignUnownedView(const Tensor& src) {
-    dtype_ = src.dtype_;
-    shape_ = src.shape_;
-    num_elements_ = src.num_elements_;
-    buffer_ = std::shared_ptr<TensorBuffer>(std::shared_ptr<TensorBuffer>(), src.buffer_.get());
-    offset_ = src.offset_;
-  }
 
   // Same dtype, shape and bytes (strings compared by value); NaNs compare by bit pattern.
   bool BitEqual(const Tensor& other) const;

@@ -166,19 +166,11 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
   if (status.ok()) {
     int k = 0;
     if (rs.forwarded_input >= 0 && step.num_outputs > 0) {
-      // Output 0 views a moved-in input's buffer without holding it (ForwardInput): the
-      // input's reference becomes the output's, moved straight into the output's slot.
+      // Output 0 was written over a moved-in input (ForwardInput), which becomes the output,
+      // unless the kernel set another tensor as output 0 afterwards.
       Tensor& in = const_cast<Tensor&>(inputs[static_cast<size_t>(rs.forwarded_input)]);
-      Tensor& view = outs[0];
-      Tensor& out = Output0(rs, step);
-      if (view.buffer().get() != in.buffer().get()) {
-        out = std::move(view);
-      } else if (view.raw_data() == in.raw_data() && view.shape() == in.shape() &&
-                 view.dtype() == in.dtype()) {
-        out = std::move(in);
-      } else {
-        out = view.DeepCopy();  // another view of the bytes: an owned copy of it
-      }
+      Tensor& set = outs[0];
+      Output0(rs, step) = set.initialized() ? std::move(set) : std::move(in);
       k = 1;
     }
     if (k == 0 && step.num_outputs > 0) {

@@ -147,12 +147,12 @@ class Executor {
                         Tensor* out);
   // KernelContext::OutputAllocatorFn over a RunState: AllocateOutput for its running step.
   static Status AllocateOutputFn(void* rs, int i, DType dtype, const TensorShape& shape,
-                                 Tensor* out);
+                                 Tensor** out);
   // Output 0 of an elementwise step over the buffer of a moved-in input of the same dtype and
-  // shape that only this run holds (Step::forward_inputs): *out views the bytes without
-  // holding them; RunKernel then stores the input's own reference as the output.
+  // shape that only this run holds (Step::forward_inputs): *out points at that input itself,
+  // which the kernel writes over; RunKernel then moves the input into the output's place.
   bool ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
-                    Tensor* out);
+                    Tensor** out);
   Status RunFastStep(RunState& rs, size_t index);
   // The traced input spec when `node` can run as a view (Step::view_in), else null. Not with
   // TROUPE_PROFILE_OPS=1, which times every kernel call.

@@ -55,7 +55,7 @@ void Executor::ReleaseState(std::unique_ptr<RunState> state) {
 }
 
 Status Executor::AllocateOutputFn(void* state, int i, DType dtype, const TensorShape& shape,
-                                  Tensor* out) {
+                                  Tensor** out) {
   auto& rs = *static_cast<RunState*>(state);
   Executor& ex = *rs.executor;
   // Forwarding first, here: the usual output of a small elementwise step, one call fewer.
@@ -66,7 +66,7 @@ Status Executor::AllocateOutputFn(void* state, int i, DType dtype, const TensorS
       return Status::OK();
     }
   }
-  return ex.AllocateOutput(rs, rs.step, i, dtype, shape, out);
+  return ex.AllocateOutput(rs, rs.step, i, dtype, shape, *out);
 }
 
 Status Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
@@ -109,10 +109,10 @@ Status Executor::AllocateOutput(RunState& rs, size_t index, int i, DType dtype,
 }
 
 bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const TensorShape& shape,
-                            Tensor* out) {
+                            Tensor** out) {
   for (uint64_t m = step.forward_inputs; m != 0; m &= m - 1) {
     const int j = std::countr_zero(m);
-    const Tensor& in = rs.step_inputs[step.in_offset + static_cast<size_t>(j)];
+    Tensor& in = rs.step_inputs[step.in_offset + static_cast<size_t>(j)];
     const std::shared_ptr<TensorBuffer>& buffer = in.buffer();
     // use_count 1: the run's moved-in reference is the only one, so no reader sees the
     // writes; memory from the executor's allocator is writable and owned (never a wrapped,
@@ -122,9 +122,9 @@ bool Executor::ForwardInput(RunState& rs, const Step& step, DType dtype, const T
         in.shape() != shape) {
       continue;
     }
-    // Holds nothing, so the kernel's copies of its output cost no reference counting. The
-    // input keeps the reference until RunKernel moves it into the output's slot.
-    out->AssignUnownedView(in);
+    // The kernel writes through the input itself: no view to build or compare afterwards.
+    // The input keeps the reference until RunKernel moves it into the output's place.
+    *out = &in;
     rs.forwarded_input = j;
     return true;
   }

@@ -40,11 +40,11 @@ Result<Tensor*> KernelContext::AllocateOutputSlow(int index, DType dtype,
   }
   // emplace_back, not resize: the usual one new output stays inline (no out-of-line append).
   while (outputs_->size() <= i) outputs_->emplace_back();
-  Tensor& out = (*outputs_)[i];
-  if (out.initialized()) out = Tensor();  // allocated again: the last one is dropped
+  Tensor* out = &(*outputs_)[i];
+  if (out->initialized()) *out = Tensor();  // allocated again: the last one is dropped
   Status status = allocate_fn_(allocate_state_, index, dtype, shape, &out);
   if (!status.ok()) return AllocationError(index, status);
-  return &out;
+  return out;
 }
 
 Status KernelContext::AllocationError(int index, const Status& status) const {

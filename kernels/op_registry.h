@@ -31,11 +31,14 @@ class KernelContext {
  public:
   using OutputAllocator = std::function<Result<Tensor>(int index, DType, const TensorShape&)>;
   // The same as a plain function and its state that writes the output straight into the
-  // context's output list (*out, a fresh Tensor): what the executor uses, with one context per
+  // context's output list (**out, a fresh Tensor): what the executor uses, with one context per
   // run state rebound per step (Rebind), so a step builds no std::function and moves no
-  // intermediate tensors.
+  // intermediate tensors. It may instead point *out at one of the kernel's inputs whose buffer
+  // the output takes over (the executor's forwarding: the kernel writes over that input's
+  // bytes); the output list then keeps an uninitialized tensor at `index`, and the caller
+  // knows which input it handed out.
   using OutputAllocatorFn = Status (*)(void* state, int index, DType, const TensorShape&,
-                                       Tensor* out);
+                                       Tensor** out);
 
   KernelContext(std::string_view op_name, std::span<const Tensor> inputs, const AttrMap& attrs,
                 Device device = Device::Cpu(), ThreadPool* pool = ThreadPool::Default(),
@@ -64,15 +67,16 @@ class KernelContext {
 
   // Allocates output `index` (outputs grow as needed) and returns it for writing.
   Result<Tensor> AllocateOutput(int index, DType dtype, const TensorShape& shape);
-  // The same, but returns the context's own output tensor rather than a copy of it: no
-  // reference count, shape or buffer pointer copied, which small kernels would pay per call.
+  // The same, but returns the context's own output tensor (or the input an OutputAllocatorFn
+  // forwarded) rather than a copy of it: no reference count, shape or buffer pointer copied,
+  // which small kernels would pay per call.
   // The pointer is valid until this context allocates or sets another output, or the kernel
   // returns; write through it, never replace what it points to.
   Result<Tensor*> AllocateOutputRef(int index, DType dtype, const TensorShape& shape) {
     if (allocate_fn_ != nullptr && outputs_->size() == static_cast<size_t>(index)) {
       // The executor's usual case, outputs allocated in order: no growth loop, no reset.
       Tensor* out = &outputs_->emplace_back();
-      Status status = allocate_fn_(allocate_state_, index, dtype, shape, out);
+      Status status = allocate_fn_(allocate_state_, index, dtype, shape, &out);
       if (status.ok()) [[likely]]
         return out;
       return AllocationError(index, status);

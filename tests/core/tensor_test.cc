@@ -73,23 +73,6 @@ TEST(TensorTest, FromBufferChecksSize) {
   EXPECT_FALSE(Tensor::FromBuffer(DType::kFloat32, TensorShape{4}, buf, 4).ok());
 }
 
-TEST(TensorTest, UnownedViewHoldsNoReference) {
-  Tensor t = *Tensor::FromVector<float>({1, 2, 3}, TensorShape{3});
-  Tensor view = t.UnownedView();
-  EXPECT_EQ(t.buffer().use_count(), 1);
-  EXPECT_EQ(view.buffer().use_count(), 0);
-  Tensor copy = view;  // copies of the view hold nothing either
-  EXPECT_EQ(t.buffer().use_count(), 1);
-  EXPECT_EQ(copy.data<float>(), t.data<float>());
-  EXPECT_TRUE(copy.BitEqual(t));
-  EXPECT_TRUE(copy.SharesBufferWith(t));
-  Tensor in_place;
-  in_place.AssignUnownedView(*t.Slice(1, 3));
-  EXPECT_EQ(in_place.data<float>(), t.data<float>() + 1);
-  EXPECT_EQ(in_place.shape(), TensorShape{2});
-  EXPECT_EQ(t.buffer().use_count(), 1);
-}
-
 TEST(TensorTest, WrapRunsRelease) {
   static float storage[4];
   bool released = false;

@@ -78,10 +78,10 @@ TEST(KernelContextTest, AllocateOutputRefIsTheOutputItself) {
     int calls = 0;
   } counts;
   auto fn = [](void* state, int index, DType dtype, const TensorShape& shape,
-               Tensor* out) -> Status {
+               Tensor** out) -> Status {
     ++static_cast<Counts*>(state)->calls;
     if (index == 1) return ResourceExhaustedError("no room");
-    TROUPE_ASSIGN_OR_RETURN(*out, Tensor::Allocate(dtype, shape));
+    TROUPE_ASSIGN_OR_RETURN(**out, Tensor::Allocate(dtype, shape));
     return Status::OK();
   };
   KernelContext ctx("K", {}, attrs, Device::Cpu(), nullptr, fn, &counts);
@@ -97,6 +97,31 @@ TEST(KernelContextTest, AllocateOutputRefIsTheOutputItself) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->SharesBufferWith(ctx.outputs()[0]));
   EXPECT_EQ(counts.calls, 3);
+}
+
+// An OutputAllocatorFn may hand out one of the kernel's inputs as the output (the executor's
+// forwarding): AllocateOutputRef returns that input itself, and the output list keeps an
+// uninitialized tensor in its place for the caller to resolve.
+TEST(KernelContextTest, AllocatorMayHandOutAnInput) {
+  const AttrMap attrs;
+  Tensor inputs[] = {*Tensor::FromVector<float>({1, 2, 3}, TensorShape{3})};
+  auto fn = [](void* state, int, DType, const TensorShape&, Tensor** out) -> Status {
+    *out = static_cast<Tensor*>(state);
+    return Status::OK();
+  };
+  KernelContext ctx("K", inputs, attrs, Device::Cpu(), nullptr, fn, &inputs[0]);
+  Result<Tensor*> out = ctx.AllocateOutputRef(0, DType::kFloat32, TensorShape{3});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, &inputs[0]);
+  (*out)->data<float>()[1] = 7;
+  EXPECT_EQ(ctx.input(0).data<float>()[1], 7);
+  ASSERT_EQ(ctx.outputs().size(), 1u);
+  EXPECT_FALSE(ctx.outputs()[0].initialized());
+  // Out of order (the slow path) the same.
+  Result<Tensor*> third = ctx.AllocateOutputRef(2, DType::kFloat32, TensorShape{3});
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(*third, &inputs[0]);
+  EXPECT_EQ(ctx.outputs().size(), 3u);
 }
 
 TEST(AttrMapTest, TypedGetters) {
