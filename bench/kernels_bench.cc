@@ -328,6 +328,15 @@ void ResNet50ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {7, 8, 16, 17, 18, 19, 20, 21, 22, 23}) b->Args({layer, 32});
 }
 
+// ResNet-50's 3x3 filter gradients (Winograd) at the small per-replica batches of many
+// replicas (the 16-core "auto" layout gives 8 replicas 4 images each), where a call has fewer
+// tile blocks than threads.
+void ResNet50SmallBatchArgs(benchmark::internal::Benchmark* b) {
+  for (int layer : {7, 16, 17}) {
+    for (int batch : {1, 4}) b->Args({layer, batch});
+  }
+}
+
 void MatMulArgs(benchmark::internal::Benchmark* b) {
   for (int batch : {8, 64}) {
     for (auto [k, n] : {std::pair{400, 120}, std::pair{120, 84}, std::pair{84, 10}}) {
@@ -387,6 +396,11 @@ BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime()->MeasureProce
 BENCHMARK(BM_Conv2D)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropInput)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DBackpropFilter)
+    ->Apply(ResNet50SmallBatchArgs)
+    ->Name("BM_Conv2DBackpropFilterSmallBatch")
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_MaxPoolGrad)->Arg(8)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_FusedBatchNorm)->Apply(BnArgs)->UseRealTime()->MeasureProcessCPUTime();

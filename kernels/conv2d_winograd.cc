@@ -39,8 +39,11 @@ float* SinkBuffer(size_t n) { return Buffer<2>(n); }
 // The calling thread's: the packed filter transform, shared with the workers for one call.
 float* FilterBuffer(size_t n) { return Buffer<3>(n); }
 float* PackedFilterBuffer(size_t n) { return Buffer<4>(n); }
-// The calling thread's: the filter gradient's block partials.
+// The calling thread's: the filter gradient's block partials, and the V and W of a block
+// that every thread works on at once (FilterGradBlockShared).
 float* PartialBuffer(size_t n) { return Buffer<5>(n); }
+float* SharedVBuffer(size_t n) { return Buffer<6>(n); }
+float* SharedWBuffer(size_t n) { return Buffer<7>(n); }
 
 struct Tiles {
   int64_t th, tw;  // tiles down and across an image (ceil(oh / 2), ceil(ow / 2))
@@ -113,13 +116,20 @@ void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t 
   });
 }
 
-// V = B^T d B for tiles [t0, t1) and channels [c0, c1), at v[xi][t - t0][c - c0] (rows ld
+// The rows of a block's transforms: tiles [t0, t1) of the block whose first tile is `base`
+// and which has `rows` tiles (each position's rows are rows * ld apart).
+struct BlockRows {
+  int64_t t0, t1, base, rows;
+  static BlockRows Whole(int64_t t0, int64_t t1) { return {t0, t1, t0, t1 - t0}; }
+};
+
+// V = B^T d B for the tiles of `at` and channels [c0, c1), at v[xi][t - base][c - c0] (rows ld
 // apart): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. Taps outside the image read zeros.
-void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, int64_t t0, int64_t t1,
-                    int64_t c0, int64_t c1, int64_t ld, float* v) {
-  const int64_t C = g.c, stride = (t1 - t0) * ld;
+void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, BlockRows at, int64_t c0,
+                    int64_t c1, int64_t ld, float* v) {
+  const int64_t C = g.c, stride = at.rows * ld, t0 = at.base, t1 = at.t1;
   const float* zero = ZeroBuffer(static_cast<size_t>(C));
-  for (int64_t t = t0; t < t1; ++t) {
+  for (int64_t t = at.t0; t < t1; ++t) {
     const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
     const int64_t iy0 = 2 * (r / tiles.tw) - g.pt, ix0 = 2 * (r % tiles.tw) - g.pl;
     const float* p[16];
@@ -186,13 +196,13 @@ void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64
   }
 }
 
-// W = A dy A^T for tiles [t0, t1), at w[xi][t - t0][f]: dy's 2x2 block of the tile (zeros past
-// the bottom or right edge), A = [1 0; 1 1; 1 -1; 0 -1].
-void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, int64_t t0,
-                         int64_t t1, float* w) {
-  const int64_t F = g.f, stride = (t1 - t0) * F;
+// W = A dy A^T for the tiles of `at`, at w[xi][t - base][f]: dy's 2x2 block of the tile (zeros
+// past the bottom or right edge), A = [1 0; 1 1; 1 -1; 0 -1].
+void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, BlockRows at,
+                         float* w) {
+  const int64_t F = g.f, stride = at.rows * F, t0 = at.base;
   const float* zero = ZeroBuffer(static_cast<size_t>(F));
-  for (int64_t t = t0; t < t1; ++t) {
+  for (int64_t t = at.t0; t < at.t1; ++t) {
     const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
     const int64_t oy0 = 2 * (r / tiles.tw), ox0 = 2 * (r % tiles.tw);
     const float* q[4];
@@ -245,20 +255,48 @@ void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c
   });
 }
 
-// Block b's share of Z: P[xi] = V[xi]^T W[xi] over its tiles, into p[xi][c][f].
+// The rows of block b of the filter gradient, and V's row stride (an odd number of cache
+// lines).
+BlockRows FilterGradRows(const ConvGeo& g, const Tiles& tiles, int64_t b) {
+  const int64_t total = g.n * tiles.per_image();
+  return BlockRows::Whole(b * kTilesPerBlock, std::min(total, (b + 1) * kTilesPerBlock));
+}
+int64_t FilterGradLd(const ConvGeo& g) { return (simd::RoundUp(g.c, 16) / 16 | 1) * 16; }
+
+// Position q's share of Z from a block's transforms: P[q] = V[q]^T W[q], into p[q][c][f].
+void FilterGradProduct(const ConvGeo& g, int64_t rows, const float* v, const float* w, int64_t q,
+                       float* p) {
+  const int64_t C = g.c, F = g.f, ld = FilterGradLd(g);
+  GemmPacked(true, false, C, F, rows, v + q * rows * ld, ld, w + q * rows * F, F, p + q * C * F, F);
+}
+
+// Block b's share of Z on the calling thread.
 void FilterGradBlock(const ConvGeo& g, const Tiles& tiles, const float* x, const float* dy,
                      int64_t b, float* p) {
-  const int64_t C = g.c, F = g.f, total = g.n * tiles.per_image();
-  const int64_t t0 = b * kTilesPerBlock, t1 = std::min(total, t0 + kTilesPerBlock);
-  const int64_t rows = t1 - t0, ld = (simd::RoundUp(C, 16) / 16 | 1) * 16;  // odd cache lines
-  float* v = VBuffer(static_cast<size_t>(kPositions * rows * ld));
-  float* w = MBuffer(static_cast<size_t>(kPositions * rows * F));
-  InputTransform(g, tiles, x, t0, t1, 0, C, ld, v);
-  OutputGradTransform(g, tiles, dy, t0, t1, w);
-  for (int64_t q = 0; q < kPositions; ++q) {
-    GemmPacked(true, false, C, F, rows, v + q * rows * ld, ld, w + q * rows * F, F, p + q * C * F,
-               F);
-  }
+  const BlockRows at = FilterGradRows(g, tiles, b);
+  float* v = VBuffer(static_cast<size_t>(kPositions * at.rows * FilterGradLd(g)));
+  float* w = MBuffer(static_cast<size_t>(kPositions * at.rows * g.f));
+  InputTransform(g, tiles, x, at, 0, g.c, FilterGradLd(g), v);
+  OutputGradTransform(g, tiles, dy, at, w);
+  for (int64_t q = 0; q < kPositions; ++q) FilterGradProduct(g, at.rows, v, w, q, p);
+}
+
+// The same with every thread on the one block (when there are fewer blocks than threads): the
+// transforms split by tiles, then the 16 products one per unit. Each product is the same
+// single-threaded call on the same V and W as FilterGradBlock's, so the bits are too.
+void FilterGradBlockShared(ThreadPool* pool, int64_t threads, const ConvGeo& g, const Tiles& tiles,
+                           const float* x, const float* dy, int64_t b, float* p) {
+  const BlockRows at = FilterGradRows(g, tiles, b);
+  float* v = SharedVBuffer(static_cast<size_t>(kPositions * at.rows * FilterGradLd(g)));
+  float* w = SharedWBuffer(static_cast<size_t>(kPositions * at.rows * g.f));
+  ParallelForBlocks(pool, at.rows, (at.rows + threads - 1) / threads, [&](int64_t r0, int64_t r1) {
+    const BlockRows part{at.t0 + r0, at.t0 + r1, at.base, at.rows};
+    InputTransform(g, tiles, x, part, 0, g.c, FilterGradLd(g), v);
+    OutputGradTransform(g, tiles, dy, part, w);
+  });
+  ParallelForBlocks(pool, kPositions, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) FilterGradProduct(g, at.rows, v, w, q, p);
+  });
 }
 
 }  // namespace
@@ -296,7 +334,7 @@ void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const fl
     const int64_t rows = t1 - t0;
     float* v = VBuffer(static_cast<size_t>(kPositions * rows * C));
     float* m = MBuffer(static_cast<size_t>(kPositions * rows * F));
-    InputTransform(g, tiles, x, t0, t1, 0, C, C, v);
+    InputTransform(g, tiles, x, BlockRows::Whole(t0, t1), 0, C, C, v);
     for (int64_t p = 0; p < kPositions; ++p) {
       GemmPackedB(false, rows, F, C, v + p * rows * C, C, packed + p * packed_size,
                   m + p * rows * F, F);
@@ -319,11 +357,19 @@ void Conv2DBackpropFilterWinograd(ThreadPool* pool, const ConvGeo& g, const floa
   float* partial = PartialBuffer(static_cast<size_t>(std::min(wave, blocks) * size));
   for (int64_t w0 = 0; w0 < blocks; w0 += wave) {
     const int64_t w1 = std::min(blocks, w0 + wave);
-    ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t b = w0 + i0; b < w0 + i1; ++b) {
-        FilterGradBlock(g, tiles, x, dy, b, b == 0 ? z : partial + (b - w0) * size);
+    if (blocks < threads) {
+      // Too few blocks to share out: every thread works on each block in turn.
+      for (int64_t b = w0; b < w1; ++b) {
+        FilterGradBlockShared(pool, threads, g, tiles, x, dy, b,
+                              b == 0 ? z : partial + (b - w0) * size);
       }
-    });
+    } else {
+      ParallelForBlocks(pool, w1 - w0, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t b = w0 + i0; b < w0 + i1; ++b) {
+          FilterGradBlock(g, tiles, x, dy, b, b == 0 ? z : partial + (b - w0) * size);
+        }
+      });
+    }
     const int64_t first = std::max<int64_t>(w0, 1);
     if (first >= w1) continue;
     ParallelForBlocks(pool, size, simd::RoundUp((size + threads - 1) / threads, 16),

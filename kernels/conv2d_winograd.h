@@ -35,7 +35,9 @@ void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const fl
 
 // dw [3, 3, c, f] of the same convolutions, from x and dy [n, oh, ow, f]: Z[xi] = the sum over
 // tiles of V[xi]^T (A dy A^T)[xi], in fixed blocks of tiles added in block order, then
-// dw = G^T Z G. The same guarantees on bits as the forward.
+// dw = G^T Z G. The same guarantees on bits as the forward. Threads take whole blocks, or,
+// when a call has fewer blocks than threads (small per-replica batches), share each block:
+// its transforms by tiles, its 16 products one each.
 void Conv2DBackpropFilterWinograd(ThreadPool* pool, const ConvGeo& g, const float* x,
                                   const float* dy, float* dw);
 
