@@ -328,12 +328,12 @@ void ResNet50ConvArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {7, 8, 16, 17, 18, 19, 20, 21, 22, 23}) b->Args({layer, 32});
 }
 
-// ResNet-50's 3x3 filter gradients (Winograd) at the small per-replica batches of many
-// replicas (the 16-core "auto" layout gives 8 replicas 4 images each), where a call has fewer
-// tile blocks than threads.
+// ResNet-50's 3x3 convolutions and filter gradients (Winograd) at the small per-replica
+// batches of many replicas (the 16-core "auto" layout gives 8 replicas 4 images each), where a
+// call has few tiles per thread.
 void ResNet50SmallBatchArgs(benchmark::internal::Benchmark* b) {
   for (int layer : {7, 16, 17}) {
-    for (int batch : {1, 4}) b->Args({layer, batch});
+    for (int batch : {1, 2, 4, 8, 16}) b->Args({layer, batch});
   }
 }
 
@@ -396,6 +396,16 @@ BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ConvArgs)->UseRealTime()->MeasureProce
 BENCHMARK(BM_Conv2D)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropInput)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropFilter)->Apply(ResNet50ConvArgs)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2D)
+    ->Apply(ResNet50SmallBatchArgs)
+    ->Name("BM_Conv2DSmallBatch")
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+BENCHMARK(BM_Conv2DBackpropInput)
+    ->Apply(ResNet50SmallBatchArgs)
+    ->Name("BM_Conv2DBackpropInputSmallBatch")
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 BENCHMARK(BM_Conv2DBackpropFilter)
     ->Apply(ResNet50SmallBatchArgs)
     ->Name("BM_Conv2DBackpropFilterSmallBatch")

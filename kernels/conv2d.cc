@@ -191,7 +191,9 @@ void Prepack(ThreadPool* pool, int64_t n, int64_t k, int64_t rows, int64_t block
 template <typename T>
 void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
   if constexpr (std::is_same_v<T, float>) {
-    if (UseWinograd(g, sizeof(T))) return Conv2DWinograd(pool, g, x, filter, y);
+    if (UseWinograd(g, sizeof(T), WinogradPass::kForward)) {
+      return Conv2DWinograd(pool, g, x, filter, y);
+    }
   }
   if (UseDirectForward(g, sizeof(T))) return Conv2DDirectSmall(pool, g, x, filter, y);
   if (UseDirectSingleChannel(g)) return Conv2DDirectC1(pool, g, x, filter, y);
@@ -224,7 +226,9 @@ std::optional<ConvGeo> InputGradAsForward(const ConvGeo& g, size_t elem) {
   ConvGeo t = g;
   t.h = g.oh, t.w = g.ow, t.c = g.f, t.f = g.c, t.oh = g.h, t.ow = g.w;
   t.pt = g.kh - 1 - g.pt, t.pl = g.kw - 1 - g.pl;
-  if (!UseDirectForward(t, elem) && !UseWinograd(t, elem)) return std::nullopt;
+  if (!UseDirectForward(t, elem) && !UseWinograd(t, elem, WinogradPass::kInputGrad)) {
+    return std::nullopt;
+  }
   return t;
 }
 
@@ -240,7 +244,9 @@ void InputGradByForward(ThreadPool* pool, const ConvGeo& g, const ConvGeo& t, co
     }
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (UseWinograd(t, sizeof(T))) return Conv2DWinograd(pool, t, dy, rotated, dx);
+    if (UseWinograd(t, sizeof(T), WinogradPass::kInputGrad)) {
+      return Conv2DWinograd(pool, t, dy, rotated, dx);
+    }
   }
   Conv2DDirectSmall(pool, t, dy, rotated, dx);
 }
@@ -400,7 +406,9 @@ void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, co
     return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (UseWinograd(g, sizeof(T))) return Conv2DBackpropFilterWinograd(pool, g, x, dy, dw);
+    if (UseWinograd(g, sizeof(T), WinogradPass::kFilterGrad)) {
+      return Conv2DBackpropFilterWinograd(pool, g, x, dy, dw);
+    }
   }
   if (UseDirect32(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
     // The GEMM path's row blocks: the same chains and partial sums, so the same bits.

@@ -301,13 +301,19 @@ void FilterGradBlockShared(ThreadPool* pool, int64_t threads, const ConvGeo& g, 
 
 }  // namespace
 
-bool UseWinograd(const ConvGeo& g, size_t elem) {
+bool UseWinograd(const ConvGeo& g, size_t elem, WinogradPass pass) {
   const bool shape = elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
                      Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 && g.pl <= 2 &&
                      g.c >= 64 && g.f >= 64 && g.oh > 0 && g.ow > 0;
   // 64 -> 64 channels: the direct kernels are faster on small images (ResNet-20's 8x8: 200-213
   // GFLOP/s against 177-209), Winograd on large ones (ResNet-50's 56x56: 284 against 216).
-  return shape && (!UseDirectForward(g, elem) || g.oh * g.ow >= 1024);
+  if (!shape || (UseDirectForward(g, elem) && g.oh * g.ow < 1024)) return false;
+  // The filter transform's fixed cost against the tiles' saved multiplies: at 2 threads,
+  // 7x7x512 ran its forward 0.53-0.67x the direct kernels' speed at 1-2 images, 0.98x at 4;
+  // its input gradient 0.42-0.67x at 2-8 images.
+  const int64_t tiles = g.n * Tiles(g).per_image();
+  const int64_t per_tile = pass == WinogradPass::kInputGrad ? 512 : 4096;
+  return tiles * per_tile >= g.c * g.f;
 }
 
 void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const float* filter,

@@ -23,11 +23,19 @@ namespace kernels {
 // in order, so its bits depend on this constant (and on the shapes only).
 constexpr int64_t kWinogradTileBlock = 256;
 
+// Which convolution a Winograd call computes: the forward, the input gradient (the forward of
+// the rotated filter, with g its geometry) or the filter gradient.
+enum class WinogradPass { kForward, kInputGrad, kFilterGrad };
+
 // float 3x3, unit strides, no dilation, padding at most 2 on top and left (SAME, VALID, and the
 // input gradients' rotated forms of both), and at least 64 input and output channels
 // (ResNet-50's 3x3s; fewer channels leave the 16 GEMMs too thin); 64 -> 64 only on images of
-// 32x32 outputs or more (smaller ones run conv2d_direct_small.cc's kernels faster).
-bool UseWinograd(const ConvGeo& g, size_t elem);
+// 32x32 outputs or more (smaller ones run conv2d_direct_small.cc's kernels faster). And enough
+// 2x2 output tiles to pay for transforming the filter into 16 c x f matrices on every call: at
+// least c * f / 4096 (c * f / 512 for the input gradient, whose filter is rotated first). So
+// ResNet-50's 7x7x512 layers take it from 4 images a call (the input gradient from 32), its
+// 14x14x256 ones from 1 (from 3); bench/kernels_bench's *SmallBatch.
+bool UseWinograd(const ConvGeo& g, size_t elem, WinogradPass pass);
 
 // y [n, oh, ow, f] = the convolution of x [n, h, w, c] with filter [3, 3, c, f].
 void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const float* filter,

@@ -219,10 +219,31 @@ const Shape kShapes[] = {
     {{2, 6, 6, 64}, 72, true},    // even, SAME
     {{1, 7, 5, 72}, 67, true},    // odd output sizes; channels past the 8-float vectors
     {{2, 9, 8, 64}, 80, false},   // VALID: 7 x 6
-    {{1, 5, 5, 128}, 96, true},   // several kc slices of the products
+    {{3, 5, 5, 128}, 96, true},   // several kc slices; 27 tiles, enough for the input gradient
     {{1, 32, 33, 64}, 64, true},  // 64 -> 64 on 32x32 outputs or more (smaller: direct);
                                   // 272 tiles: two filter-gradient blocks
 };
+
+// The filter transform is paid per call, so Winograd needs enough tiles: ResNet-50's 7x7x512
+// from 4 images (16 tiles each; the input gradient from 32), 14x14x256 from 1 (from 3).
+TEST(Conv2DWinogradTest, NeedsEnoughTilesForTheFilterTransform) {
+  auto geo = [](int64_t n, int64_t hw, int64_t c) {
+    kernels::ConvGeo g{n, hw, hw, c, 3, 3, c, hw, hw, 1, 1, 1, 1};
+    return g;
+  };
+  using kernels::WinogradPass;
+  for (WinogradPass pass : {WinogradPass::kForward, WinogradPass::kFilterGrad}) {
+    EXPECT_FALSE(kernels::UseWinograd(geo(3, 7, 512), sizeof(float), pass));
+    EXPECT_TRUE(kernels::UseWinograd(geo(4, 7, 512), sizeof(float), pass));
+    EXPECT_TRUE(kernels::UseWinograd(geo(1, 14, 256), sizeof(float), pass));
+  }
+  EXPECT_FALSE(kernels::UseWinograd(geo(31, 7, 512), sizeof(float), WinogradPass::kInputGrad));
+  EXPECT_TRUE(kernels::UseWinograd(geo(32, 7, 512), sizeof(float), WinogradPass::kInputGrad));
+  EXPECT_FALSE(kernels::UseWinograd(geo(2, 14, 256), sizeof(float), WinogradPass::kInputGrad));
+  EXPECT_TRUE(kernels::UseWinograd(geo(3, 14, 256), sizeof(float), WinogradPass::kInputGrad));
+  // Doubles never.
+  EXPECT_FALSE(kernels::UseWinograd(geo(32, 7, 512), sizeof(double), WinogradPass::kForward));
+}
 
 TEST(Conv2DWinogradTest, IsItsArithmeticOnEveryPathAndThreadCount) {
   ThreadPool three(3, "three");
