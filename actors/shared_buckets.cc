@@ -75,8 +75,8 @@ Result<BucketCommunicator> SharedBucketCommunicator(Communicator& comm, JobProce
   o.shm_heap_bytes = heap_bytes;
   TROUPE_ASSIGN_OR_RETURN(
       out.comm, processes.CreateCommunicator("auto", comm.group(), o, job_token, Device::Cpu()));
-  out.placement =
-      "gradient buckets reduced in place in shared memory (" + MiB(heap_bytes) + " per process)";
+  out.placement = "gradient buckets in shared memory (" + MiB(heap_bytes) +
+                  " per process), those over 256 KiB reduced in place";
   return out;
 }
 
