@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "actors/trainer_setup.h"
 #include "collectives/shm_communicator.h"
 
 namespace troupe::actors {
@@ -20,16 +21,6 @@ uint64_t ShmFreeBytes() {
 }
 
 std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
-
-// The smallest of every replica's `value` over the job, through `comm`.
-Result<int64_t> JobMin(Communicator& comm, int64_t value) {
-  std::vector<Tensor> t;
-  for (int r = 0; r < comm.group().num_local_replicas(); ++r) {
-    t.push_back(Tensor::Scalar<int64_t>(value));
-  }
-  TROUPE_RETURN_IF_ERROR(comm.AllReduce(t, ReduceOp::kMin)->Wait());
-  return t[0].data<int64_t>()[0];
-}
 
 }  // namespace
 
@@ -55,7 +46,7 @@ Result<BucketCommunicator> SharedBucketCommunicator(Communicator& comm, JobProce
   const uint64_t need = static_cast<uint64_t>(comm.group().local_size) * heap_bytes + (64 << 20);
   const uint64_t free_bytes = ShmFreeBytes();
   const bool room = free_bytes >= need;
-  TROUPE_ASSIGN_OR_RETURN(const int64_t everyone, JobMin(comm, enabled && room ? 1 : 0));
+  TROUPE_ASSIGN_OR_RETURN(const int64_t everyone, MinOverJob(comm, enabled && room ? 1 : 0));
   if (everyone == 0) {
     if (!enabled) {
       out.placement = "gradient buckets staged (TROUPE_SHM_ZERO_COPY=0)";

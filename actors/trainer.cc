@@ -207,13 +207,7 @@ Status InitFromCheckpoint(Trainer::Parts& p) {
 Status RestoreRunDir(Trainer::Parts& p) {
   std::vector<int64_t> ids;
   for (int g : p.group.local_replica_ids()) ids.push_back(g);
-  auto job_min = [&p](int64_t local) -> Result<int64_t> {
-    // One tensor per local replica, as every collective takes.
-    std::vector<Tensor> t;
-    for (int r = 0; r < p.local_replicas; ++r) t.push_back(Tensor::Scalar<int64_t>(local));
-    TROUPE_RETURN_IF_ERROR(p.comm->AllReduce(t, ReduceOp::kMin)->Wait());
-    return t[0].data<int64_t>()[0];
-  };
+  auto job_min = [&p](int64_t local) { return MinOverJob(*p.comm, local); };
   TROUPE_ASSIGN_OR_RETURN(TrainingData data,
                           OpenTrainingData(p.config, p.total_replicas, std::move(ids), job_min));
   p.train_data = std::make_unique<TrainingData>(std::move(data));

@@ -35,6 +35,15 @@ CollectiveOptions CollectiveOptionsFor(const TrainConfig& c) {
   return o;
 }
 
+Result<int64_t> MinOverJob(Communicator& comm, int64_t value) {
+  std::vector<Tensor> t;
+  for (int r = 0; r < comm.group().num_local_replicas(); ++r) {
+    t.push_back(Tensor::Scalar<int64_t>(value));
+  }
+  TROUPE_RETURN_IF_ERROR(comm.AllReduce(t, ReduceOp::kMin)->Wait());
+  return t[0].data<int64_t>()[0];
+}
+
 Status CheckRecordedJob(const std::string& prefix, const JobShape& want) {
   Result<std::unique_ptr<ckpt::BundleReader>> reader = ckpt::BundleReader::Open(prefix);
   if (!reader.ok()) return Status::OK();  // unreadable: RestoreLatestValid says so

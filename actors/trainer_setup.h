@@ -26,6 +26,10 @@ Result<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& text);
 
 CollectiveOptions CollectiveOptionsFor(const TrainConfig& c);
 
+// The smallest `value` any process of the job passes (an allreduce-min over `comm`, one tensor
+// per local replica as every collective takes): how the ranks agree on a count or a yes/no.
+Result<int64_t> MinOverJob(Communicator& comm, int64_t value);
+
 // Restores the newest checkpoint that reads back cleanly; a damaged one is reported and
 // skipped (nothing is deleted). Returns the restored path, or empty when there is none.
 Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManager& manager);
