@@ -149,7 +149,7 @@ Status Executor::RunKernel(RunState& rs, const Step& step, std::span<const Tenso
     status = (*step.kernel)(ctx);
     if (!device_.is_cpu()) (void)gpu::Synchronize(device_.index);
     internal::RecordOpTime(
-        device_, step.op,
+        device_, internal::OpProfileKey(step.op, inputs),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   } else {
     status = (*step.kernel)(ctx);

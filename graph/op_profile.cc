@@ -31,10 +31,10 @@ class Profile {
     double total = 0;
     for (const auto& [name, e] : rows) total += e.seconds;
     std::fprintf(stderr, "op profile (TROUPE_PROFILE_OPS): %.3f s in kernels\n", total);
-    std::fprintf(stderr, "%-44s %10s %12s %10s %7s\n", "device op", "calls", "total ms", "mean us",
+    std::fprintf(stderr, "%-60s %10s %12s %10s %7s\n", "device op", "calls", "total ms", "mean us",
                  "share");
     for (const auto& [name, e] : rows) {
-      std::fprintf(stderr, "%-44s %10lld %12.3f %10.2f %6.1f%%\n", name.c_str(),
+      std::fprintf(stderr, "%-60s %10lld %12.3f %10.2f %6.1f%%\n", name.c_str(),
                    static_cast<long long>(e.calls), e.seconds * 1e3, e.seconds / e.calls * 1e6,
                    total > 0 ? 100 * e.seconds / total : 0.0);
     }
@@ -52,12 +52,28 @@ Profile& Global() {
 
 }  // namespace
 
+namespace {
+std::string_view ProfileSetting() {
+  const char* v = std::getenv("TROUPE_PROFILE_OPS");
+  return v == nullptr ? std::string_view() : std::string_view(v);
+}
+}  // namespace
+
 bool OpProfileEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("TROUPE_PROFILE_OPS");
-    return v != nullptr && std::string_view(v) == "1";
-  }();
+  static const bool enabled = ProfileSetting() == "1" || OpProfileByShape();
   return enabled;
+}
+
+bool OpProfileByShape() {
+  static const bool by_shape = ProfileSetting() == "shapes";
+  return by_shape;
+}
+
+std::string OpProfileKey(std::string_view op, std::span<const Tensor> inputs) {
+  std::string key(op);
+  if (!OpProfileByShape()) return key;
+  for (const Tensor& t : inputs) key += " " + (t.initialized() ? t.shape().ToString() : "-");
+  return key;
 }
 
 void RecordOpTime(Device device, std::string_view op, double seconds) {

@@ -218,7 +218,7 @@ void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filt
 // filter[kh-1-i][kw-1-j][c][o]), padded kh-1-pt on top and kw-1-pl on the left. Its geometry
 // when the direct forward kernels take it (ResNet's 16-, 32- and 64-channel 3x3s, where they run
 // 12-21% faster than the scatter form below; bench/kernels_bench at batch 128) or Winograd does
-// (float 3x3s of 64+ channels: 1.3-1.9x faster at ResNet-50's shapes), else nullopt. Each dx
+// (float 3x3s of 32+ channels: 1.3-1.9x faster at ResNet's shapes), else nullopt. Each dx
 // element is then the forward's arithmetic on the rotated filter.
 std::optional<ConvGeo> InputGradAsForward(const ConvGeo& g, size_t elem) {
   if (g.sh != 1 || g.sw != 1 || !Undilated(g) || g.kh * g.kw == 1) return std::nullopt;

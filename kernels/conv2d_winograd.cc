@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/conv2d_winograd_tiles.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/kernel_util.h"
 #include "kernels/simd.h"
@@ -12,6 +13,13 @@
 namespace troupe {
 namespace kernels {
 namespace {
+
+using winograd::BlockRows;
+using winograd::InputTransform;
+using winograd::OutputGradTransform;
+using winograd::OutputTransform;
+using winograd::PositionStride;
+using winograd::Tiles;
 
 // Tiles per block: each block's 16 GEMMs are (tiles x c) . (c x f), so the packed filter
 // transform (16 c x f panels, up to 16 MB) is read once per ~256 rows of A; the filter
@@ -21,21 +29,17 @@ constexpr int64_t kTilesPerBlock = kWinogradTileBlock;
 // The 4x4 transform positions (xi): the 16 GEMMs.
 constexpr int kPositions = 16;
 
+// 64-byte aligned, so that the transforms' vector rows never straddle two cache lines.
 template <int kTag>
 float* Buffer(size_t n) {
   thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
+  if (buf.size() < n + 16) buf.resize(n + 16);
+  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + (64 - addr % 64) % 64 / sizeof(float);
 }
-// Per thread: V and M of one block, zeros for padding, a sink for outputs past the edge.
+// Per thread: V and M of one block.
 float* VBuffer(size_t n) { return Buffer<0>(n); }
 float* MBuffer(size_t n) { return Buffer<1>(n); }
-float* ZeroBuffer(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.assign(n, 0.0f);
-  return buf.data();
-}
-float* SinkBuffer(size_t n) { return Buffer<2>(n); }
 // The calling thread's: the packed filter transform, shared with the workers for one call.
 float* FilterBuffer(size_t n) { return Buffer<3>(n); }
 float* PackedFilterBuffer(size_t n) { return Buffer<4>(n); }
@@ -44,12 +48,6 @@ float* PackedFilterBuffer(size_t n) { return Buffer<4>(n); }
 float* PartialBuffer(size_t n) { return Buffer<5>(n); }
 float* SharedVBuffer(size_t n) { return Buffer<6>(n); }
 float* SharedWBuffer(size_t n) { return Buffer<7>(n); }
-
-struct Tiles {
-  int64_t th, tw;  // tiles down and across an image (ceil(oh / 2), ceil(ow / 2))
-  explicit Tiles(const ConvGeo& g) : th((g.oh + 1) / 2), tw((g.ow + 1) / 2) {}
-  int64_t per_image() const { return th * tw; }
-};
 
 // The transforms are written once over V, a float or an 8-float vector (GCC's vector
 // extensions: the same add, subtract or multiply in every lane), so the vector loop and its
@@ -116,122 +114,6 @@ void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t 
   });
 }
 
-// The rows of a block's transforms: tiles [t0, t1) of the block whose first tile is `base`
-// and which has `rows` tiles (each position's rows are rows * ld apart).
-struct BlockRows {
-  int64_t t0, t1, base, rows;
-  static BlockRows Whole(int64_t t0, int64_t t1) { return {t0, t1, t0, t1 - t0}; }
-};
-
-// V = B^T d B for the tiles of `at` and channels [c0, c1), at v[xi][t - base][c - c0] (rows ld
-// apart): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. Taps outside the image read zeros.
-void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, BlockRows at, int64_t c0,
-                    int64_t c1, int64_t ld, float* v) {
-  const int64_t C = g.c, stride = at.rows * ld, t0 = at.base, t1 = at.t1;
-  const float* zero = ZeroBuffer(static_cast<size_t>(C));
-  for (int64_t t = at.t0; t < t1; ++t) {
-    const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
-    const int64_t iy0 = 2 * (r / tiles.tw) - g.pt, ix0 = 2 * (r % tiles.tw) - g.pl;
-    const float* p[16];
-    for (int a = 0; a < 4; ++a) {
-      for (int b = 0; b < 4; ++b) {
-        const int64_t iy = iy0 + a, ix = ix0 + b;
-        const bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
-        p[a * 4 + b] = (inside ? x + ((n * g.h + iy) * g.w + ix) * C : zero) + c0;
-      }
-    }
-    float* out = v + (t - t0) * ld;
-    // The columns of B^T d (s), then its rows times B.
-    ForLanes(c1 - c0, [&]<typename V>(int64_t c) {
-      V s[16];
-      for (int b = 0; b < 4; ++b) {
-        const V d0 = Ld<V>(p[b] + c), d1 = Ld<V>(p[4 + b] + c);
-        const V d2 = Ld<V>(p[8 + b] + c), d3 = Ld<V>(p[12 + b] + c);
-        s[b] = d0 - d2;
-        s[4 + b] = d1 + d2;
-        s[8 + b] = d2 - d1;
-        s[12 + b] = d1 - d3;
-      }
-      for (int a = 0; a < 4; ++a) {
-        const V* q = s + a * 4;
-        St(out + (a * 4 + 0) * stride + c, q[0] - q[2]);
-        St(out + (a * 4 + 1) * stride + c, q[1] + q[2]);
-        St(out + (a * 4 + 2) * stride + c, q[2] - q[1]);
-        St(out + (a * 4 + 3) * stride + c, q[1] - q[3]);
-      }
-    });
-  }
-}
-
-// Y = A^T M A for tiles [t0, t1) from m[xi][t - t0][f]: A^T = [1 1 1 0; 0 1 -1 -1]. Outputs
-// past the bottom or right edge (odd oh or ow) go to a sink.
-void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64_t t0, int64_t t1,
-                     float* y) {
-  const int64_t F = g.f, stride = (t1 - t0) * F;
-  float* sink = SinkBuffer(static_cast<size_t>(F));
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
-    const int64_t oy0 = 2 * (r / tiles.tw), ox0 = 2 * (r % tiles.tw);
-    float* q[4];
-    for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < 2; ++j) {
-        const int64_t oy = oy0 + i, ox = ox0 + j;
-        q[i * 2 + j] = oy < g.oh && ox < g.ow ? y + ((n * g.oh + oy) * g.ow + ox) * F : sink;
-      }
-    }
-    const float* in = m + (t - t0) * F;
-    ForLanes(F, [&]<typename V>(int64_t f) {
-      V r0[4], r1[4];
-      for (int b = 0; b < 4; ++b) {
-        const V m0 = Ld<V>(in + b * stride + f), m1 = Ld<V>(in + (4 + b) * stride + f);
-        const V m2 = Ld<V>(in + (8 + b) * stride + f), m3 = Ld<V>(in + (12 + b) * stride + f);
-        r0[b] = (m0 + m1) + m2;
-        r1[b] = (m1 - m2) - m3;
-      }
-      St(q[0] + f, (r0[0] + r0[1]) + r0[2]);
-      St(q[1] + f, (r0[1] - r0[2]) - r0[3]);
-      St(q[2] + f, (r1[0] + r1[1]) + r1[2]);
-      St(q[3] + f, (r1[1] - r1[2]) - r1[3]);
-    });
-  }
-}
-
-// W = A dy A^T for the tiles of `at`, at w[xi][t - base][f]: dy's 2x2 block of the tile (zeros
-// past the bottom or right edge), A = [1 0; 1 1; 1 -1; 0 -1].
-void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, BlockRows at,
-                         float* w) {
-  const int64_t F = g.f, stride = at.rows * F, t0 = at.base;
-  const float* zero = ZeroBuffer(static_cast<size_t>(F));
-  for (int64_t t = at.t0; t < at.t1; ++t) {
-    const int64_t n = t / tiles.per_image(), r = t % tiles.per_image();
-    const int64_t oy0 = 2 * (r / tiles.tw), ox0 = 2 * (r % tiles.tw);
-    const float* q[4];
-    for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < 2; ++j) {
-        const int64_t oy = oy0 + i, ox = ox0 + j;
-        q[i * 2 + j] = oy < g.oh && ox < g.ow ? dy + ((n * g.oh + oy) * g.ow + ox) * F : zero;
-      }
-    }
-    float* out = w + (t - t0) * F;
-    ForLanes(F, [&]<typename V>(int64_t f) {
-      V col[4][2];  // A dy: rows of the 4x2 product
-      for (int j = 0; j < 2; ++j) {
-        const V d0 = Ld<V>(q[j] + f), d1 = Ld<V>(q[2 + j] + f);
-        col[0][j] = d0;
-        col[1][j] = d0 + d1;
-        col[2][j] = d0 - d1;
-        col[3][j] = -d1;
-      }
-      for (int a = 0; a < 4; ++a) {
-        St(out + (a * 4 + 0) * stride + f, col[a][0]);
-        St(out + (a * 4 + 1) * stride + f, col[a][0] + col[a][1]);
-        St(out + (a * 4 + 2) * stride + f, col[a][0] - col[a][1]);
-        St(out + (a * 4 + 3) * stride + f, -col[a][1]);
-      }
-    });
-  }
-}
-
 // dw = G^T Z G for channels [c0, c1), from z[xi][c][f].
 void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c1, float* dw) {
   const int64_t tap = g.c * g.f;
@@ -267,15 +149,16 @@ int64_t FilterGradLd(const ConvGeo& g) { return (simd::RoundUp(g.c, 16) / 16 | 1
 void FilterGradProduct(const ConvGeo& g, int64_t rows, const float* v, const float* w, int64_t q,
                        float* p) {
   const int64_t C = g.c, F = g.f, ld = FilterGradLd(g);
-  GemmPacked(true, false, C, F, rows, v + q * rows * ld, ld, w + q * rows * F, F, p + q * C * F, F);
+  GemmPacked(true, false, C, F, rows, v + q * PositionStride(rows, ld), ld,
+             w + q * PositionStride(rows, F), F, p + q * C * F, F);
 }
 
 // Block b's share of Z on the calling thread.
 void FilterGradBlock(const ConvGeo& g, const Tiles& tiles, const float* x, const float* dy,
                      int64_t b, float* p) {
   const BlockRows at = FilterGradRows(g, tiles, b);
-  float* v = VBuffer(static_cast<size_t>(kPositions * at.rows * FilterGradLd(g)));
-  float* w = MBuffer(static_cast<size_t>(kPositions * at.rows * g.f));
+  float* v = VBuffer(static_cast<size_t>(kPositions * PositionStride(at.rows, FilterGradLd(g))));
+  float* w = MBuffer(static_cast<size_t>(kPositions * PositionStride(at.rows, g.f)));
   InputTransform(g, tiles, x, at, 0, g.c, FilterGradLd(g), v);
   OutputGradTransform(g, tiles, dy, at, w);
   for (int64_t q = 0; q < kPositions; ++q) FilterGradProduct(g, at.rows, v, w, q, p);
@@ -287,8 +170,9 @@ void FilterGradBlock(const ConvGeo& g, const Tiles& tiles, const float* x, const
 void FilterGradBlockShared(ThreadPool* pool, int64_t threads, const ConvGeo& g, const Tiles& tiles,
                            const float* x, const float* dy, int64_t b, float* p) {
   const BlockRows at = FilterGradRows(g, tiles, b);
-  float* v = SharedVBuffer(static_cast<size_t>(kPositions * at.rows * FilterGradLd(g)));
-  float* w = SharedWBuffer(static_cast<size_t>(kPositions * at.rows * g.f));
+  float* v =
+      SharedVBuffer(static_cast<size_t>(kPositions * PositionStride(at.rows, FilterGradLd(g))));
+  float* w = SharedWBuffer(static_cast<size_t>(kPositions * PositionStride(at.rows, g.f)));
   ParallelForBlocks(pool, at.rows, (at.rows + threads - 1) / threads, [&](int64_t r0, int64_t r1) {
     const BlockRows part{at.t0 + r0, at.t0 + r1, at.base, at.rows};
     InputTransform(g, tiles, x, part, 0, g.c, FilterGradLd(g), v);
@@ -302,12 +186,12 @@ void FilterGradBlockShared(ThreadPool* pool, int64_t threads, const ConvGeo& g, 
 }  // namespace
 
 bool UseWinograd(const ConvGeo& g, size_t elem, WinogradPass pass) {
+  // 32+ channels each way: below that the 16 products are too thin for the transforms' cost
+  // (ResNet-20's 28x28x16 ran 0.9x the direct kernels' speed, its filter gradient 0.7x).
   const bool shape = elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
                      Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 && g.pl <= 2 &&
-                     g.c >= 64 && g.f >= 64 && g.oh > 0 && g.ow > 0;
-  // 64 -> 64 channels: the direct kernels are faster on small images (ResNet-20's 8x8: 200-213
-  // GFLOP/s against 177-209), Winograd on large ones (ResNet-50's 56x56: 284 against 216).
-  if (!shape || (UseDirectForward(g, elem) && g.oh * g.ow < 1024)) return false;
+                     g.c >= 32 && g.f >= 32 && g.oh > 0 && g.ow > 0;
+  if (!shape) return false;
   // The filter transform's fixed cost against the tiles' saved multiplies: at 2 threads,
   // 7x7x512 ran its forward 0.53-0.67x the direct kernels' speed at 1-2 images, 0.98x at 4;
   // its input gradient 0.42-0.67x at 2-8 images.
@@ -338,12 +222,13 @@ void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const fl
   const int64_t per_block = (total + blocks - 1) / blocks;
   ParallelForBlocks(pool, total, per_block, [&](int64_t t0, int64_t t1) {
     const int64_t rows = t1 - t0;
-    float* v = VBuffer(static_cast<size_t>(kPositions * rows * C));
-    float* m = MBuffer(static_cast<size_t>(kPositions * rows * F));
+    const int64_t v_stride = PositionStride(rows, C), m_stride = PositionStride(rows, F);
+    float* v = VBuffer(static_cast<size_t>(kPositions * v_stride));
+    float* m = MBuffer(static_cast<size_t>(kPositions * m_stride));
     InputTransform(g, tiles, x, BlockRows::Whole(t0, t1), 0, C, C, v);
     for (int64_t p = 0; p < kPositions; ++p) {
-      GemmPackedB(false, rows, F, C, v + p * rows * C, C, packed + p * packed_size,
-                  m + p * rows * F, F);
+      GemmPackedB(false, rows, F, C, v + p * v_stride, C, packed + p * packed_size,
+                  m + p * m_stride, F);
     }
     OutputTransform(g, tiles, m, t0, t1, y);
   });

@@ -28,9 +28,9 @@ constexpr int64_t kWinogradTileBlock = 256;
 enum class WinogradPass { kForward, kInputGrad, kFilterGrad };
 
 // float 3x3, unit strides, no dilation, padding at most 2 on top and left (SAME, VALID, and the
-// input gradients' rotated forms of both), and at least 64 input and output channels
-// (ResNet-50's 3x3s; fewer channels leave the 16 GEMMs too thin); 64 -> 64 only on images of
-// 32x32 outputs or more (smaller ones run conv2d_direct_small.cc's kernels faster). And enough
+// input gradients' rotated forms of both), and at least 32 input and output channels
+// (ResNet-20's 32- and 64-channel stages, ResNet-50's 3x3s; with 16 the 16 GEMMs are too thin to
+// pay for the transforms, and conv2d_direct_small.cc's kernels run faster). And enough
 // 2x2 output tiles to pay for transforming the filter into 16 c x f matrices on every call: at
 // least c * f / 4096 (c * f / 512 for the input gradient, whose filter is rotated first). So
 // ResNet-50's 7x7x512 layers take it from 4 images a call (the input gradient from 32), its

@@ -47,9 +47,10 @@ void PackA(const Operand& A, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int
       continue;
     }
     if (A.t) {
+      const size_t bytes = sizeof(float) * static_cast<size_t>(rows);
       for (int64_t p = 0; p < kc; ++p) {
-        const float* src = A.p + (p0 + p) * A.ld + i0 + ir;
-        for (int i = 0; i < mr; ++i) dst[p * mr + i] = i < rows ? src[i] : 0.0f;
+        std::memcpy(dst + p * mr, A.p + (p0 + p) * A.ld + i0 + ir, bytes);
+        std::fill(dst + p * mr + rows, dst + (p + 1) * mr, 0.0f);
       }
       continue;
     }
@@ -223,6 +224,8 @@ void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k
       const float* bp = b_own;
       if (packed_b) {
         bp = packed_b + PackedSliceOffset(ki, n, k, jc, pc);
+      } else if (!tb && n == ki.nr && ldb == ki.nr) {
+        bp = b + pc * ldb;  // one panel, stored as packing would lay it out
       } else {
         PackB(B, pc, kc, jc, nc, ki.nr, b_own);
       }

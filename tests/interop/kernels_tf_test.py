@@ -145,19 +145,19 @@ CONVS = [  # (input, filter, strides, padding)
     ((1, 10, 10, 2), (4, 4, 2, 3), (3, 3), "SAME"),
     # The im2col + GEMM path at ResNet-like shapes: a 3x3 over several filter-gradient row blocks,
     # a 1x1 expansion (input read in place, transposed filter gradient, several row blocks).
-    ((16, 14, 14, 32), (3, 3, 32, 48), (1, 1), "SAME"),
+    ((16, 14, 14, 32), (3, 3, 32, 24), (1, 1), "SAME"),
     ((48, 14, 14, 24), (1, 1, 24, 96), (1, 1), "SAME"),
-    # ResNet-20's 16-, 32- and 64-channel 3x3s (direct kernels; the unit-stride input gradient
-    # runs as the forward of the rotated filter), and that input gradient under VALID padding
-    # and an even 2x2 SAME filter (padded 0 on top, 1 below).
+    # ResNet-20's 16-, 32- and 64-channel 3x3s (16: direct kernels, whose unit-stride input
+    # gradient runs as the forward of the rotated filter; 32 and 64: Winograd), and that input
+    # gradient under VALID padding and an even 2x2 SAME filter (padded 0 on top, 1 below).
     ((4, 28, 28, 16), (3, 3, 16, 16), (1, 1), "SAME"),
     ((4, 14, 14, 32), (3, 3, 32, 32), (1, 1), "SAME"),
     ((8, 7, 7, 64), (3, 3, 64, 64), (1, 1), "SAME"),
     ((2, 10, 9, 16), (3, 3, 16, 16), (1, 1), "VALID"),
     ((2, 9, 9, 32), (2, 2, 32, 32), (1, 1), "SAME"),
-    # Winograd F(2x2, 3x3) (64+ channels, unit stride; the input gradient on the rotated
+    # Winograd F(2x2, 3x3) (32+ channels, unit stride; the input gradient on the rotated
     # filter): ResNet-50's 28x28x128 and 7x7x512 3x3s, odd sizes under VALID padding, and
-    # 64 -> 64 on a 32x32 image (smaller ones run the direct kernels).
+    # 64 -> 64 on a 32x32 image.
     ((2, 28, 28, 128), (3, 3, 128, 128), (1, 1), "SAME"),
     ((2, 7, 7, 512), (3, 3, 512, 512), (1, 1), "SAME"),
     ((2, 9, 7, 64), (3, 3, 64, 80), (1, 1), "VALID"),

@@ -321,24 +321,27 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
                                  std::tuple{V{3, 9, 8, 40}, V{1, 1, 40, 48}, 2, false},
                                  std::tuple{V{37, 5, 3, 24}, V{3, 3, 24, 40}, 1, true},
                                  std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
-                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 40}, 1, true},
+                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 24}, 1, true},
                                  // The direct kernels of conv2d_direct_small.cc: a 1 -> 16 stem
-                                 // (forward), 16 -> 16,
-                                 // strided 16 -> 32, 32 -> 32 (forward and filter gradient),
-                                 // strided 40 -> 64 and a 7x7 stem (forward: tiles across output
-                                 // rows; filter gradient in column blocks).
+                                 // (forward), 16 -> 16, strided 16 -> 32, 24 -> 32 and strided
+                                 // 32 -> 32 (forward and filter gradient), strided 40 -> 64 and
+                                 // a 7x7 stem (forward: tiles across output rows; filter
+                                 // gradient in column blocks). Unit-stride 3x3s of 32+ channels
+                                 // each way run Winograd (conv2d_winograd_test.cc).
                                  std::tuple{V{2, 10, 10, 1}, V{3, 3, 1, 16}, 1, true},
                                  std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
                                  std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
-                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 32}, 1, true},
+                                 std::tuple{V{2, 9, 9, 24}, V{3, 3, 24, 32}, 1, true},
                                  std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
                                  std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true},
-                                 // A unit-stride 64 -> 64 (input gradient as a forward too).
-                                 std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 64}, 1, true},
+                                 // Unit-stride 32 -> 24 and 64 -> 24: input gradients as the
+                                 // direct forward of the rotated filter (24 -> 32, 24 -> 64).
+                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 24}, 1, true},
+                                 std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 24}, 1, true},
                                  // Filters of 2^16+ elements over several row blocks: packed
                                  // once per call (a 3x3, a 1x1 in place, a strided 3x3).
-                                 std::tuple{V{2, 10, 10, 128}, V{3, 3, 128, 60}, 1, true},
+                                 std::tuple{V{2, 10, 10, 256}, V{3, 3, 256, 30}, 1, true},
                                  std::tuple{V{1, 16, 16, 256}, V{1, 1, 256, 256}, 1, true},
                                  std::tuple{V{3, 13, 12, 96}, V{3, 3, 96, 80}, 2, true}}) {
     SCOPED_TRACE(TensorShape(fs).ToString());
@@ -346,10 +349,11 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
     Tensor dy = Random(Run1("Conv2D", {x, f}, a).shape(), 7);
     ChainRef want = FmaChainConv(x, f, dy, s, same);
-    // Unit strides into 16 -> 16, 32 -> 32 and 64 -> 64 (the direct forward kernels take the
+    // Unit strides into 16 -> 16, 32 -> 24 and 64 -> 24 (the direct forward kernels take the
     // rotated filter): dx is the forward chain of dy with the rotated filter over (kh, kw, f).
     const int64_t c = xs[3], fo = fs[3];
-    if (s == 1 && fs[0] * fs[1] > 1 && c == fo && (c == 16 || c == 32 || c == 64)) {
+    const bool rotated_direct = (c == 16 && fo == 16) || ((c == 32 || c == 64) && fo == 24);
+    if (s == 1 && fs[0] * fs[1] > 1 && rotated_direct) {
       want.dx = FmaChainConv(dy, Rotated(f), Random(x.shape(), 8), 1, same).y;
     }
     AttrMap bi = a, bf = a;
@@ -374,7 +378,7 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
 
 // Several filter-gradient row blocks (256-1024 output pixels: 2^18 / K, conv2d.cc's
 // FilterGradRows), summed in block order, whichever kernel runs: the GEMM path with block
-// partials (3x3x72 -> 40), the direct kernels that take its blocks (32 -> 32, 64 -> 64 on 7x7
+// partials (3x3x72 -> 24), the direct kernels that take its blocks (24 -> 32, 24 -> 64 on 7x7
 // images) or their own (16 -> 16 and strided 16 -> 32 in 455-pixel blocks that start and end
 // mid-row of a padded image: each block pads only the rows it reads) or, for products of 2^17
 // elements or more, the GEMM path that adds each block's product into dw (a strided 3x3
@@ -386,9 +390,9 @@ TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
   ThreadPool three(3, "three");
   std::vector<GemmPath> paths = {GemmPath::kAuto, GemmPath::kAvx2};
   for (auto [xs, fs, s, block] :
-       {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 40}, 1, int64_t{404}},
-        std::tuple{V{12, 9, 9, 32}, V{3, 3, 32, 32}, 1, int64_t{910}},
-        std::tuple{V{40, 7, 7, 64}, V{3, 3, 64, 64}, 1, int64_t{455}},
+       {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 24}, 1, int64_t{404}},
+        std::tuple{V{16, 9, 9, 24}, V{3, 3, 24, 32}, 1, int64_t{1024}},
+        std::tuple{V{40, 7, 7, 24}, V{3, 3, 24, 64}, 1, int64_t{1024}},
         std::tuple{V{4, 12, 12, 16}, V{3, 3, 16, 16}, 1, int64_t{455}},
         std::tuple{V{17, 11, 11, 16}, V{3, 3, 16, 32}, 2, int64_t{455}},
         std::tuple{V{6, 16, 16, 128}, V{3, 3, 128, 128}, 2, int64_t{256}},

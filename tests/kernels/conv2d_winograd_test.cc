@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/conv2d_winograd_tiles.h"
 #include "kernels/gemm_packed.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -220,8 +221,9 @@ const Shape kShapes[] = {
     {{1, 7, 5, 72}, 67, true},    // odd output sizes; channels past the 8-float vectors
     {{2, 9, 8, 64}, 80, false},   // VALID: 7 x 6
     {{3, 5, 5, 128}, 96, true},   // several kc slices; 27 tiles, enough for the input gradient
-    {{1, 32, 33, 64}, 64, true},  // 64 -> 64 on 32x32 outputs or more (smaller: direct);
-                                  // 272 tiles: two filter-gradient blocks
+    {{1, 32, 33, 64}, 64, true},  // 272 tiles: two filter-gradient blocks
+    {{2, 7, 7, 32}, 32, true},    // ResNet-20's 32 channels, the fewest Winograd takes
+    {{2, 8, 6, 40}, 33, false},   // VALID; neither channel count a whole vector
 };
 
 // The filter transform is paid per call, so Winograd needs enough tiles: ResNet-50's 7x7x512
@@ -241,6 +243,10 @@ TEST(Conv2DWinogradTest, NeedsEnoughTilesForTheFilterTransform) {
   EXPECT_TRUE(kernels::UseWinograd(geo(32, 7, 512), sizeof(float), WinogradPass::kInputGrad));
   EXPECT_FALSE(kernels::UseWinograd(geo(2, 14, 256), sizeof(float), WinogradPass::kInputGrad));
   EXPECT_TRUE(kernels::UseWinograd(geo(3, 14, 256), sizeof(float), WinogradPass::kInputGrad));
+  // 32+ channels each way (ResNet-20's 32- and 64-channel stages, not its 16-channel one).
+  EXPECT_TRUE(kernels::UseWinograd(geo(1, 7, 64), sizeof(float), WinogradPass::kForward));
+  EXPECT_TRUE(kernels::UseWinograd(geo(1, 14, 32), sizeof(float), WinogradPass::kFilterGrad));
+  EXPECT_FALSE(kernels::UseWinograd(geo(128, 28, 16), sizeof(float), WinogradPass::kForward));
   // Doubles never.
   EXPECT_FALSE(kernels::UseWinograd(geo(32, 7, 512), sizeof(double), WinogradPass::kForward));
 }
@@ -264,16 +270,21 @@ TEST(Conv2DWinogradTest, IsItsArithmeticOnEveryPathAndThreadCount) {
     AttrMap bi = a, bf = a;
     bi.Set("input_sizes", s.x);
     bf.Set("filter_sizes", V{3, 3, c, s.f});
-    for (GemmPath path : paths) {
-      kernels::SetGemmPathForTesting(path);
-      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
-        EXPECT_TRUE(Same((*RunOn(pool, "Conv2D", {x, f}, a))[0], want_y)) << int(path);
-        EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropInput", {f, dy}, bi))[0], want_dx))
-            << int(path);
-        EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, bf))[0], want_dw))
-            << int(path);
+    // The tile transforms' 32- and 64-byte variants (64: where the CPU has AVX-512).
+    for (int width : {32, 64}) {
+      kernels::winograd::SetTileTransformWidthForTesting(width);
+      for (GemmPath path : paths) {
+        kernels::SetGemmPathForTesting(path);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &three}) {
+          SCOPED_TRACE("width " + std::to_string(width) + " path " +
+                       std::to_string(static_cast<int>(path)));
+          EXPECT_TRUE(Same((*RunOn(pool, "Conv2D", {x, f}, a))[0], want_y));
+          EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropInput", {f, dy}, bi))[0], want_dx));
+          EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, bf))[0], want_dw));
+        }
       }
     }
+    kernels::winograd::SetTileTransformWidthForTesting(0);
     kernels::SetGemmPathForTesting(GemmPath::kAuto);
   }
 }

@@ -45,10 +45,12 @@ std::vector<float> FmaChain(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 }
 
 // Each path against the fma chain for one shape; untouched padding columns of C stay -7.
-// lda 0: a padded leading dimension (rows of A 3 floats longer than needed).
-void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda = 0) {
+// lda (ldb) 0: a padded leading dimension (rows of A 3 floats, of B 1 float longer than needed).
+void CheckShape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda = 0,
+                int64_t ldb = 0) {
   if (lda == 0) lda = (ta ? m : k) + 3;
-  const int64_t ldb = (tb ? k : n) + 1, ldc = n + 2;
+  if (ldb == 0) ldb = (tb ? k : n) + 1;
+  const int64_t ldc = n + 2;
   const auto a = UniformFloats((ta ? k : m) * lda, 1), b = UniformFloats((tb ? n : k) * ldb, 2);
   const std::vector<float> want = FmaChain(ta, tb, m, n, k, a, lda, b, ldb, ldc);
   std::vector<std::pair<const char*, GemmFn>> paths = {{"scalar", kernels::GemmPackedScalar}};
@@ -80,6 +82,10 @@ TEST(GemmPackedTest, EveryPathIsTheFmaChain) {
       // Rows of A 4 KB (a multiple) apart: a transposed A is packed whole, edges included.
       CheckShape(ta, tb, 205, 70, 300, 1024);
       CheckShape(ta, tb, 13, 40, 9, 2048);
+      // B exactly as wide as one micro-kernel panel and stored unpadded (n = ldb = 8, 16, 32 or
+      // 48: each path's nr for that n), which is read in place rather than packed; over several
+      // kc slices.
+      for (int64_t n : {8, 16, 32, 48}) CheckShape(ta, tb, 37, n, 600, 0, tb ? 600 : n);
     }
   }
 }
@@ -196,9 +202,9 @@ class SameBitsTest : public ::testing::Test {
   }
 };
 
-// ResNet-20's layers: up to 32 channels run conv2d_direct_small*.cc's kernels, 64 channels their
-// forward (and, on small images, filter gradient) and im2col + GEMM for the rest; the 1 -> 16 stem
-// the direct forward and conv2d_direct.cc's gradients. Then ResNet-50's 1x1s and a Winograd 3x3.
+// ResNet-20's layers: 16 channels and the strided 3x3s run conv2d_direct_small*.cc's kernels,
+// unit-stride 32 -> 32 and 64 -> 64 Winograd, and im2col + GEMM the rest; the 1 -> 16 stem the
+// direct forward and conv2d_direct.cc's gradients. Then ResNet-50's 1x1s and a Winograd 3x3.
 TEST_F(SameBitsTest, ResNetConvolutions) {
   Conv({8, 32, 32, 1}, {3, 3, 1, 16}, 1);
   Conv({8, 32, 32, 16}, {3, 3, 16, 16}, 1);
