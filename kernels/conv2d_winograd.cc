@@ -186,11 +186,15 @@ void FilterGradBlockShared(ThreadPool* pool, int64_t threads, const ConvGeo& g, 
 }  // namespace
 
 bool UseWinograd(const ConvGeo& g, size_t elem, WinogradPass pass) {
-  // 32+ channels each way: below that the 16 products are too thin for the transforms' cost
-  // (ResNet-20's 28x28x16 ran 0.9x the direct kernels' speed, its filter gradient 0.7x).
+  // 32+ channels each way, or 16+ where the forward's products run on small tiles (SmallProducts):
+  // with fewer, the direct kernels are faster. ResNet-20's 28x28x16 at batch 128, 2 threads:
+  // forward 0.9x their speed on GemmPacked's products, 1.1x on small tiles; its filter gradient
+  // (GemmPacked's products over 256-tile blocks) 0.7x.
+  const int64_t least =
+      pass != WinogradPass::kFilterGrad && winograd::SmallProductsApply(g.c, g.f) ? 16 : 32;
   const bool shape = elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
                      Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 && g.pl <= 2 &&
-                     g.c >= 32 && g.f >= 32 && g.oh > 0 && g.ow > 0;
+                     g.c >= least && g.f >= least && g.oh > 0 && g.ow > 0;
   if (!shape) return false;
   // The filter transform's fixed cost against the tiles' saved multiplies: at 2 threads,
   // 7x7x512 ran its forward 0.53-0.67x the direct kernels' speed at 1-2 images, 0.98x at 4;
@@ -206,10 +210,28 @@ void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const fl
   const Tiles tiles(g);
   const int64_t total = g.n * tiles.per_image();
   if (total == 0) return;
-  // The filter transform, then each position's c x f matrix packed once for every block.
   float* u = FilterBuffer(static_cast<size_t>(kPositions * C * F));
   ParallelForBlocks(pool, C, (C + threads - 1) / threads,
                     [&](int64_t c0, int64_t c1) { FilterTransform(g, filter, c0, c1, u); });
+  // Blocks of about kTilesPerBlock tiles, a multiple of the thread count of them.
+  const int64_t blocks = simd::RoundUp((total + kTilesPerBlock - 1) / kTilesPerBlock, threads);
+  const int64_t per_block = (total + blocks - 1) / blocks;
+  if (winograd::SmallProductsApply(C, F)) {
+    // Small filters: each block a few tiles at a time, V and M in L1.
+    ParallelForBlocks(pool, total, per_block, [&](int64_t t0, int64_t t1) {
+      const int64_t most = winograd::kSmallGroupTiles;
+      float* v = VBuffer(static_cast<size_t>(kPositions * PositionStride(most, C)));
+      float* m = MBuffer(static_cast<size_t>(kPositions * PositionStride(most, F)));
+      for (int64_t g0 = t0; g0 < t1; g0 += most) {
+        const int64_t g1 = std::min(t1, g0 + most);
+        InputTransform(g, tiles, x, BlockRows::Whole(g0, g1), 0, C, C, v);
+        winograd::SmallProducts(g1 - g0, C, F, v, u, m);
+        OutputTransform(g, tiles, m, g0, g1, y);
+      }
+    });
+    return;
+  }
+  // Each position's c x f matrix packed once for every block.
   const int64_t packed_size = GemmPackedBSize(F, C);
   float* packed = PackedFilterBuffer(static_cast<size_t>(kPositions * packed_size));
   ParallelForBlocks(pool, kPositions, 1, [&](int64_t p0, int64_t p1) {
@@ -217,9 +239,6 @@ void Conv2DWinograd(ThreadPool* pool, const ConvGeo& g, const float* x, const fl
       GemmPackB(false, F, C, u + p * C * F, F, 0, F, packed + p * packed_size);
     }
   });
-  // Blocks of about kTilesPerBlock tiles, a multiple of the thread count of them.
-  const int64_t blocks = simd::RoundUp((total + kTilesPerBlock - 1) / kTilesPerBlock, threads);
-  const int64_t per_block = (total + blocks - 1) / blocks;
   ParallelForBlocks(pool, total, per_block, [&](int64_t t0, int64_t t1) {
     const int64_t rows = t1 - t0;
     const int64_t v_stride = PositionStride(rows, C), m_stride = PositionStride(rows, F);

@@ -83,6 +83,7 @@ struct InputLanes {
   template <typename V>
   TROUPE_ALWAYS_INLINE void operator()(int64_t c) const {
     V s[16];
+#pragma GCC unroll 4
     for (int b = 0; b < 4; ++b) {
       const V d0 = Ld<V>(p[b] + c), d1 = Ld<V>(p[4 + b] + c);
       const V d2 = Ld<V>(p[8 + b] + c), d3 = Ld<V>(p[12 + b] + c);
@@ -91,6 +92,7 @@ struct InputLanes {
       s[8 + b] = d2 - d1;
       s[12 + b] = d1 - d3;
     }
+#pragma GCC unroll 4
     for (int a = 0; a < 4; ++a) {
       const V* q = s + a * 4;
       St(out + (a * 4 + 0) * stride + c, q[0] - q[2]);
@@ -139,6 +141,7 @@ struct OutputLanes {
   template <typename V>
   TROUPE_ALWAYS_INLINE void operator()(int64_t f) const {
     V r0[4], r1[4];
+#pragma GCC unroll 4
     for (int b = 0; b < 4; ++b) {
       const V m0 = Ld<V>(in + b * stride + f), m1 = Ld<V>(in + (4 + b) * stride + f);
       const V m2 = Ld<V>(in + (8 + b) * stride + f), m3 = Ld<V>(in + (12 + b) * stride + f);
@@ -179,6 +182,7 @@ struct OutputGradLanes {
   template <typename V>
   TROUPE_ALWAYS_INLINE void operator()(int64_t f) const {
     V col[4][2];
+#pragma GCC unroll 4
     for (int j = 0; j < 2; ++j) {
       const V d0 = Ld<V>(q[j] + f), d1 = Ld<V>(q[2 + j] + f);
       col[0][j] = d0;
@@ -186,6 +190,7 @@ struct OutputGradLanes {
       col[2][j] = d0 - d1;
       col[3][j] = -d1;
     }
+#pragma GCC unroll 4
     for (int a = 0; a < 4; ++a) {
       St(out + (a * 4 + 0) * stride + f, col[a][0]);
       St(out + (a * 4 + 1) * stride + f, col[a][0] + col[a][1]);
@@ -230,13 +235,13 @@ TROUPE_TARGET_AVX512 void OutputGradTransform64(const ConvGeo& g, const Tiles& t
 }
 #endif
 
-bool Wide() {
+}  // namespace
+
+bool WideTileTransforms() {
   const int forced = g_forced_width.load(std::memory_order_relaxed);
   if (forced != 0) return forced == 64 && simd::CpuHasAvx512();
   return simd::CpuHasAvx512();
 }
-
-}  // namespace
 
 int64_t PositionStride(int64_t rows, int64_t ld) {
   return (simd::RoundUp(rows * ld, 16) / 16 | 1) * 16;
@@ -245,7 +250,7 @@ int64_t PositionStride(int64_t rows, int64_t ld) {
 void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, BlockRows at, int64_t c0,
                     int64_t c1, int64_t ld, float* v) {
 #if TROUPE_HAVE_AVX512_DISPATCH
-  if (Wide()) return InputTransform64(g, tiles, x, at, c0, c1, ld, v);
+  if (WideTileTransforms()) return InputTransform64(g, tiles, x, at, c0, c1, ld, v);
 #endif
   InputTransformT<32>(g, tiles, x, at, c0, c1, ld, v);
 }
@@ -253,7 +258,7 @@ void InputTransform(const ConvGeo& g, const Tiles& tiles, const float* x, BlockR
 void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64_t t0, int64_t t1,
                      float* y) {
 #if TROUPE_HAVE_AVX512_DISPATCH
-  if (Wide()) return OutputTransform64(g, tiles, m, t0, t1, y);
+  if (WideTileTransforms()) return OutputTransform64(g, tiles, m, t0, t1, y);
 #endif
   OutputTransformT<32>(g, tiles, m, t0, t1, y);
 }
@@ -261,7 +266,7 @@ void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64
 void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, BlockRows at,
                          float* w) {
 #if TROUPE_HAVE_AVX512_DISPATCH
-  if (Wide()) return OutputGradTransform64(g, tiles, dy, at, w);
+  if (WideTileTransforms()) return OutputGradTransform64(g, tiles, dy, at, w);
 #endif
   OutputGradTransformT<32>(g, tiles, dy, at, w);
 }

@@ -52,6 +52,23 @@ void OutputTransform(const ConvGeo& g, const Tiles& tiles, const float* m, int64
 void OutputGradTransform(const ConvGeo& g, const Tiles& tiles, const float* dy, BlockRows at,
                          float* w);
 
+// The 16 products of a group of tiles straight from an unpacked filter transform, for filters
+// small enough that its 16 c x f matrices stay in L2 (ResNet-20's: 16 KB to 256 KB): a whole
+// transform-product-transform pass over kSmallGroupTiles tiles then stays in L1/L2, where
+// GemmPacked's blocks of 256 tiles spill V and M out of L2 and pay a call per position.
+constexpr int64_t kSmallProductsMaxFilter = 64 * 64;
+constexpr int64_t kSmallGroupTiles = 14;
+bool SmallProductsApply(int64_t c, int64_t f);  // f a multiple of 8, c * f within the limit
+
+// M[xi] = V[xi] . U[xi] for the 16 positions xi, over `rows` tiles: V rows c floats apart,
+// positions PositionStride(rows, c) apart; U[xi] at u + xi * c * f, row-major c x f; M rows f
+// apart, positions PositionStride(rows, f) apart. Each element is the fmaf chain over the c
+// channels in order from +0.0f: GemmPacked's contract, so the same bits as the GEMM path.
+void SmallProducts(int64_t rows, int64_t c, int64_t f, const float* v, const float* u, float* m);
+
+// Whether the transforms run their 64-byte variant (AVX-512, unless a test forced 32 bytes).
+bool WideTileTransforms();
+
 // Tests only: 32 or 64 runs that vector width's variant (64 only where the CPU has AVX-512);
 // 0 restores the default choice.
 void SetTileTransformWidthForTesting(int bytes);

@@ -316,29 +316,30 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
   std::vector<GemmPath> paths = {GemmPath::kScalar, GemmPath::kAvx2, GemmPath::kAuto};
   if (kernels::HaveGemmPackedAvx512()) paths.push_back(GemmPath::kAvx512);
   // 1x1 (in place), strided 1x1 (im2col), 3x3 over many small images (grouped input-gradient
-  // GEMMs with edge tiles), a strided 7x7 stem and a wide 3x3.
+  // GEMMs with edge tiles), a strided 7x7 stem and a wide 3x3 (unit-stride 3x3s with channel
+  // counts off multiples of 8, which Winograd would take otherwise).
   for (auto [xs, fs, s, same] : {std::tuple{V{6, 9, 7, 40}, V{1, 1, 40, 72}, 1, true},
                                  std::tuple{V{3, 9, 8, 40}, V{1, 1, 40, 48}, 2, false},
-                                 std::tuple{V{37, 5, 3, 24}, V{3, 3, 24, 40}, 1, true},
+                                 std::tuple{V{37, 5, 3, 20}, V{3, 3, 20, 36}, 1, true},
                                  std::tuple{V{2, 19, 17, 3}, V{7, 7, 3, 24}, 2, true},
-                                 std::tuple{V{2, 6, 6, 72}, V{3, 3, 72, 24}, 1, true},
+                                 std::tuple{V{2, 6, 6, 68}, V{3, 3, 68, 20}, 1, true},
                                  // The direct kernels of conv2d_direct_small.cc: a 1 -> 16 stem
-                                 // (forward), 16 -> 16, strided 16 -> 32, 24 -> 32 and strided
-                                 // 32 -> 32 (forward and filter gradient), strided 40 -> 64 and
-                                 // a 7x7 stem (forward: tiles across output rows; filter
-                                 // gradient in column blocks). Unit-stride 3x3s of 32+ channels
-                                 // each way run Winograd (conv2d_winograd_test.cc).
+                                 // (forward), 12 -> 16, strided 16 -> 32 and 32 -> 32 (forward
+                                 // and filter gradient), strided 40 -> 64 and a 7x7 stem
+                                 // (forward: tiles across output rows; filter gradient in column
+                                 // blocks). Unit-stride 3x3s of 16+ channels each way run
+                                 // Winograd (conv2d_winograd_test.cc).
                                  std::tuple{V{2, 10, 10, 1}, V{3, 3, 1, 16}, 1, true},
-                                 std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 16}, 1, true},
+                                 std::tuple{V{2, 10, 10, 12}, V{3, 3, 12, 16}, 1, true},
                                  std::tuple{V{2, 11, 10, 16}, V{3, 3, 16, 32}, 2, true},
-                                 std::tuple{V{2, 9, 9, 24}, V{3, 3, 24, 32}, 1, true},
                                  std::tuple{V{2, 9, 8, 32}, V{3, 3, 32, 32}, 2, false},
                                  std::tuple{V{2, 9, 9, 40}, V{3, 3, 40, 64}, 2, true},
                                  std::tuple{V{2, 12, 11, 3}, V{7, 7, 3, 64}, 2, true},
-                                 // Unit-stride 32 -> 24 and 64 -> 24: input gradients as the
-                                 // direct forward of the rotated filter (24 -> 32, 24 -> 64).
-                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 24}, 1, true},
-                                 std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 24}, 1, true},
+                                 // Unit-stride 16, 32 and 64 -> 12: input gradients as the
+                                 // direct forward of the rotated filter (12 -> 16, 32, 64).
+                                 std::tuple{V{2, 10, 10, 16}, V{3, 3, 16, 12}, 1, true},
+                                 std::tuple{V{2, 9, 9, 32}, V{3, 3, 32, 12}, 1, true},
+                                 std::tuple{V{2, 7, 7, 64}, V{3, 3, 64, 12}, 1, true},
                                  // Filters of 2^16+ elements over several row blocks: packed
                                  // once per call (a 3x3, a 1x1 in place, a strided 3x3).
                                  std::tuple{V{2, 10, 10, 256}, V{3, 3, 256, 30}, 1, true},
@@ -349,10 +350,10 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
     AttrMap a{{"strides", V{1, s, s, 1}}, {"padding", std::string(same ? "SAME" : "VALID")}};
     Tensor dy = Random(Run1("Conv2D", {x, f}, a).shape(), 7);
     ChainRef want = FmaChainConv(x, f, dy, s, same);
-    // Unit strides into 16 -> 16, 32 -> 24 and 64 -> 24 (the direct forward kernels take the
-    // rotated filter): dx is the forward chain of dy with the rotated filter over (kh, kw, f).
+    // Unit strides into 16, 32 and 64 -> 12 (the direct forward kernels take the rotated
+    // filter): dx is the forward chain of dy with the rotated filter over (kh, kw, f).
     const int64_t c = xs[3], fo = fs[3];
-    const bool rotated_direct = (c == 16 && fo == 16) || ((c == 32 || c == 64) && fo == 24);
+    const bool rotated_direct = (c == 16 || c == 32 || c == 64) && fo == 12;
     if (s == 1 && fs[0] * fs[1] > 1 && rotated_direct) {
       want.dx = FmaChainConv(dy, Rotated(f), Random(x.shape(), 8), 1, same).y;
     }
