@@ -402,13 +402,13 @@ void FilterGradProduct(bool streamed, int64_t m, int64_t n, int64_t k, const T* 
 template <typename T>
 void Conv2DBackpropFilterImpl(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy, T* dw) {
   if (UseDirectSingleChannel(g)) return Conv2DBackpropFilterDirectC1(pool, g, x, dy, dw);
-  if (UseDirectSmall(g, sizeof(T))) {
-    return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
-  }
   if constexpr (std::is_same_v<T, float>) {
     if (UseWinograd(g, sizeof(T), WinogradPass::kFilterGrad)) {
       return Conv2DBackpropFilterWinograd(pool, g, x, dy, dw);
     }
+  }
+  if (UseDirectSmall(g, sizeof(T))) {
+    return Conv2DBackpropFilterDirectSmall(pool, g, x, dy, RowBlock(g), dw);
   }
   if (UseDirect32(g, sizeof(T)) || UseDirectFilterGrad(g, sizeof(T))) {
     // The GEMM path's row blocks: the same chains and partial sums, so the same bits.

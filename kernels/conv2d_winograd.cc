@@ -149,8 +149,12 @@ int64_t FilterGradLd(const ConvGeo& g) { return (simd::RoundUp(g.c, 16) / 16 | 1
 void FilterGradProduct(const ConvGeo& g, int64_t rows, const float* v, const float* w, int64_t q,
                        float* p) {
   const int64_t C = g.c, F = g.f, ld = FilterGradLd(g);
-  GemmPacked(true, false, C, F, rows, v + q * PositionStride(rows, ld), ld,
-             w + q * PositionStride(rows, F), F, p + q * C * F, F);
+  const float* vq = v + q * PositionStride(rows, ld);
+  const float* wq = w + q * PositionStride(rows, F);
+  if (winograd::SmallProductsApply(C, F)) {
+    return winograd::SmallFilterGradProduct(rows, C, F, vq, ld, wq, p + q * C * F);
+  }
+  GemmPacked(true, false, C, F, rows, vq, ld, wq, F, p + q * C * F, F);
 }
 
 // Block b's share of Z on the calling thread.
@@ -186,12 +190,11 @@ void FilterGradBlockShared(ThreadPool* pool, int64_t threads, const ConvGeo& g, 
 }  // namespace
 
 bool UseWinograd(const ConvGeo& g, size_t elem, WinogradPass pass) {
-  // 32+ channels each way, or 16+ where the forward's products run on small tiles (SmallProducts):
-  // with fewer, the direct kernels are faster. ResNet-20's 28x28x16 at batch 128, 2 threads:
-  // forward 0.9x their speed on GemmPacked's products, 1.1x on small tiles; its filter gradient
-  // (GemmPacked's products over 256-tile blocks) 0.7x.
-  const int64_t least =
-      pass != WinogradPass::kFilterGrad && winograd::SmallProductsApply(g.c, g.f) ? 16 : 32;
+  // 16+ channels each way where the products run on small tiles (SmallProducts), else 32+: with
+  // fewer, the direct kernels are faster. ResNet-20's 28x28x16 at batch 128, 2 threads: forward
+  // 0.9x their speed on GemmPacked's products and 1.1-1.2x on small tiles; filter gradient
+  // 0.7x and 1.3x.
+  const int64_t least = winograd::SmallProductsApply(g.c, g.f) ? 16 : 32;
   const bool shape = elem == sizeof(float) && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 &&
                      Undilated(g) && g.pt >= 0 && g.pt <= 2 && g.pl >= 0 && g.pl <= 2 &&
                      g.c >= least && g.f >= least && g.oh > 0 && g.ow > 0;

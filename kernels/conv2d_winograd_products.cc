@@ -1,7 +1,9 @@
 // winograd::SmallProducts (conv2d_winograd_tiles.h): the 16 products of a few tiles against an
 // unpacked filter transform, on register tiles of up to kRows rows by one vector of outputs.
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -20,9 +22,10 @@ constexpr int kRows = 14;
 #if defined(__AVX2__) && defined(__FMA__)
 #define TROUPE_WINOGRAD_SMALL_PRODUCTS 1
 
-// c[r][0, lanes) = the fmaf chain over k < depth of a[r * lda + k] * b[k * ldb + 0, lanes),
-// from +0.0f, for r < R: GemmPacked's contract, so the same bits as its products.
-template <int R>
+// c[r][0, lanes) = the fmaf chain over k < depth of A(r, k) * b[k * ldb + 0, lanes), from
+// +0.0f, for r < R, where A(r, k) is a[r * lda + k], or a[k * lda + r] with kTransA: GemmPacked's
+// contract, so the same bits as its products.
+template <int R, bool kTransA>
 void Tile8(int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
            int64_t ldc) {
   __m256 acc[R];
@@ -32,7 +35,8 @@ void Tile8(int64_t depth, const float* a, int64_t lda, const float* b, int64_t l
     const __m256 bv = _mm256_loadu_ps(b + k * ldb);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * lda + k), bv, acc[r]);
+      const float* ar = kTransA ? a + k * lda + r : a + r * lda + k;
+      acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar), bv, acc[r]);
     }
   }
 #pragma GCC unroll 16
@@ -40,7 +44,7 @@ void Tile8(int64_t depth, const float* a, int64_t lda, const float* b, int64_t l
 }
 
 #if TROUPE_HAVE_AVX512_DISPATCH
-template <int R>
+template <int R, bool kTransA>
 TROUPE_TARGET_AVX512 void Tile16(int64_t depth, const float* a, int64_t lda, const float* b,
                                  int64_t ldb, float* c, int64_t ldc) {
   __m512 acc[R];
@@ -50,7 +54,8 @@ TROUPE_TARGET_AVX512 void Tile16(int64_t depth, const float* a, int64_t lda, con
     const __m512 bv = _mm512_loadu_ps(b + k * ldb);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), bv, acc[r]);
+      const float ar = kTransA ? a[k * lda + r] : a[r * lda + k];
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ar), bv, acc[r]);
     }
   }
 #pragma GCC unroll 16
@@ -60,21 +65,50 @@ TROUPE_TARGET_AVX512 void Tile16(int64_t depth, const float* a, int64_t lda, con
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t);
 
-TileFn Tile8For(int rows) {
-  static constexpr TileFn kFns[kRows] = {Tile8<1>,  Tile8<2>,  Tile8<3>,  Tile8<4>,  Tile8<5>,
-                                         Tile8<6>,  Tile8<7>,  Tile8<8>,  Tile8<9>,  Tile8<10>,
-                                         Tile8<11>, Tile8<12>, Tile8<13>, Tile8<14>};
-  return kFns[rows - 1];
+template <template <int, bool> class Kernel, bool kTransA, int... R>
+constexpr std::array<TileFn, sizeof...(R)> TileTable(std::integer_sequence<int, R...>) {
+  return {Kernel<R + 1, kTransA>::fn...};
 }
 
+template <int R, bool kTransA>
+struct Tile8Fn {
+  static constexpr TileFn fn = Tile8<R, kTransA>;
+};
 #if TROUPE_HAVE_AVX512_DISPATCH
-TileFn Tile16For(int rows) {
-  static constexpr TileFn kFns[kRows] = {
-      Tile16<1>, Tile16<2>, Tile16<3>,  Tile16<4>,  Tile16<5>,  Tile16<6>,  Tile16<7>,
-      Tile16<8>, Tile16<9>, Tile16<10>, Tile16<11>, Tile16<12>, Tile16<13>, Tile16<14>};
-  return kFns[rows - 1];
-}
+template <int R, bool kTransA>
+struct Tile16Fn {
+  static constexpr TileFn fn = Tile16<R, kTransA>;
+};
 #endif
+
+// The kernel for `rows` (1 to kRows) rows of A.
+template <bool kTransA>
+TileFn TileFor(bool wide, int rows) {
+  static constexpr auto k8 = TileTable<Tile8Fn, kTransA>(std::make_integer_sequence<int, kRows>());
+#if TROUPE_HAVE_AVX512_DISPATCH
+  static constexpr auto k16 =
+      TileTable<Tile16Fn, kTransA>(std::make_integer_sequence<int, kRows>());
+  if (wide) return k16[static_cast<size_t>(rows - 1)];
+#endif
+  (void)wide;
+  return k8[static_cast<size_t>(rows - 1)];
+}
+
+// C (m x n, row stride n) = op(A) . B (B: depth x n, row stride n), row tiles of kRows.
+template <bool kTransA>
+void Product(int64_t m, int64_t n, int64_t depth, const float* a, int64_t lda, const float* b,
+             float* c) {
+  bool wide = false;
+#if TROUPE_HAVE_AVX512_DISPATCH
+  wide = n % 16 == 0 && WideTileTransforms();
+#endif
+  const int64_t lanes = wide ? 16 : 8;
+  for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+    const TileFn fn = TileFor<kTransA>(wide, static_cast<int>(std::min<int64_t>(kRows, m - r0)));
+    const float* ar = kTransA ? a + r0 : a + r0 * lda;
+    for (int64_t j = 0; j < n; j += lanes) fn(depth, ar, lda, b + j, n, c + r0 * n + j, n);
+  }
+}
 
 #else
 #define TROUPE_WINOGRAD_SMALL_PRODUCTS 0
@@ -89,27 +123,20 @@ bool SmallProductsApply(int64_t c, int64_t f) {
 void SmallProducts(int64_t rows, int64_t c, int64_t f, const float* v, const float* u, float* m) {
 #if TROUPE_WINOGRAD_SMALL_PRODUCTS
   const int64_t v_stride = PositionStride(rows, c), m_stride = PositionStride(rows, f);
-  bool wide = false;
-#if TROUPE_HAVE_AVX512_DISPATCH
-  wide = f % 16 == 0 && WideTileTransforms();
-#endif
-  const int64_t lanes = wide ? 16 : 8;
   for (int xi = 0; xi < 16; ++xi) {
-    const float* vx = v + xi * v_stride;
-    const float* ux = u + xi * c * f;
-    float* mx = m + xi * m_stride;
-    for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
-      const int n = static_cast<int>(std::min<int64_t>(kRows, rows - r0));
-#if TROUPE_HAVE_AVX512_DISPATCH
-      const TileFn fn = wide ? Tile16For(n) : Tile8For(n);
-#else
-      const TileFn fn = Tile8For(n);
-#endif
-      for (int64_t j = 0; j < f; j += lanes) fn(c, vx + r0 * c, c, ux + j, f, mx + r0 * f + j, f);
-    }
+    Product<false>(rows, f, c, v + xi * v_stride, c, u + xi * c * f, m + xi * m_stride);
   }
 #else
   (void)rows, (void)c, (void)f, (void)v, (void)u, (void)m;
+#endif
+}
+
+void SmallFilterGradProduct(int64_t rows, int64_t c, int64_t f, const float* v, int64_t ld,
+                            const float* w, float* p) {
+#if TROUPE_WINOGRAD_SMALL_PRODUCTS
+  Product<true>(c, f, rows, v, ld, w, p);
+#else
+  (void)rows, (void)c, (void)f, (void)v, (void)ld, (void)w, (void)p;
 #endif
 }
 

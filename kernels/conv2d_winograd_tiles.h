@@ -66,6 +66,12 @@ bool SmallProductsApply(int64_t c, int64_t f);  // f a multiple of 8, c * f with
 // channels in order from +0.0f: GemmPacked's contract, so the same bits as the GEMM path.
 void SmallProducts(int64_t rows, int64_t c, int64_t f, const float* v, const float* u, float* m);
 
+// P = V^T W for one position of a filter-gradient block, with SmallProductsApply(c, f): P is
+// c x f (rows f apart) from `rows` tiles, V rows ld floats apart, W rows f apart. Each element
+// the fmaf chain over the tiles in order from +0.0f: GemmPacked's contract again.
+void SmallFilterGradProduct(int64_t rows, int64_t c, int64_t f, const float* v, int64_t ld,
+                            const float* w, float* p);
+
 // Whether the transforms run their 64-byte variant (AVX-512, unless a test forced 32 bytes).
 bool WideTileTransforms();
 

@@ -47,10 +47,12 @@ void PackA(const Operand& A, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int
       continue;
     }
     if (A.t) {
-      const size_t bytes = sizeof(float) * static_cast<size_t>(rows);
+      // (Loops rather than memcpy and fill: a libc call per few floats cost more than the copy.)
       for (int64_t p = 0; p < kc; ++p) {
-        std::memcpy(dst + p * mr, A.p + (p0 + p) * A.ld + i0 + ir, bytes);
-        std::fill(dst + p * mr + rows, dst + (p + 1) * mr, 0.0f);
+        const float* src = A.p + (p0 + p) * A.ld + i0 + ir;
+        float* out = dst + p * mr;
+        for (int i = 0; i < rows; ++i) out[i] = src[i];
+        for (int i = rows; i < mr; ++i) out[i] = 0.0f;
       }
       continue;
     }

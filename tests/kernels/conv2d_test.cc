@@ -379,9 +379,10 @@ TEST(Conv2DTest, GemmPathIsTheFmaChain) {
 
 // Several filter-gradient row blocks (256-1024 output pixels: 2^18 / K, conv2d.cc's
 // FilterGradRows), summed in block order, whichever kernel runs: the GEMM path with block
-// partials (3x3x72 -> 24), the direct kernels that take its blocks (24 -> 32, 24 -> 64 on 7x7
-// images) or their own (16 -> 16 and strided 16 -> 32 in 455-pixel blocks that start and end
-// mid-row of a padded image: each block pads only the rows it reads) or, for products of 2^17
+// partials (3x3x72 -> 20), the direct kernels that take its blocks (strided 24 -> 32 and 24 -> 64
+// on 7x7 images; unit-stride 3x3s of 16+ channels run Winograd, conv2d_winograd_test.cc) or
+// their own (12 -> 16 and strided 16 -> 32 in 455-606-pixel blocks that start and end mid-row
+// of a padded image: each block pads only the rows it reads) or, for products of 2^17
 // elements or more, the GEMM path that adds each block's product into dw (a strided 3x3
 // 128 -> 128, since unit strides run Winograd (conv2d_winograd_test.cc); a 1x1 1024 -> 128
 // whose transposed input is packed; a 128 -> 1024 expansion computed transposed; a strided 1x1
@@ -391,10 +392,10 @@ TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
   ThreadPool three(3, "three");
   std::vector<GemmPath> paths = {GemmPath::kAuto, GemmPath::kAvx2};
   for (auto [xs, fs, s, block] :
-       {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 24}, 1, int64_t{404}},
-        std::tuple{V{16, 9, 9, 24}, V{3, 3, 24, 32}, 1, int64_t{1024}},
-        std::tuple{V{40, 7, 7, 24}, V{3, 3, 24, 64}, 1, int64_t{1024}},
-        std::tuple{V{4, 12, 12, 16}, V{3, 3, 16, 16}, 1, int64_t{455}},
+       {std::tuple{V{20, 6, 6, 72}, V{3, 3, 72, 20}, 1, int64_t{404}},
+        std::tuple{V{48, 9, 9, 24}, V{3, 3, 24, 32}, 2, int64_t{1024}},
+        std::tuple{V{80, 7, 7, 24}, V{3, 3, 24, 64}, 2, int64_t{1024}},
+        std::tuple{V{4, 12, 12, 12}, V{3, 3, 12, 16}, 1, int64_t{606}},
         std::tuple{V{17, 11, 11, 16}, V{3, 3, 16, 32}, 2, int64_t{455}},
         std::tuple{V{6, 16, 16, 128}, V{3, 3, 128, 128}, 2, int64_t{256}},
         std::tuple{V{1, 16, 20, 1024}, V{1, 1, 1024, 128}, 1, int64_t{256}},

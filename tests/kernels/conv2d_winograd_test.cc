@@ -29,7 +29,6 @@ struct Shape {
   V x;  // n, h, w, c
   int64_t f;
   bool same;
-  bool filter_grad = true;  // false: fewer than 32 channels, a direct filter gradient
 };
 
 // V[xi][c] = B^T d B of x's 4x4 tile (image b, tile row ty, column tx), zeros outside.
@@ -226,7 +225,7 @@ const Shape kShapes[] = {
                                   // whose products run on small tiles (SmallProducts)
     {{2, 7, 7, 32}, 32, true},    // ResNet-20's 32 channels
     {{2, 8, 6, 40}, 33, false},   // VALID; neither channel count a whole vector
-    {{2, 6, 7, 16}, 24, true, false},  // 16 channels: forward and input gradient only
+    {{2, 6, 7, 16}, 24, true},    // 16 channels, the fewest Winograd takes
 };
 
 // The filter transform is paid per call, so Winograd needs enough tiles: ResNet-50's 7x7x512
@@ -246,14 +245,18 @@ TEST(Conv2DWinogradTest, NeedsEnoughTilesForTheFilterTransform) {
   EXPECT_TRUE(kernels::UseWinograd(geo(32, 7, 512), sizeof(float), WinogradPass::kInputGrad));
   EXPECT_FALSE(kernels::UseWinograd(geo(2, 14, 256), sizeof(float), WinogradPass::kInputGrad));
   EXPECT_TRUE(kernels::UseWinograd(geo(3, 14, 256), sizeof(float), WinogradPass::kInputGrad));
-  // 32+ channels each way (ResNet-20's 32- and 64-channel stages); 16 for the forward and
-  // input gradient, whose products then run on small tiles, but not for the filter gradient.
-  EXPECT_TRUE(kernels::UseWinograd(geo(1, 7, 64), sizeof(float), WinogradPass::kForward));
-  EXPECT_TRUE(kernels::UseWinograd(geo(1, 14, 32), sizeof(float), WinogradPass::kFilterGrad));
-  EXPECT_TRUE(kernels::UseWinograd(geo(128, 28, 16), sizeof(float), WinogradPass::kForward));
-  EXPECT_TRUE(kernels::UseWinograd(geo(128, 28, 16), sizeof(float), WinogradPass::kInputGrad));
-  EXPECT_FALSE(kernels::UseWinograd(geo(128, 28, 16), sizeof(float), WinogradPass::kFilterGrad));
-  EXPECT_FALSE(kernels::UseWinograd(geo(128, 28, 8), sizeof(float), WinogradPass::kForward));
+  // 16+ channels each way where the products run on small tiles (ResNet-20's 3x3s), else 32+.
+  for (WinogradPass pass :
+       {WinogradPass::kForward, WinogradPass::kInputGrad, WinogradPass::kFilterGrad}) {
+    EXPECT_TRUE(kernels::UseWinograd(geo(1, 7, 64), sizeof(float), pass));
+    EXPECT_TRUE(kernels::UseWinograd(geo(128, 28, 16), sizeof(float), pass));
+    EXPECT_FALSE(kernels::UseWinograd(geo(128, 28, 8), sizeof(float), pass));
+  }
+  kernels::ConvGeo wide = geo(8, 14, 24);
+  wide.f = 200;  // 24 x 200: past the small tiles' filters, so 32+ channels are needed
+  EXPECT_FALSE(kernels::UseWinograd(wide, sizeof(float), WinogradPass::kForward));
+  wide.c = 32;
+  EXPECT_TRUE(kernels::UseWinograd(wide, sizeof(float), WinogradPass::kForward));
   // Doubles never.
   EXPECT_FALSE(kernels::UseWinograd(geo(32, 7, 512), sizeof(double), WinogradPass::kForward));
 }
@@ -287,9 +290,7 @@ TEST(Conv2DWinogradTest, IsItsArithmeticOnEveryPathAndThreadCount) {
                        std::to_string(static_cast<int>(path)));
           EXPECT_TRUE(Same((*RunOn(pool, "Conv2D", {x, f}, a))[0], want_y));
           EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropInput", {f, dy}, bi))[0], want_dx));
-          if (s.filter_grad) {
-            EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, bf))[0], want_dw));
-          }
+          EXPECT_TRUE(Same((*RunOn(pool, "Conv2DBackpropFilter", {x, dy}, bf))[0], want_dw));
         }
       }
     }
