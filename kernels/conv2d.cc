@@ -216,9 +216,9 @@ void Conv2DForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filt
 // The input gradient of a unit-stride convolution is itself one: dy correlated with the filter
 // rotated by 180 degrees with its channel axes swapped (rotated[i][j][o][c] =
 // filter[kh-1-i][kw-1-j][c][o]), padded kh-1-pt on top and kw-1-pl on the left. Its geometry
-// when the direct forward kernels take it (ResNet's 16-, 32- and 64-channel 3x3s, where they run
-// 12-21% faster than the scatter form below; bench/kernels_bench at batch 128) or Winograd does
-// (float 3x3s of 32+ channels: 1.3-1.9x faster at ResNet's shapes), else nullopt. Each dx
+// when Winograd takes it (float 3x3s of 16+ channels: 1.2-2x faster at ResNet's shapes) or
+// the direct forward kernels do (few channels; at ResNet-20's shapes, before Winograd took them,
+// 12-21% faster than the scatter form below), else nullopt. Each dx
 // element is then the forward's arithmetic on the rotated filter.
 std::optional<ConvGeo> InputGradAsForward(const ConvGeo& g, size_t elem) {
   if (g.sh != 1 || g.sw != 1 || !Undilated(g) || g.kh * g.kw == 1) return std::nullopt;
