@@ -1,9 +1,7 @@
 // winograd::SmallProducts (conv2d_winograd_tiles.h): the 16 products of a few tiles against an
 // unpacked filter transform, on register tiles of up to kRows rows by one vector of outputs.
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -17,7 +15,10 @@ namespace kernels {
 namespace winograd {
 namespace {
 
+// Rows per register tile: 14 accumulators (and the filter row) of the 32 vector registers. A
+// forward group of tiles is one register tile.
 constexpr int kRows = 14;
+static_assert(kRows == kSmallGroupTiles);
 
 #if defined(__AVX2__) && defined(__FMA__)
 #define TROUPE_WINOGRAD_SMALL_PRODUCTS 1
@@ -65,33 +66,17 @@ TROUPE_TARGET_AVX512 void Tile16(int64_t depth, const float* a, int64_t lda, con
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t);
 
-template <template <int, bool> class Kernel, bool kTransA, int... R>
-constexpr std::array<TileFn, sizeof...(R)> TileTable(std::integer_sequence<int, R...>) {
-  return {Kernel<R + 1, kTransA>::fn...};
-}
-
-template <int R, bool kTransA>
-struct Tile8Fn {
-  static constexpr TileFn fn = Tile8<R, kTransA>;
-};
-#if TROUPE_HAVE_AVX512_DISPATCH
-template <int R, bool kTransA>
-struct Tile16Fn {
-  static constexpr TileFn fn = Tile16<R, kTransA>;
-};
-#endif
-
-// The kernel for `rows` (1 to kRows) rows of A.
-template <bool kTransA>
+// The kernel for `rows` (R to kRows) rows of A.
+template <bool kTransA, int R = 1>
 TileFn TileFor(bool wide, int rows) {
-  static constexpr auto k8 = TileTable<Tile8Fn, kTransA>(std::make_integer_sequence<int, kRows>());
+  if constexpr (R < kRows) {
+    if (rows > R) return TileFor<kTransA, R + 1>(wide, rows);
+  }
 #if TROUPE_HAVE_AVX512_DISPATCH
-  static constexpr auto k16 =
-      TileTable<Tile16Fn, kTransA>(std::make_integer_sequence<int, kRows>());
-  if (wide) return k16[static_cast<size_t>(rows - 1)];
+  if (wide) return Tile16<R, kTransA>;
 #endif
   (void)wide;
-  return k8[static_cast<size_t>(rows - 1)];
+  return Tile8<R, kTransA>;
 }
 
 // C (m x n, row stride n) = op(A) . B (B: depth x n, row stride n), row tiles of kRows.
