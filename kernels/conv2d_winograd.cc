@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/conv2d_winograd_tiles.h"
+#include "kernels/conv2d_winograd_transforms.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/kernel_util.h"
 #include "kernels/simd.h"
@@ -15,6 +15,8 @@ namespace kernels {
 namespace {
 
 using winograd::BlockRows;
+using winograd::FilterGradTransform;
+using winograd::FilterTransform;
 using winograd::InputTransform;
 using winograd::OutputGradTransform;
 using winograd::OutputTransform;
@@ -48,94 +50,6 @@ float* PackedFilterBuffer(size_t n) { return Buffer<4>(n); }
 float* PartialBuffer(size_t n) { return Buffer<5>(n); }
 float* SharedVBuffer(size_t n) { return Buffer<6>(n); }
 float* SharedWBuffer(size_t n) { return Buffer<7>(n); }
-
-// The transforms are written once over V, a float or an 8-float vector (GCC's vector
-// extensions: the same add, subtract or multiply in every lane), so the vector loop and its
-// scalar tail give every element the same arithmetic.
-using Vec8 = simd::Vec<float, 32>;
-
-template <typename V>
-TROUPE_ALWAYS_INLINE V Ld(const float* p) {
-  if constexpr (std::is_same_v<V, float>) {
-    return *p;
-  } else {
-    return simd::Load<V>(p);
-  }
-}
-template <typename V>
-TROUPE_ALWAYS_INLINE void St(float* p, const V& v) {
-  if constexpr (std::is_same_v<V, float>) {
-    *p = v;
-  } else {
-    simd::Store(p, v);
-  }
-}
-
-// Runs body.template operator()<V>(i) over [0, n): 8 at a time, then one at a time.
-template <typename Body>
-TROUPE_ALWAYS_INLINE void ForLanes(int64_t n, const Body& body) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) body.template operator()<Vec8>(i);
-  for (; i < n; ++i) body.template operator()<float>(i);
-}
-
-// body.template operator()<V>(e) for the elements e = c * f_count + f of channels [c0, c1) of
-// a [.., c, f] array, f in runs of 8.
-template <typename Body>
-TROUPE_ALWAYS_INLINE void ForFilterElements(const ConvGeo& g, int64_t c0, int64_t c1,
-                                            const Body& body) {
-  for (int64_t c = c0; c < c1; ++c) {
-    ForLanes(g.f, [&]<typename V>(int64_t f) { body.template operator()<V>(c * g.f + f); });
-  }
-}
-
-// U = G g G^T for every (c, f), at u[xi][c][f]: G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
-void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t c1, float* u) {
-  const int64_t tap = g.c * g.f;
-  ForFilterElements(g, c0, c1, [&]<typename V>(int64_t e) {
-    const float* w = filter + e;
-    float* out = u + e;
-    const V half = simd::Splat<V>(0.5f);
-    V r[4][3];
-    for (int j = 0; j < 3; ++j) {
-      const V g0 = Ld<V>(w + j * tap), g1 = Ld<V>(w + (3 + j) * tap);
-      const V g2 = Ld<V>(w + (6 + j) * tap);
-      r[0][j] = g0;
-      r[1][j] = ((g0 + g1) + g2) * half;
-      r[2][j] = ((g0 - g1) + g2) * half;
-      r[3][j] = g2;
-    }
-    for (int i = 0; i < 4; ++i) {
-      St(out + (i * 4 + 0) * tap, r[i][0]);
-      St(out + (i * 4 + 1) * tap, ((r[i][0] + r[i][1]) + r[i][2]) * half);
-      St(out + (i * 4 + 2) * tap, ((r[i][0] - r[i][1]) + r[i][2]) * half);
-      St(out + (i * 4 + 3) * tap, r[i][2]);
-    }
-  });
-}
-
-// dw = G^T Z G for channels [c0, c1), from z[xi][c][f].
-void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c1, float* dw) {
-  const int64_t tap = g.c * g.f;
-  ForFilterElements(g, c0, c1, [&]<typename V>(int64_t e) {
-    const float* in = z + e;
-    float* out = dw + e;
-    const V half = simd::Splat<V>(0.5f);
-    V r[3][4];  // G^T Z
-    for (int k = 0; k < 4; ++k) {
-      const V z0 = Ld<V>(in + k * tap), z1 = Ld<V>(in + (4 + k) * tap);
-      const V z2 = Ld<V>(in + (8 + k) * tap), z3 = Ld<V>(in + (12 + k) * tap);
-      r[0][k] = z0 + (z1 + z2) * half;
-      r[1][k] = (z1 - z2) * half;
-      r[2][k] = (z1 + z2) * half + z3;
-    }
-    for (int i = 0; i < 3; ++i) {
-      St(out + (i * 3 + 0) * tap, r[i][0] + (r[i][1] + r[i][2]) * half);
-      St(out + (i * 3 + 1) * tap, (r[i][1] - r[i][2]) * half);
-      St(out + (i * 3 + 2) * tap, (r[i][1] + r[i][2]) * half + r[i][3]);
-    }
-  });
-}
 
 // The rows of block b of the filter gradient, and V's row stride (an odd number of cache
 // lines).

@@ -1,4 +1,4 @@
-// winograd::SmallProducts (conv2d_winograd_tiles.h): the 16 products of a few tiles against an
+// winograd::SmallProducts (conv2d_winograd_transforms.h): the 16 products of a few tiles against an
 // unpacked filter transform, on register tiles of up to kRows rows by one vector of outputs.
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/conv2d_winograd_tiles.h"
+#include "kernels/conv2d_winograd_transforms.h"
 #include "kernels/simd.h"
 
 namespace troupe {

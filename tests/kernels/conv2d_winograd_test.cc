@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/conv2d_winograd_tiles.h"
+#include "kernels/conv2d_winograd_transforms.h"
 #include "kernels/gemm_packed.h"
 #include "tests/kernels/kernel_test_util.h"
 

@@ -1,5 +1,6 @@
-// Internal to conv2d_winograd.cc: the per-tile transforms of Winograd F(2x2, 3x3), which run
-// over every tile of every call (the filter's transforms, once per call, stay there).
+// Internal to conv2d_winograd.cc: the transforms of Winograd F(2x2, 3x3), the filter's (once
+// per call) and the tiles' (over every tile of every call), and the products of small filters
+// (conv2d_winograd_products.cc).
 //
 // A block's transform holds, for each of the 16 positions xi of the 4x4 transform, one row per
 // tile; PositionStride says how far apart the positions are. Every transform is a fixed
@@ -27,6 +28,13 @@ struct BlockRows {
   int64_t t0, t1, base, rows;
   static BlockRows Whole(int64_t t0, int64_t t1) { return {t0, t1, t0, t1 - t0}; }
 };
+
+// U = G g G^T for every (c, f) of channels [c0, c1), at u[xi][c][f]: G = [1 0 0; .5 .5 .5;
+// .5 -.5 .5; 0 0 1].
+void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t c1, float* u);
+
+// dw = G^T Z G for channels [c0, c1), from z[xi][c][f].
+void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c1, float* dw);
 
 // Floats from one position's rows of a block's transform to the next: rows * ld rounded up to
 // an odd number of cache lines. A power-of-2 multiple of 4 KB (256 tiles of 16 or more

@@ -1,4 +1,4 @@
-#include "kernels/conv2d_winograd_tiles.h"
+#include "kernels/conv2d_winograd_transforms.h"
 
 #include <atomic>
 #include <type_traits>
@@ -72,6 +72,16 @@ TROUPE_ALWAYS_INLINE void ForLanes(int64_t n, const Body& body) {
   }
   for (; i + 8 <= n; i += 8) body.template operator()<Vec8>(i);
   for (; i < n; ++i) body.template operator()<float>(i);
+}
+
+// body.template operator()<V>(e) for the elements e = c * f_count + f of channels [c0, c1) of
+// a [.., c, f] array, f in runs of 8.
+template <typename Body>
+TROUPE_ALWAYS_INLINE void ForFilterElements(const ConvGeo& g, int64_t c0, int64_t c1,
+                                            const Body& body) {
+  for (int64_t c = c0; c < c1; ++c) {
+    ForLanes<32>(g.f, [&]<typename V>(int64_t f) { body.template operator()<V>(c * g.f + f); });
+  }
 }
 
 // One tile's V from its 16 taps p (row-major over the 4x4 window): the columns of B^T d, then
@@ -236,6 +246,53 @@ TROUPE_TARGET_AVX512 void OutputGradTransform64(const ConvGeo& g, const Tiles& t
 #endif
 
 }  // namespace
+
+void FilterTransform(const ConvGeo& g, const float* filter, int64_t c0, int64_t c1, float* u) {
+  const int64_t tap = g.c * g.f;
+  ForFilterElements(g, c0, c1, [&]<typename V>(int64_t e) {
+    const float* w = filter + e;
+    float* out = u + e;
+    const V half = simd::Splat<V>(0.5f);
+    V r[4][3];
+    for (int j = 0; j < 3; ++j) {
+      const V g0 = Ld<V>(w + j * tap), g1 = Ld<V>(w + (3 + j) * tap);
+      const V g2 = Ld<V>(w + (6 + j) * tap);
+      r[0][j] = g0;
+      r[1][j] = ((g0 + g1) + g2) * half;
+      r[2][j] = ((g0 - g1) + g2) * half;
+      r[3][j] = g2;
+    }
+    for (int i = 0; i < 4; ++i) {
+      St(out + (i * 4 + 0) * tap, r[i][0]);
+      St(out + (i * 4 + 1) * tap, ((r[i][0] + r[i][1]) + r[i][2]) * half);
+      St(out + (i * 4 + 2) * tap, ((r[i][0] - r[i][1]) + r[i][2]) * half);
+      St(out + (i * 4 + 3) * tap, r[i][2]);
+    }
+  });
+}
+
+void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c1, float* dw) {
+  const int64_t tap = g.c * g.f;
+  ForFilterElements(g, c0, c1, [&]<typename V>(int64_t e) {
+    const float* in = z + e;
+    float* out = dw + e;
+    const V half = simd::Splat<V>(0.5f);
+    V r[3][4];  // G^T Z
+    for (int k = 0; k < 4; ++k) {
+      const V z0 = Ld<V>(in + k * tap), z1 = Ld<V>(in + (4 + k) * tap);
+      const V z2 = Ld<V>(in + (8 + k) * tap), z3 = Ld<V>(in + (12 + k) * tap);
+      r[0][k] = z0 + (z1 + z2) * half;
+      r[1][k] = (z1 - z2) * half;
+      r[2][k] = (z1 + z2) * half + z3;
+    }
+    for (int i = 0; i < 3; ++i) {
+      St(out + (i * 3 + 0) * tap, r[i][0] + (r[i][1] + r[i][2]) * half);
+      St(out + (i * 3 + 1) * tap, (r[i][1] - r[i][2]) * half);
+      St(out + (i * 3 + 2) * tap, (r[i][1] + r[i][2]) * half + r[i][3]);
+    }
+  });
+}
+
 
 bool WideTileTransforms() {
   const int forced = g_forced_width.load(std::memory_order_relaxed);
