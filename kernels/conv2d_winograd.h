@@ -4,11 +4,12 @@
 // of the 4x4 transform), Y = A^T M A. It does 2.25x fewer multiplies than the direct sum.
 //
 // Bits: the transforms are fixed sequences of adds (and halvings of the filter), compiled
-// without contraction and on one path for every CPU; the 16 products are the packed GEMM's
-// fmaf chains over the channels. So each output depends on the shapes only: not on the thread
-// count, the tile blocking or the AVX2/AVX-512 path. They differ from the direct sum's bits by
-// float rounding: within 4e-6 of the sum of |terms| per element, and as close to TF's float64
-// result as TF's float32 is (tests/interop/kernels_tf_test.py).
+// without contraction and the same in every vector lane; the 16 products are fmaf chains over
+// the channels from zero, on the packed GEMM or (filters of up to 64 x 64 channels) on register
+// tiles of their own, the same chains either way. So each output depends on the shapes only:
+// not on the thread count, the tile blocking or the AVX2/AVX-512 path. They differ from the
+// direct sum's bits by float rounding: within 4e-6 of the sum of |terms| per element, and as
+// close to TF's float64 result as TF's float32 is (tests/interop/kernels_tf_test.py).
 #pragma once
 
 #include <cstdint>

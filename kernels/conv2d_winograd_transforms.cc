@@ -40,7 +40,8 @@ struct TileCursor {
 };
 
 // Each transform is written once over V, a float or a vector (GCC's vector extensions: the same
-// add or subtract in every lane), so every width gives every element the same arithmetic.
+// add, subtract or halving in every lane), so every width gives every element the same
+// arithmetic.
 using Vec8 = simd::Vec<float, 32>;
 using Vec16 = simd::Vec<float, 64>;
 
