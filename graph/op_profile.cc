@@ -53,9 +53,20 @@ Profile& Global() {
 }  // namespace
 
 namespace {
+// TROUPE_PROFILE_OPS, and a warning (once) for a value that turns nothing on.
 std::string_view ProfileSetting() {
-  const char* v = std::getenv("TROUPE_PROFILE_OPS");
-  return v == nullptr ? std::string_view() : std::string_view(v);
+  static const std::string_view setting = [] {
+    const char* v = std::getenv("TROUPE_PROFILE_OPS");
+    const std::string_view s = v == nullptr ? std::string_view() : std::string_view(v);
+    if (!s.empty() && s != "0" && s != "1" && s != "shapes") {
+      std::fprintf(stderr,
+                   "warning: TROUPE_PROFILE_OPS=%s is not 1 (per op) or shapes (per op and input "
+                   "shapes); ops are not profiled\n",
+                   v);
+    }
+    return s;
+  }();
+  return setting;
 }
 }  // namespace
 

@@ -2,7 +2,8 @@
 // executor times every kernel step (on a GPU it waits for the device before and after the
 // kernel, so the times are the kernels' own, and the run is slower), and the process prints
 // one line per (device, op) to stderr at exit: calls, total and mean time, share of the total.
-// TROUPE_PROFILE_OPS=shapes keys the lines by the inputs' shapes too (one line per layer shape).
+// TROUPE_PROFILE_OPS=shapes keys the lines by the inputs' shapes too (one line per layer shape);
+// any other value but 0 is warned about once and profiles nothing.
 #pragma once
 
 #include <span>

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """graph/op_profile.h through `troupe train` (LeNet, 3 steps): TROUPE_PROFILE_OPS=1 prints one
 line per op at exit, =shapes one per op and input shapes (LeNet's first convolution: a batch of
-28x28x1 images against its 5x5x1x6 filter), and without the variable nothing is printed."""
+28x28x1 images against its 5x5x1x6 filter), without the variable nothing is printed, and any
+other value warns that nothing is profiled."""
 import os
 import re
 import subprocess
@@ -35,4 +36,6 @@ conv = re.search(r"^cpu:0 Conv2D \[\d+,28,28,1\] \[5,5,1,6\] +\d+ ", by_shape, r
 assert conv, by_shape[-3000:]
 assert not re.search(r"^cpu:0 Conv2D +\d+ ", by_shape, re.M), "=shapes also keyed by op alone"
 assert "op profile" not in train(None)
-print("op profile: by op, by op and shapes, and off")
+wrong = train("yes")
+assert "op profile" not in wrong and "TROUPE_PROFILE_OPS=yes is not 1" in wrong, wrong[-2000:]
+print("op profile: by op, by op and shapes, off, and a warning for another value")
