@@ -4,8 +4,9 @@
 //
 // A block's transform holds, for each of the 16 positions xi of the 4x4 transform, one row per
 // tile; PositionStride says how far apart the positions are. Every transform is a fixed
-// sequence of float adds and subtracts per element, the same in every vector lane: the AVX-512
-// variant (64-byte vectors, chosen at run time) and the AVX2 one give the same bits.
+// sequence of float adds, subtracts (and, the filter's, halvings) per element, the same in
+// every vector lane: the tiles' AVX-512 variant (64-byte vectors, chosen at run time) and their
+// AVX2 one give the same bits.
 #pragma once
 
 #include <cstdint>
