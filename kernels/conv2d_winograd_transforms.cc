@@ -294,7 +294,6 @@ void FilterGradTransform(const ConvGeo& g, const float* z, int64_t c0, int64_t c
   });
 }
 
-
 bool WideTileTransforms() {
   const int forced = g_forced_width.load(std::memory_order_relaxed);
   if (forced != 0) return forced == 64 && simd::CpuHasAvx512();
