@@ -35,9 +35,7 @@ constexpr int kPositions = 16;
 template <int kTag>
 float* Buffer(size_t n) {
   thread_local std::vector<float> buf;
-  if (buf.size() < n + 16) buf.resize(n + 16);
-  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + (64 - addr % 64) % 64 / sizeof(float);
+  return simd::Aligned64(buf, static_cast<int64_t>(n));
 }
 // Per thread: V and M of one block.
 float* VBuffer(size_t n) { return Buffer<0>(n); }

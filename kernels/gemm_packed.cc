@@ -149,14 +149,6 @@ void EdgeTile(const KernelInfo& ki, gemm_packed::MicroKernel fn, int64_t kc, con
   for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * ki.nr, bytes);
 }
 
-// Packing buffers, 64-byte aligned, kept per thread.
-float* Buffer(std::vector<float>& v, int64_t floats) {
-  const size_t need = static_cast<size_t>(floats) + 16;
-  if (v.size() < need) v.resize(need);
-  const auto addr = reinterpret_cast<uintptr_t>(v.data());
-  return v.data() + ((64 - addr % 64) % 64) / sizeof(float);
-}
-
 // The A side of one row block: A in place (`rows`, `lda`, `t`) for every full mr-row panel
 // and, in `packed`, a copy of the trailing partial panel only (zero-padded to mr rows).
 struct ABlock {
@@ -217,8 +209,8 @@ void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k
   // falls in the same cache set and the panel does not stay in L1 (1x1 filter gradients of 1024
   // or 2048 channels), so it is packed whole.
   const bool pack_all = stream_a || (ta && lda % 1024 == 0);
-  float* ap = Buffer(a_buf, (pack_all ? ki.mc : ki.mr) * ki.kc);
-  float* b_own = packed_b ? nullptr : Buffer(b_buf, nc_max * ki.kc);
+  float* ap = simd::Aligned64(a_buf, (pack_all ? ki.mc : ki.mr) * ki.kc);
+  float* b_own = packed_b ? nullptr : simd::Aligned64(b_buf, nc_max * ki.kc);
   for (int64_t jc = 0; jc < n; jc += ki.nc) {
     const int64_t nc = std::min(ki.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += ki.kc) {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace troupe {
 namespace kernels {
@@ -72,6 +73,15 @@ template <typename T, int kBytes>
 constexpr int64_t kLanes = kBytes / static_cast<int64_t>(sizeof(T));
 
 inline int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// n floats of v (grown as needed) from its first 64-byte boundary, so that the vector rows of a
+// scratch buffer never straddle two cache lines.
+inline float* Aligned64(std::vector<float>& v, int64_t n) {
+  const size_t need = static_cast<size_t>(n) + 16;
+  if (v.size() < need) v.resize(need);
+  const auto addr = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + (64 - addr % 64) % 64 / sizeof(float);
+}
 
 }  // namespace simd
 }  // namespace kernels
