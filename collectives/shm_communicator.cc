@@ -104,7 +104,7 @@ void ShmCommunicator::StageEager(const Op& op) {
   }
 }
 
-Status ShmCommunicator::RunEagerAllReduce(Op& op) {
+std::vector<const void*> ShmCommunicator::EagerSources(const Op& op) const {
   const int me = group_.world_rank;
   std::vector<const void*> srcs;
   if (options_.deterministic) {
@@ -118,10 +118,39 @@ Status ShmCommunicator::RunEagerAllReduce(Op& op) {
       srcs.push_back(own_input ? op.inputs[0].raw_data() : EagerSlot(op.seq, r, 0));
     }
   }
+  return srcs;
+}
+
+Status ShmCommunicator::RunEagerAllReduce(Op& op) {
+  std::vector<const void*> srcs = EagerSources(op);
+  const size_t bytes = static_cast<size_t>(op.count) * DTypeSize(op.dtype);
+  if (group_.world_size >= kEagerSplitMinRanks && bytes >= kEagerSplitMinBytes) {
+    return RunSplitEagerAllReduce(op, std::move(srcs));
+  }
   // Sources are read before the destinations are written, element by element: in place is fine.
   const std::vector<void*> outs = DataPointers(op.outputs);
   FoldElements(op.dtype, op.reduce_op, srcs.data(), static_cast<int>(srcs.size()), outs.data(),
                static_cast<int>(outs.size()), op.count, group_.num_replicas());
+  return Status::OK();
+}
+
+// Every rank folding the whole vector reads world_size times its bytes, most of them from other
+// cores' caches; folding only its share reads them once, and the copy out once more. The
+// result goes to rank 0's first slot, whose share each owner folds in place. That slot's parity
+// is next written in operation seq + 2, after every rank has copied this result out.
+Status ShmCommunicator::RunSplitEagerAllReduce(Op& op, std::vector<const void*> srcs) {
+  const int64_t esize = static_cast<int64_t>(DTypeSize(op.dtype));
+  const auto bounds = EvenBounds(op.count, group_.world_size, 64 / esize);
+  const int64_t begin = bounds[group_.world_rank];
+  for (const void*& s : srcs) s = static_cast<const char*>(s) + begin * esize;
+  char* result = EagerSlot(op.seq, 0, 0);
+  void* share = result + begin * esize;
+  FoldElements(op.dtype, op.reduce_op, srcs.data(), static_cast<int>(srcs.size()), &share, 1,
+               bounds[group_.world_rank + 1] - begin, group_.num_replicas());
+  TROUPE_RETURN_IF_ERROR(segment_->ArriveAndWait(op.deadline, "eager reduction"));
+  for (void* out : DataPointers(op.outputs)) {
+    std::memcpy(out, result, static_cast<size_t>(op.count * esize));
+  }
   return Status::OK();
 }
 
@@ -171,7 +200,9 @@ Status ShmCommunicator::RunAllReduce(Op& op) {
   plan.mean_divisor = group_.num_replicas();
   const std::vector<void*> outs = DataPointers(op.outputs);
   const ShmLayout* layout = &per_replica_;
-  if (options_.deterministic || group_.num_local_replicas() == 1) {
+  // Every rank must pick the same layout, so the choice rests on the whole group: with one
+  // replica per process, fast mode's per-process slots are the per-replica ones.
+  if (options_.deterministic || group_.num_replicas() == group_.world_size) {
     plan.order = id_order_;
     plan.my_inputs = ConstDataPointers(op.inputs);
   } else {

@@ -7,7 +7,9 @@
 // every process's tensor (memory traffic of one memcpy). Allreduces of up to kEagerBytes take
 // one barrier in all: each rank stages its inputs in the eager slots of the operation's parity
 // before the header exchange, and after it every rank folds the whole vector in the same fixed
-// order (so the same bits) from those slots into its own tensors. A peer that dies is noticed
+// order (so the same bits) from those slots into its own tensors; with kEagerSplitMinRanks or
+// more ranks and kEagerSplitMinBytes or more, each rank folds only its share (into a shared
+// slot) and, after one more barrier, copies the whole result out. A peer that dies is noticed
 // by pid within ~20 ms and named; a stuck one is named at the timeout.
 #pragma once
 
@@ -33,6 +35,9 @@ class ShmCommunicator : public Communicator {
   std::string backend() const override { return "shm"; }
   // Allreduces of at most this many bytes per tensor take the eager (one-barrier) path.
   static constexpr size_t kEagerBytes = size_t{256} << 10;
+  // Eager allreduces this large among this many ranks or more fold split by rank.
+  static constexpr size_t kEagerSplitMinBytes = size_t{32} << 10;
+  static constexpr int kEagerSplitMinRanks = 4;
   // In this process's heap of the segment when options.shm_heap_bytes leaves room (else a
   // plain tensor). Such tensors stay valid after the communicator is gone.
   Result<Tensor> AllocateTensor(DType dtype, const TensorShape& shape) override;
@@ -55,7 +60,10 @@ class ShmCommunicator : public Communicator {
   bool IsEager(const Op& op) const;
   char* EagerSlot(int64_t seq, int local_rank, int c) const;
   void StageEager(const Op& op);
+  // The fold's sources in replica-id order (deterministic) or one per rank (fast mode).
+  std::vector<const void*> EagerSources(const Op& op) const;
   Status RunEagerAllReduce(Op& op);
+  Status RunSplitEagerAllReduce(Op& op, std::vector<const void*> srcs);
   // Every segment owner folds straight from all processes' shared tensors into all of them.
   Status RunZeroCopyAllReduce(Op& op);
 

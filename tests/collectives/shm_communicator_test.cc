@@ -140,6 +140,21 @@ TEST(ShmCommunicator, FastModeWithLocalPreReduction) {
       RunForked(2, [&](int r) { return CheckEverything(r, ids, name, false, 1 << 16); }));
 }
 
+TEST(ShmCommunicator, FourRanksUnevenReplicasBothModes) {
+  // 40000 elements of the 4-byte and smaller dtypes are eager and over kEagerSplitMinBytes, so
+  // each rank folds its share; the 8-byte ones take the staged path. Ranks hold 1 or 2
+  // replicas: fast mode must still pick one slot layout on every rank.
+  static_assert(4 >= ShmCommunicator::kEagerSplitMinRanks);
+  static_assert(40000 >= ShmCommunicator::kEagerSplitMinBytes);
+  const std::vector<std::vector<int>> ids = {{0, 5}, {3}, {1, 6}, {2, 4}};
+  for (bool deterministic : {true, false}) {
+    SCOPED_TRACE(deterministic ? "deterministic" : "fast");
+    const std::string name = testing::UniqueShmName(deterministic ? "four" : "fourfast");
+    ExpectAllPassed(
+        RunForked(4, [&](int r) { return CheckEverything(r, ids, name, deterministic, 1 << 16); }));
+  }
+}
+
 TEST(ShmCommunicator, ZeroCopyAllReduceOnSharedTensors) {
   const std::string name = testing::UniqueShmName("zc");
   const std::vector<std::vector<int>> ids = {{0, 4}, {3, 1}, {2}};
