@@ -20,7 +20,10 @@ rounds (the final build):
   resnet20: 1 replica 2680-2790, 2: 3290-3400, 4: 3250-3580, 8: 3670-3820, auto (8) 3480-3860
   transformer_lm: 1: 380-400, 2: 500-540, 4: 620-640, 6: 630-700, auto (6) 700-770
   lenet: 1: 35.2k-40.0k, 2: 41.7k-42.8k, 4: 42.1k-43.2k, 8: 38.2k-40.0k, auto (8) 38.7k-41.2k
-the auto default at 95-100 %, 91-100 % and 90-95 % of the best setting of its round.
+the auto default at 95-100 %, 91-100 % and 90-95 % of the best setting of its round. Again on
+2026-11-27 evening, three rounds, with ResNet-20's 3x3s on Winograd: resnet20 1 replica
+2540-2760, 8: 3380-3510, auto (8) 3190-3490 (91-99 %); transformer_lm 4: 640-700, auto (6)
+640-700 (94-100 %).
 """
 import argparse
 import glob

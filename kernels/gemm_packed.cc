@@ -205,10 +205,12 @@ void Run(const KernelInfo& ki, bool ta, bool tb, int64_t m, int64_t n, int64_t k
   thread_local std::vector<float> a_buf, b_buf;
   const Operand A{a, lda, ta}, B{b, ldb, tb};
   const int64_t nc_max = std::min(ki.nc, simd::RoundUp(n, ki.nr));
-  // A transposed with rows 4 KB apart or a multiple of that: read in place, every row of a panel
-  // falls in the same cache set and the panel does not stay in L1 (1x1 filter gradients of 1024
-  // or 2048 channels), so it is packed whole.
-  const bool pack_all = stream_a || (ta && lda % 1024 == 0);
+  // A transposed with rows 512 B apart or a multiple of that: read in place, the rows of a panel
+  // fall in at most 8 of L1's 64 sets, so the panel (kc rows) does not stay in L1 and comes
+  // from L2 again for every column panel (cold from memory, in a training step, the first
+  // time). It is packed whole: transformer weight gradients (lda 128, 512) and 1x1 filter
+  // gradients of 128+ channels.
+  const bool pack_all = stream_a || (ta && lda % 128 == 0);
   float* ap = simd::Aligned64(a_buf, (pack_all ? ki.mc : ki.mr) * ki.kc);
   float* b_own = packed_b ? nullptr : simd::Aligned64(b_buf, nc_max * ki.kc);
   for (int64_t jc = 0; jc < n; jc += ki.nc) {

@@ -79,9 +79,12 @@ TEST(GemmPackedTest, EveryPathIsTheFmaChain) {
             std::tuple{460, 48, 257}, std::tuple{97, 144, 300}, std::tuple{3, 4100, 20}}) {
         CheckShape(ta, tb, m, n, k);
       }
-      // Rows of A 4 KB (a multiple) apart: a transposed A is packed whole, edges included.
+      // Rows of A 512 B (a multiple) apart: a transposed A is packed whole, edges included
+      // (the transformer's weight gradients: lda 128 and 512).
       CheckShape(ta, tb, 205, 70, 300, 1024);
       CheckShape(ta, tb, 13, 40, 9, 2048);
+      CheckShape(ta, tb, 128, 128, 770, 128);
+      CheckShape(ta, tb, 512, 130, 768, 512);
       // B exactly as wide as one micro-kernel panel and stored unpadded (n = ldb = 8, 16, 32 or
       // 48: each path's nr for that n), which is read in place rather than packed; over several
       // kc slices.
