@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/conv_util.h"
 #include "kernels/simd.h"
 
 namespace troupe {
@@ -24,20 +25,6 @@ float* Sink(size_t n) {
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
-
-// The tiles of a block in order (image, tile row, tile column), without a division per tile.
-struct TileCursor {
-  int64_t n, ty, tx;
-  TileCursor(const Tiles& tiles, int64_t t)
-      : n(t / tiles.per_image()), ty(t % tiles.per_image() / tiles.tw), tx(t % tiles.tw) {}
-  void Next(const Tiles& tiles) {
-    if (++tx < tiles.tw) return;
-    tx = 0;
-    if (++ty < tiles.th) return;
-    ty = 0;
-    ++n;
-  }
-};
 
 // Each transform is written once over V, a float or a vector (GCC's vector extensions: the same
 // add, subtract or halving in every lane), so every width gives every element the same
@@ -124,9 +111,9 @@ TROUPE_ALWAYS_INLINE void InputTransformT(const ConvGeo& g, const Tiles& tiles, 
   for (int a = 0; a < 4; ++a) {
     for (int b = 0; b < 4; ++b) window[a * 4 + b] = (a * g.w + b) * C + c0;
   }
-  TileCursor cur(tiles, at.t0);
-  for (int64_t t = at.t0; t < at.t1; ++t, cur.Next(tiles)) {
-    const int64_t iy0 = 2 * cur.ty - g.pt, ix0 = 2 * cur.tx - g.pl;
+  GridCursor cur(tiles.th, tiles.tw, at.t0);
+  for (int64_t t = at.t0; t < at.t1; ++t, cur.Next()) {
+    const int64_t iy0 = 2 * cur.row - g.pt, ix0 = 2 * cur.col - g.pl;
     const float* p[16];
     if (iy0 >= 0 && iy0 + 4 <= g.h && ix0 >= 0 && ix0 + 4 <= g.w) {
       const float* corner = x + ((cur.n * g.h + iy0) * g.w + ix0) * C;
@@ -171,9 +158,9 @@ TROUPE_ALWAYS_INLINE void OutputTransformT(const ConvGeo& g, const Tiles& tiles,
                                            int64_t t0, int64_t t1, float* y) {
   const int64_t F = g.f, stride = PositionStride(t1 - t0, F);
   float* sink = Sink(static_cast<size_t>(F));
-  TileCursor cur(tiles, t0);
-  for (int64_t t = t0; t < t1; ++t, cur.Next(tiles)) {
-    const int64_t oy0 = 2 * cur.ty, ox0 = 2 * cur.tx;
+  GridCursor cur(tiles.th, tiles.tw, t0);
+  for (int64_t t = t0; t < t1; ++t, cur.Next()) {
+    const int64_t oy0 = 2 * cur.row, ox0 = 2 * cur.col;
     float* q[4];
     for (int i = 0; i < 2; ++i) {
       for (int j = 0; j < 2; ++j) {
@@ -216,9 +203,9 @@ TROUPE_ALWAYS_INLINE void OutputGradTransformT(const ConvGeo& g, const Tiles& ti
                                                const float* dy, BlockRows at, float* w) {
   const int64_t F = g.f, stride = PositionStride(at.rows, F);
   const float* zero = Zeros(static_cast<size_t>(F));
-  TileCursor cur(tiles, at.t0);
-  for (int64_t t = at.t0; t < at.t1; ++t, cur.Next(tiles)) {
-    const int64_t oy0 = 2 * cur.ty, ox0 = 2 * cur.tx;
+  GridCursor cur(tiles.th, tiles.tw, at.t0);
+  for (int64_t t = at.t0; t < at.t1; ++t, cur.Next()) {
+    const int64_t oy0 = 2 * cur.row, ox0 = 2 * cur.col;
     const float* q[4];
     for (int i = 0; i < 2; ++i) {
       for (int j = 0; j < 2; ++j) {

@@ -183,23 +183,6 @@ inline void ZeroRun(T* dst, int64_t n) {
   Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dst, n).setZero();
 }
 
-// Walks output pixels r0, r0 + 1, ... as (image, row, column) without a division per pixel
-// (three 64-bit divisions cost as much as copying a 32-channel patch row).
-struct PixelCursor {
-  int64_t n, oh, ow;
-  PixelCursor(const ConvGeo& g, int64_t r) {
-    const int64_t per_image = g.oh * g.ow, p = r % per_image;
-    n = r / per_image, oh = p / g.ow, ow = p % g.ow;
-  }
-  void Next(const ConvGeo& g) {
-    if (++ow < g.ow) return;
-    ow = 0;
-    if (++oh < g.oh) return;
-    oh = 0;
-    ++n;
-  }
-};
-
 }  // namespace
 
 template <typename T>
@@ -207,11 +190,11 @@ void Im2ColColumns(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, int64_t
                    T* col, int64_t ldcol) {
   const int64_t row_len = g.kw * g.c, image = g.h * g.w * g.c;
   const int64_t kh0 = k0 / row_len, kh1 = (k1 + row_len - 1) / row_len;
-  PixelCursor at(g, r0);
-  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+  GridCursor at(g.oh, g.ow, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next()) {
     const T* img = x + at.n * image;
     T* dst = col + (r - r0) * ldcol;  // dst[k - k0] is column k
-    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
+    const int64_t ih0 = at.row * g.sh - g.pt, iw0 = at.col * g.sw - g.pl;
     const bool full_row = g.dw == 1 && iw0 >= 0 && iw0 + g.kw <= g.w;
     for (int64_t kh = kh0; kh < kh1; ++kh) {
       // Columns [lo, hi) of this window row: offsets [lo - base, hi - base) within it.
@@ -249,11 +232,11 @@ void Im2Col(const ConvGeo& g, const T* x, int64_t r0, int64_t r1, T* col) {
 template <typename T>
 void Col2ImAdd(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
   const int64_t K = g.K(), image = g.h * g.w * g.c;
-  PixelCursor at(g, r0);
-  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+  GridCursor at(g.oh, g.ow, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next()) {
     T* img = dx + at.n * image;
     const T* src = col + (r - r0) * K;
-    const int64_t ih0 = at.oh * g.sh - g.pt, iw0 = at.ow * g.sw - g.pl;
+    const int64_t ih0 = at.row * g.sh - g.pt, iw0 = at.col * g.sw - g.pl;
     for (int64_t kh = 0; kh < g.kh; ++kh) {
       const int64_t ih = ih0 + kh * g.dh;
       if (ih < 0 || ih >= g.h) {
@@ -284,10 +267,10 @@ bool StridedPointwise(const ConvGeo& g) {
 template <typename T>
 void ScatterStrided(const ConvGeo& g, const T* col, int64_t r0, int64_t r1, T* dx) {
   const int64_t image = g.h * g.w * g.c;
-  PixelCursor at(g, r0);
-  for (int64_t r = r0; r < r1; ++r, at.Next(g)) {
+  GridCursor at(g.oh, g.ow, r0);
+  for (int64_t r = r0; r < r1; ++r, at.Next()) {
     const T* src = col + (r - r0) * g.c;
-    T* d = dx + at.n * image + (at.oh * g.sh * g.w + at.ow * g.sw) * g.c;
+    T* d = dx + at.n * image + (at.row * g.sh * g.w + at.col * g.sw) * g.c;
     for (int64_t c = 0; c < g.c; ++c) d[c] = T(0) + src[c];
   }
 }

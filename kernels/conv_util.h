@@ -72,6 +72,27 @@ Result<OutSize> WindowOutput(std::string_view op, std::string_view what, int64_t
 
 struct ConvGeo;  // kernels/conv2d_direct.h
 
+// Walks positions r, r + 1, ... of a grid of images of rows x cols as (image, row, column)
+// without a division per step (three 64-bit divisions cost as much as copying a 32-channel
+// patch row): output pixels for im2col, 2x2 output tiles for Winograd.
+struct GridCursor {
+  int64_t rows, cols;
+  int64_t n, row, col;
+  GridCursor(int64_t rows_, int64_t cols_, int64_t r)
+      : rows(rows_),
+        cols(cols_),
+        n(r / (rows_ * cols_)),
+        row(r % (rows_ * cols_) / cols_),
+        col(r % cols_) {}
+  void Next() {
+    if (++col < cols) return;
+    col = 0;
+    if (++row < rows) return;
+    row = 0;
+    ++n;
+  }
+};
+
 // im2col for Conv2D's GEMM path: patch rows [r0, r1) (global output-pixel indices, possibly
 // spanning images) of the NHWC input `x` into `col` (row-major, K = kh * kw * c per row, padding
 // taps zero). Col2ImAdd is its adjoint: dx += the rows scattered back, in row order, so each
