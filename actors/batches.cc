@@ -1,6 +1,7 @@
 #include "actors/batches.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "core/logging.h"
@@ -107,6 +108,18 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
   const input::InputContext whole{1, 0, 1};
   TROUPE_ASSIGN_OR_RETURN(
       d.source, input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole));
+  // The evaluation files are opened now too (the tfrecord source checks their first record
+  // against data.features), so a wrong one stops the job at set-up, not after epoch 1.
+  if (!config.data_eval_files.empty()) {
+    TROUPE_RETURN_IF_ERROR(
+        input::OpenDataSource(SourceSpec(config), input::DataSplit::kTest, whole).status());
+  }
+  if (d.replica_ids.front() == 0) {
+    if (!d.source.input_range.empty()) {
+      std::printf("data %s: %s\n", config.data_source.c_str(), d.source.input_range.c_str());
+    }
+    for (const std::string& w : d.source.warnings) TROUPE_LOG(WARNING) << w;
+  }
   if (config.resize.size() == 2) {
     if (d.source.feature_shape.rank() != 3) {
       return InvalidArgumentError(

@@ -36,7 +36,13 @@ Result<Element> FashionMnistToModel(const Element& raw) {
 Result<SourceData> FashionMnist(const DataSourceSpec& spec, DataSplit split, const InputContext&) {
   Dataset ds = Dataset::FashionMnist(split == DataSplit::kTrain ? "train" : "test", spec.dir);
   TROUPE_RETURN_IF_ERROR(ds.status());
-  return SourceData{std::move(ds), FashionMnistToModel, TensorShape{28, 28, 1}, 10};
+  SourceData out;
+  out.examples = std::move(ds);
+  out.to_model = FashionMnistToModel;
+  out.feature_shape = TensorShape{28, 28, 1};
+  out.num_classes = 10;
+  out.input_range = "image: IDX uint8 pixels x 1/255 -> 0..1";
+  return out;
 }
 
 // Built-ins are registered here rather than by static initializers, which a static library

@@ -56,6 +56,10 @@ struct SourceData {
   // them out), and how many examples one of them holds.
   std::vector<std::string> files;
   std::function<Result<int64_t>(const std::string& file)> count_examples;
+  // For the start-up line: what the model's input holds after scaling ("image: uint8 bytes x
+  // scale 1 -> 0..255"), and warnings about it (pixels fed as 0..255); empty: nothing to say.
+  std::string input_range;
+  std::vector<std::string> warnings;
 };
 
 using DataSourceFn =

@@ -59,6 +59,7 @@ Result<SourceData> OpenSyntheticSource(const DataSourceSpec& spec, DataSplit spl
   };
   out.feature_shape = shape;
   out.num_classes = spec.num_classes;
+  out.input_range = "random float32 values in [0, 1)";
   return out;
 }
 

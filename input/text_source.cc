@@ -82,8 +82,13 @@ Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
         " characters are too few for one " + std::to_string(spec.sequence_length) +
         "-character example in each split");
   }
-  return SourceData{Dataset::FromTensorSlices(std::move(windows)), TextToModel,
-                    TensorShape{spec.sequence_length}, vocab};
+  SourceData out;
+  out.examples = Dataset::FromTensorSlices(std::move(windows));
+  out.to_model = TextToModel;
+  out.feature_shape = TensorShape{spec.sequence_length};
+  out.num_classes = vocab;
+  out.input_range = "characters as int32 ids in [0, " + std::to_string(vocab) + ")";
+  return out;
 }
 
 }  // namespace troupe::input

@@ -4,6 +4,7 @@
 
 #include "core/crc32c.h"
 #include "core/logging.h"
+#include "input/file_sniff.h"
 
 namespace troupe::input {
 namespace {
@@ -63,17 +64,19 @@ Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
   if (got == 0) return OutOfRangeError("end of file " + path());
   if (got < sizeof(header)) {
     *truncated = true;
-    return DataLossError("truncated record at " + std::to_string(offset_) + " in " + path() +
+    if (offset_ == 0) return NotATFRecord(std::string_view(header, got));
+    return DataLossError("truncated record" + Where(offset_) +
                          ": the file ends inside the 12-byte record header");
   }
   const uint64_t length = GetFixed64(header);
   if (crc32c::Unmask(GetFixed32(header + 8)) != crc32c::Value(header, 8)) {
-    return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
+    if (offset_ == 0) return NotATFRecord(std::string_view(header, sizeof(header)));
+    return DataLossError("corrupted record" + Where(offset_) +
                          ": the length field's checksum does not match");
   }
   if (length > kMaxRecordBytes) {
-    return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
-                         ": implausible record length " + std::to_string(length));
+    return DataLossError("corrupted record" + Where(offset_) + ": implausible record length " +
+                         std::to_string(length));
   }
   record->resize(static_cast<size_t>(length));
   TROUPE_RETURN_IF_ERROR(Fill(record->data(), record->size(), &got));
@@ -82,12 +85,12 @@ Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
   if (got == record->size()) TROUPE_RETURN_IF_ERROR(Fill(footer, sizeof(footer), &got_footer));
   if (got < record->size() || got_footer < sizeof(footer)) {
     *truncated = true;
-    return DataLossError("truncated record at " + std::to_string(offset_) + " in " + path() +
-                         ": expected " + std::to_string(length) +
+    return DataLossError("truncated record" + Where(offset_) + ": expected " +
+                         std::to_string(length) +
                          " data bytes and a 4-byte checksum, the file ends first");
   }
   if (crc32c::Unmask(GetFixed32(footer)) != crc32c::Value(*record)) {
-    return DataLossError("corrupted record at " + std::to_string(offset_) + " in " + path() +
+    return DataLossError("corrupted record" + Where(offset_) +
                          ": the data checksum does not match (" + std::to_string(length) +
                          " bytes)");
   }
@@ -101,6 +104,7 @@ Status TFRecordReader::ReadRecord(std::string* record) {
     Status s = ReadAt(record, &truncated);
     if (s.ok()) {
       offset_ = stream_->Tell();
+      if (index_ >= 0) ++index_;
       return s;
     }
     if (s.code() != StatusCode::kDataLoss || !options_.skip_corrupt) {
@@ -110,6 +114,7 @@ Status TFRecordReader::ReadRecord(std::string* record) {
       return s;
     }
     ++skipped_;
+    index_ = -1;  // records were skipped: not counted
     TROUPE_LOG(WARNING) << "skipping " << s.message();
     if (truncated) {
       offset_ = stream_->Tell();
@@ -158,7 +163,34 @@ Status TFRecordReader::Resync(uint64_t bad_offset) {
 Status TFRecordReader::SeekTo(uint64_t offset) {
   TROUPE_RETURN_IF_ERROR(stream_->Seek(offset));
   offset_ = offset;
+  index_ = offset == 0 ? 0 : -1;  // recounted when an error needs it
   return Status::OK();
+}
+
+std::string TFRecordReader::Where(uint64_t offset) const {
+  std::string where = " at " + std::to_string(offset) + " in " + path();
+  int64_t index = index_;
+  if (index < 0 && !options_.skip_corrupt) {
+    // Count the records before `offset` with a reader of its own (only on this error path).
+    TFRecordReaderOptions plain = options_;
+    plain.skip_corrupt = false;
+    Result<std::unique_ptr<TFRecordReader>> counter = Open(path(), plain);
+    std::string record;
+    int64_t n = 0;
+    while (counter.ok() && (*counter)->offset() < offset && (*counter)->ReadRecord(&record).ok()) {
+      ++n;
+    }
+    if (counter.ok() && (*counter)->offset() == offset) index = n;
+  }
+  if (index >= 0) where += " (record " + std::to_string(index) + " of the file)";
+  return where;
+}
+
+Status TFRecordReader::NotATFRecord(std::string_view head) const {
+  return DataLossError(path() + " is not a TFRecord file: " + DescribeFileStart(head) +
+                       (options_.compression == Compression::kNone ? "" : " once inflated") +
+                       ", where a TFRecord file starts with a 12-byte record header (a length "
+                       "and its checksum) that checks out");
 }
 
 Result<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(const std::string& path,

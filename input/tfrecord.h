@@ -3,7 +3,10 @@
 // holding that framing. The reader checks both checksums; a damaged file gives DataLoss naming
 // the file and the byte offset (in the uncompressed stream) of the bad record, and a clean end
 // at a record boundary gives OutOfRange, as TF's RecordReader does. Optionally the reader skips
-// damaged records (resynchronising on the next valid header) and counts them.
+// damaged records (resynchronising on the next valid header) and counts them. Errors name the
+// record's index in the file as well ("corrupted record at 53 in F (record 2 of the file)",
+// counted again from the start after a SeekTo), and a first header that does not check out is
+// "F is not a TFRecord file" saying what the file looks like (JPEG, PNG, gzip, text, ...).
 #pragma once
 
 #include <cstdint>
@@ -48,11 +51,16 @@ class TFRecordReader {
   Status ReadAt(std::string* record, bool* truncated);
   Status Resync(uint64_t bad_offset);
   Status Fill(void* dst, size_t n, size_t* got);
+  // " at OFFSET in PATH (record N of the file)" for an error at `offset`.
+  std::string Where(uint64_t offset) const;
+  // DataLoss for a file whose first record header, `head`, does not check out.
+  Status NotATFRecord(std::string_view head) const;
 
   std::unique_ptr<InputStream> stream_;
   TFRecordReaderOptions options_;
   uint64_t offset_ = 0;
   int64_t skipped_ = 0;
+  int64_t index_ = 0;  // the index of the record at offset_ in the file; -1: not known
 };
 
 struct TFRecordWriterOptions {

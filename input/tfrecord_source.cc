@@ -1,12 +1,15 @@
 #include "input/tfrecord_source.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 
 #include "core/thread_pool.h"
 #include "input/example.h"
 #include "input/image_decode.h"
+#include "input/record_check.h"
 #include "input/tfrecord.h"
 
 namespace troupe::input {
@@ -153,12 +156,24 @@ class ExampleDecoder {
         if (!(*reader)->ReadRecord(&r).ok()) break;
         if (r == record) {
           return Status(error.code(), "tfrecord " + file + ", record " + std::to_string(index) +
-                                          " (offset " + std::to_string(offset) +
-                                          "): " + error.message() + "; check data.features");
+                                          " (offset " + std::to_string(offset) + "): " +
+                                          Problems(record, error) + "; check data.features");
         }
       }
     }
     return error.WithContext("tfrecord: a record of data.files");
+  }
+
+  // Every problem the set-up check finds in `record` (the decoder stops at the first) with the
+  // keys it holds, or the decoder's `error` when the check finds none.
+  std::string Problems(const std::string& record, const Status& error) const {
+    Result<Example> example = ParseExample(record);
+    if (!example.ok()) return error.message();
+    const std::vector<std::string> problems = FeatureProblems(spec_, *example);
+    if (problems.empty()) return error.message();
+    std::string m;
+    for (const std::string& p : problems) m += (m.empty() ? "" : "; ") + p;
+    return m + " (the record holds " + DescribeExample(*example) + ")";
   }
 
   DataSourceSpec spec_;
@@ -208,6 +223,50 @@ Status CheckFeatures(const DataSourceSpec& spec) {
   return Status::OK();
 }
 
+// "%g" of a double.
+std::string Number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
+bool IsPixels(const FeatureSpec& im) {
+  return im.decode == "raw" || im.decode == "png" || im.decode == "jpeg";
+}
+
+// The range of uint8 pixels after x * scale + offset, computed in float32 as the decoder does:
+// "0..255", "0..1".
+std::string PixelRange(const FeatureSpec& im) {
+  const float scale = static_cast<float>(im.scale), offset = static_cast<float>(im.offset);
+  const float a = 0.0f * scale + offset, b = 255.0f * scale + offset;
+  return Number(std::min(a, b)) + ".." + Number(std::max(a, b));
+}
+
+// What the model's input holds: "image: raw uint8 bytes x scale 1 -> 0..255".
+std::string InputRange(const FeatureSpec& im) {
+  const std::string s = "image: ";
+  if (im.decode == "int64") return s + "int64 ids as int32";
+  std::string affine = " x scale " + Number(im.scale);
+  if (im.offset != 0.0) affine += " + offset " + Number(im.offset);
+  if (!IsPixels(im)) {
+    if (im.scale == 1.0 && im.offset == 0.0) return s + "float32 values as stored";
+    return s + "float32 values" + affine;
+  }
+  const std::string what = im.decode == "raw"   ? "raw uint8 bytes"
+                           : im.decode == "png" ? "PNG uint8 pixels"
+                                                : "JPEG uint8 pixels";
+  return s + what + affine + " -> " + PixelRange(im);
+}
+
+// Pixels spanning more than ten units reach the model unscaled: Keras models expect about unit
+// range, and Troupe's Keras import has no Rescaling layer to scale inside the model.
+std::vector<std::string> InputWarnings(const FeatureSpec& im) {
+  if (!IsPixels(im) || std::abs(im.scale) * 255.0 <= 10.0) return {};
+  return {"pixels reach the model as " + PixelRange(im) +
+          ": set data.features.image.scale = 0.00392156862745098 (1/255) for 0..1 (Troupe's "
+          "Keras import has no Rescaling layer to scale inside the model)"};
+}
+
 }  // namespace
 
 Result<int64_t> CountTFRecords(const std::string& path, Compression compression) {
@@ -237,7 +296,16 @@ Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit spli
   options.compression_type = spec.compression;
   Dataset records = Dataset::TFRecord(Dataset::FromFiles(files), options);
   TROUPE_RETURN_IF_ERROR(records.status());
+  // Set-up check: the first record fits data.features (every problem in one message), and
+  // decodes as every later record will.
+  TROUPE_ASSIGN_OR_RETURN(std::string first, CheckFirstRecord(spec, files, compression, key));
   auto decoder = std::make_shared<ExampleDecoder>(spec, compression, files);
+  if (!first.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(Tensor one, Tensor::Allocate(DType::kString, TensorShape{1}));
+    one.data<std::string>()[0] = std::move(first);
+    Result<Element> decoded = decoder->Decode({one});
+    if (!decoded.ok()) return FailedPreconditionError(key + ": " + decoded.status().message());
+  }
   SourceData out;
   out.examples = std::move(records);
   out.to_model = [decoder](const Element& batch) { return decoder->Decode(batch); };
@@ -247,6 +315,8 @@ Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit spli
   out.count_examples = [compression](const std::string& f) {
     return CountTFRecords(f, compression);
   };
+  out.input_range = InputRange(spec.image);
+  out.warnings = InputWarnings(spec.image);
   return out;
 }
 
