@@ -4,6 +4,8 @@
 
 #include "actors/optimizer_recipe.h"
 #include "core/gpu.h"
+#include "graph/keras/model_json.h"
+#include "graph/keras/model_loss.h"
 #include "graph/models/registry.h"
 #include "graph/nn/losses.h"
 #include "graph/nn/replica_random.h"
@@ -46,17 +48,28 @@ Value ExampleCount(const Value& labels) {
   return Div(all, ops::ScalarOf(static_cast<double>(PositionsPerExample(s)), DType::kFloat32));
 }
 
-// Loss sum (the model's mean loss times the example count) and correct count (argmax of the
-// outputs) of a batch; `mean_loss`, when given, receives the model's loss. With a prediction
-// per position ([batch, time, classes] outputs), an example's correctness is the mean over its
-// positions, so sums over examples divided by their count are per-position means.
+// 1 where an example (or position) is right, as Keras' "accuracy" chooses it: binary_accuracy
+// (output > 0.5 equals the label) for a single output unit, else the argmax equals the label.
+Value Hits(const Value& labels, const Value& outputs, int rank) {
+  if (outputs.shape().dim(rank - 1) == 1) {
+    Value predicted = Cast(
+        Greater(Squeeze(outputs, {rank - 1}), ops::ScalarOf(0.5, outputs.dtype())), DType::kInt32);
+    return Cast(Equal(predicted, labels), DType::kFloat32);
+  }
+  return Cast(Equal(ArgMax(outputs, rank - 1, DType::kInt32), labels), DType::kFloat32);
+}
+
+// Loss sum (the model's mean loss times the example count) and correct count of a batch;
+// `mean_loss`, when given, receives the model's loss. With a prediction per position ([batch,
+// time, classes] outputs), an example's correctness is the mean over its positions, so sums
+// over examples divided by their count are per-position means.
 std::vector<Value> BatchMetrics(nn::Model& model, const Value& labels, const Value& outputs,
                                 Value* mean_loss) {
   Value loss = model.Loss(labels, outputs);
   if (mean_loss != nullptr) *mean_loss = loss;
-  const int rank = outputs.ok() ? outputs.shape().rank() : 2;
-  Value predicted = ArgMax(outputs, rank - 1, DType::kInt32);
-  Value hit = Cast(Equal(predicted, labels), DType::kFloat32);
+  if (!outputs.ok()) return {outputs, outputs};
+  const int rank = outputs.shape().rank();
+  Value hit = Hits(labels, outputs, rank);
   Value correct =
       rank > 2 ? Sum(Mean(Reshape(hit, {-1, PositionsPerExample(labels.shape())}), {1})) : Sum(hit);
   return {Mul(loss, ExampleCount(labels)), correct};
@@ -115,6 +128,36 @@ Result<std::vector<Variable>> ProbeState(nn::Model& model, const TensorShape& fe
   return state;
 }
 
+// model.loss and model.from_logits over the loss a .keras file was compiled with; a key that
+// does not apply to the loss is a config error (FailedPrecondition: exit 2).
+Result<nn::LossSpec> ResolveLoss(const TrainConfig& config, const nn::Model& model) {
+  nn::LossSpec spec;
+  if (const auto* keras_model = dynamic_cast<const keras::KerasModel*>(&model)) {
+    Result<std::optional<nn::LossSpec>> compiled =
+        keras::CompiledLossOf(keras_model->config_json());
+    if (!compiled.ok() && config.loss.empty()) {
+      return compiled.status().WithContext("model.keras " + config.model_keras);
+    }
+    if (compiled.ok() && compiled->has_value()) spec = **compiled;
+  }
+  if (!config.loss.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(nn::LossKind kind, nn::LossKindFromName(config.loss));
+    if (kind != spec.kind) spec = nn::LossSpec{kind, std::nullopt};
+  }
+  if (config.from_logits.has_value()) spec.from_logits = config.from_logits;
+  if (!nn::IsCrossentropy(spec.kind) && config.label_smoothing != 0) {
+    return FailedPreconditionError("train.label_smoothing applies to cross-entropies; model.loss " +
+                                   std::string(nn::LossKindName(spec.kind)) +
+                                   " has none (remove train.label_smoothing)");
+  }
+  if (!nn::IsCrossentropy(spec.kind) && config.from_logits.has_value()) {
+    return FailedPreconditionError("model.from_logits applies to cross-entropies; model.loss " +
+                                   std::string(nn::LossKindName(spec.kind)) +
+                                   " takes the outputs as they are (remove model.from_logits)");
+  }
+  return spec;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
@@ -130,6 +173,8 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
                                                config.model, config.seed, config.model_keras,
                                                feature_shape, num_classes}));
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
+  TROUPE_ASSIGN_OR_RETURN(nn::LossSpec loss, ResolveLoss(config, *m->impl_->model));
+  m->impl_->model->set_loss_spec(loss);
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
   TROUPE_ASSIGN_OR_RETURN(

@@ -21,6 +21,12 @@ struct TrainConfig {
   std::string model_keras;
   // A TF/Keras/Troupe checkpoint whose model weights a new run starts from (fine-tuning).
   std::string init_from;
+  // The loss, by Keras' name (nn::LossKindFromName); empty: a .keras file's compiled loss, else
+  // sparse_categorical_crossentropy.
+  std::string loss;
+  // Whether the outputs are logits; unset: the compiled loss's, else logits (a softmax or
+  // sigmoid output layer's logits are used whatever this says, as in Keras).
+  std::optional<bool> from_logits;
   // [data]
   std::string data_source = "fashion_mnist";  // fashion_mnist | tfrecord | text | synthetic
   std::string data_dir = "/usr/share/datasets/fashion-mnist";

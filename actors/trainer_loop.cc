@@ -83,6 +83,8 @@ void PrintStartup(const Trainer::Parts& p) {
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +
              std::to_string(p.step / p.steps_per_epoch + 1) + ")")
                 .c_str());
+  const nn::Model& model = p.replicas->model();
+  std::printf("loss %s\n", nn::DescribeLoss(model.loss_spec(), model.OutputActivation()).c_str());
   const std::string decay = WeightDecayText(p);
   if (!decay.empty()) std::printf("optimizer %s: %s\n", p.config.optimizer.c_str(), decay.c_str());
   if (p.config.precision != "float32") {

@@ -154,6 +154,12 @@ void RegisterMathGradients() {
     *dx = {ops::Mul(dy[0], ops::Reciprocal(c.inputs[0]))};
     return Status::OK();
   });
+  // TF's _Log1pGrad: dy * reciprocal(1 + x).
+  RegisterGradient("Log1p", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& x = c.inputs[0];
+    *dx = {ops::Mul(dy[0], ops::Reciprocal(ops::Add(ops::ScalarOf(1.0, x.dtype()), x)))};
+    return Status::OK();
+  });
 
   RegisterGradient("MatMul", [](const OpCall& c, const V& dy, V* dx) {
     const bool ta = c.attrs.GetBoolOr("transpose_a", false).value_or(false);

@@ -87,6 +87,7 @@ Value Sqrt(const Value& x) { return Apply1("Sqrt", {x}, {}, "Sqrt"); }
 Value Rsqrt(const Value& x) { return Apply1("Rsqrt", {x}, {}, "Rsqrt"); }
 Value Exp(const Value& x) { return Apply1("Exp", {x}, {}, "Exp"); }
 Value Log(const Value& x) { return Apply1("Log", {x}, {}, "Log"); }
+Value Log1p(const Value& x) { return Apply1("Log1p", {x}, {}, "Log1p"); }
 Value Reciprocal(const Value& x) { return Apply1("Reciprocal", {x}, {}, "Reciprocal"); }
 Value Sign(const Value& x) { return Apply1("Sign", {x}, {}, "Sign"); }
 Value Relu(const Value& x) { return Apply1("Relu", {x}, {}, "Relu"); }

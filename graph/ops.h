@@ -56,6 +56,7 @@ Value Sqrt(const Value& x);
 Value Rsqrt(const Value& x);
 Value Exp(const Value& x);
 Value Log(const Value& x);
+Value Log1p(const Value& x);  // log(1 + x), accurate near 0
 Value Reciprocal(const Value& x);
 Value Sign(const Value& x);
 Value Relu(const Value& x);

@@ -1,5 +1,7 @@
-// Unary math: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal, Exp, Log, Erf, and the gradient
-// helpers TF has for them: SqrtGrad, RsqrtGrad, ReciprocalGrad (all (y, dy) -> dx).
+// Unary math: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal, Exp, Log, Log1p, Erf, and the
+// gradient helpers TF has for them: SqrtGrad, RsqrtGrad, ReciprocalGrad (all (y, dy) -> dx).
+#include <type_traits>
+
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "kernels/elementwise_impl.h"
@@ -21,6 +23,16 @@ void RegisterUnaryOps(OpRegistry& r) {
   RegisterUnary(r, "Reciprocal", TypeSet::kFloat, 4, [](const auto& x) { return x.inverse(); });
   RegisterUnary(r, "Exp", TypeSet::kFloat, 10, [](const auto& x) { return x.exp(); });
   RegisterUnary(r, "Log", TypeSet::kFloat, 10, [](const auto& x) { return x.log(); });
+  // Eigen's log1p, as TF's Log1p kernel (sigmoid cross-entropy's log(1 + exp(-|x|))).
+  RegisterUnary(r, "Log1p", TypeSet::kFloat, 10, [](const auto& x) {
+    // Dispatch instantiates integer types too, which Eigen's log1p refuses; kFloat never runs them.
+    using T = typename std::decay_t<decltype(x)>::Scalar;
+    if constexpr (std::is_integral_v<T>) {
+      return x;
+    } else {
+      return x.log1p();
+    }
+  });
   // Eigen's erf, as TF's Erf kernel (float: a vectorised rational approximation).
   RegisterUnary(r, "Erf", TypeSet::kFloat, 20, [](const auto& x) { return x.erf(); });
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/models/registry.h"
+#include "graph/nn/compiled_loss.h"
 #include "input/data_source.h"
 
 namespace troupe::launch {
@@ -112,6 +113,19 @@ ConfigKey Bool(std::string name, Field<bool> field, std::string meaning) {
   return Key(std::move(name), ConfigType::kBool, field, std::move(meaning));
 }
 
+// A true/false whose field is optional: unset until a config gives it.
+ConfigKey OptionalBool(std::string name, std::optional<bool> TrainConfig::*field,
+                       std::string meaning) {
+  ConfigKey k;
+  k.name = std::move(name);
+  k.type = ConfigType::kBool;
+  k.meaning = std::move(meaning);
+  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<bool>(v); };
+  k.get = [field](const TrainConfig& c) -> ConfigValue { return (c.*field).value_or(false); };
+  k.is_set = [field](const TrainConfig& c) { return (c.*field).has_value(); };
+  return k;
+}
+
 ConfigKey String(std::string name, Field<std::string> field, std::vector<std::string> choices,
                  std::string meaning) {
   ConfigKey k = Key(std::move(name), ConfigType::kString, field, std::move(meaning));
@@ -173,6 +187,23 @@ std::vector<ConfigKey> JobAndModelKeys() {
              "A checkpoint (prefix or directory) whose model weights a new run starts from: "
              "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
              "ignores it."),
+      WithCheck(String("model.loss", &C::loss, {},
+                       "The loss, by Keras' name: sparse_categorical_crossentropy, "
+                       "categorical_crossentropy (of the one-hot labels), binary_crossentropy, "
+                       "mse, mae or huber. Empty: the loss a .keras file was compiled with, "
+                       "else sparse_categorical_crossentropy."),
+                [](const ConfigValue& v) {
+                  const std::string& name = std::get<std::string>(v);
+                  if (name.empty()) return std::string();
+                  Result<nn::LossKind> kind = nn::LossKindFromName(name);
+                  return kind.ok() ? std::string() : kind.status().message();
+                }),
+      OptionalBool("model.from_logits", &C::from_logits,
+                   "Whether a cross-entropy takes the model's outputs as logits (true) or as "
+                   "probabilities (false: clipped to [1e-7, 1 - 1e-7], Keras' default). Unset: "
+                   "the compiled loss's setting in a .keras file, else true. An output layer "
+                   "with a softmax or sigmoid activation is always scored on its logits, as "
+                   "Keras does."),
   };
 }
 

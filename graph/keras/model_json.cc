@@ -9,6 +9,7 @@
 #include "graph/keras/json_util.h"
 #include "graph/keras/keras_file.h"
 #include "graph/keras/keras_order.h"
+#include "graph/keras/model_loss.h"
 #include "graph/keras/model_plan.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
@@ -431,6 +432,8 @@ Value KerasModel::Loss(const Value& labels, const Value& outputs) {
   }
   return loss;
 }
+
+std::string KerasModel::OutputActivation() const { return OutputLayerActivation(json_); }
 
 Result<std::vector<nn::KerasLayer>> KerasModel::KerasLayers() const {
   std::vector<nn::KerasLayer> out;

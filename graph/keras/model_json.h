@@ -50,6 +50,7 @@ class KerasModel : public nn::Model {
   Value Loss(const Value& labels, const Value& outputs) override;
   Result<std::vector<nn::KerasLayer>> KerasLayers() const override;
   bool keras_functional() const override { return functional_; }
+  std::string OutputActivation() const override;
 
   // The InputLayer's shape without the batch dimension, and its dtype.
   const TensorShape& input_shape() const { return input_shape_; }

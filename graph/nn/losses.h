@@ -30,7 +30,28 @@ Value SparseCategoricalCrossentropy(const Value& labels, const Value& prediction
 // Per-example losses of the above, before the reduction.
 Value SparseCategoricalCrossentropyPerExample(const Value& labels, const Value& predictions,
                                               bool from_logits = true);
+
+// The same over one-hot rows of integer `labels` [N] (or [N, 1]) and `predictions` [N, C]:
+// Keras' categorical_crossentropy of to_categorical(labels). From probabilities Keras first
+// renormalizes the rows (p / sum(p)), then clips to [1e-7, 1 - 1e-7]. Label smoothing as above.
+Value CategoricalCrossentropy(const Value& labels, const Value& predictions, bool from_logits);
+Value CategoricalCrossentropyPerExample(const Value& labels, const Value& predictions,
+                                        bool from_logits);
+
+// Keras' binary_crossentropy: `labels` cast to the predictions' dtype and brought to their rank
+// (Keras' squeeze_or_expand_to_same_rank), then the mean over the last axis of
+// tf.nn.sigmoid_cross_entropy_with_logits (from_logits) or of -(y log p + (1 - y) log(1 - p))
+// with p clipped to [1e-7, 1 - 1e-7]. LabelSmoothingScope's ls makes y * (1 - ls) + ls / 2.
+Value BinaryCrossentropy(const Value& labels, const Value& predictions, bool from_logits);
+Value BinaryCrossentropyPerExample(const Value& labels, const Value& predictions, bool from_logits);
+
+// Regression losses on `y_true` cast to y_pred's dtype and brought to its rank, each the mean
+// over the last axis per example, then sum_over_batch_size (Keras' mean_squared_error,
+// mean_absolute_error, huber with its delta: 0.5 e^2 where |e| <= delta, else
+// delta |e| - 0.5 delta^2).
 Value MeanSquaredError(const Value& y_true, const Value& y_pred);
+Value MeanAbsoluteError(const Value& y_true, const Value& y_pred);
+Value Huber(const Value& y_true, const Value& y_pred, double delta = 1.0);
 
 // Keras' SparseCategoricalAccuracy of one batch: mean of (argmax(pred) == label).
 Value SparseCategoricalAccuracy(const Value& labels, const Value& predictions);

@@ -1,8 +1,5 @@
 #include "graph/nn/model.h"
 
-#include "graph/nn/losses.h"
-#include "graph/ops.h"
-
 namespace troupe::nn {
 
 Result<std::vector<KerasLayer>> Model::KerasLayers() const {
@@ -24,14 +21,7 @@ Result<std::vector<KerasLayer>> Model::KerasLayers() const {
 }
 
 Value Model::Loss(const Value& labels, const Value& outputs) {
-  if (outputs.ok() && outputs.shape().rank() > 2) {
-    // A prediction per position (a language model's [batch, time, vocab]): the mean over
-    // every position, as Keras' loss averages over all but the class axis.
-    const int64_t classes = outputs.shape().dim(outputs.shape().rank() - 1);
-    return SparseCategoricalCrossentropy(ops::Reshape(labels, {-1}),
-                                         ops::Reshape(outputs, {-1, classes}), true);
-  }
-  return SparseCategoricalCrossentropy(labels, outputs, /*from_logits=*/true);
+  return CompiledLoss(loss_spec_, labels, outputs);
 }
 
 }  // namespace troupe::nn

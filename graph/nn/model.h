@@ -12,6 +12,7 @@
 
 #include "core/result.h"
 #include "core/tensor_shape.h"
+#include "graph/nn/compiled_loss.h"
 #include "graph/nn/module.h"
 #include "graph/value.h"
 
@@ -34,10 +35,16 @@ class Model : public Module {
   // The float32 scalar training minimizes for one batch: `outputs` of Call against int32
   // `labels` [N] (or [N, positions...] for [N, positions..., classes] outputs, a language
   // model's), as a mean over the batch and positions (the loop reports it times N as the
-  // batch's loss sum, for training and evaluation alike). Default: Keras' sparse categorical
-  // cross-entropy from logits, sum_over_batch_size. Override it for another loss or to add
-  // penalties (variables read inside it are differentiated like those of Call).
+  // batch's loss sum, for training and evaluation alike). Default: CompiledLoss of loss_spec()
+  // (graph/nn/compiled_loss.h; Keras' sparse categorical cross-entropy from logits unless set),
+  // sum_over_batch_size. Override it for another loss or to add penalties (variables read
+  // inside it are differentiated like those of Call).
   virtual Value Loss(const Value& labels, const Value& outputs);
+  // The loss Loss computes (model.loss / model.from_logits of a config).
+  const LossSpec& loss_spec() const { return loss_spec_; }
+  void set_loss_spec(const LossSpec& spec) { loss_spec_ = spec; }
+  // The activation the output layer applies: "softmax", "sigmoid", or "" (none, or unknown).
+  virtual std::string OutputActivation() const { return ""; }
   // Default: one Keras layer per child module, in order, whose variables are a kernel and
   // an optional bias ("_kernel", "bias": Keras' Dense and Conv2D). Unimplemented naming the
   // child when it holds anything else; models with other layers override this.
@@ -45,6 +52,9 @@ class Model : public Module {
   // True when the Keras twin is a Functional model (its layers sit at model/_operations/k in a
   // checkpoint), false for a Sequential one (model/_functional/_operations/k).
   virtual bool keras_functional() const { return false; }
+
+ private:
+  LossSpec loss_spec_;
 };
 
 }  // namespace troupe::nn
