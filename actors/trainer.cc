@@ -250,6 +250,9 @@ Status RestoreRunDir(Trainer::Parts& p) {
                         << saved.total_replicas;
   }
   p.step = p.state->step();
+  TROUPE_RETURN_IF_ERROR(ApplyConfigLearningRate(p.replicas->optimizer(), p.config.learning_rate,
+                                                 p.resumed_from, p.chief)
+                             .status());
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator,
       random::Generator::FromState(p.state->generator_state(), random::RngAlgorithm::kPhilox));
@@ -481,6 +484,7 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
   } else {
     score.checkpoint = where;
   }
+  TROUPE_RETURN_IF_ERROR(CheckCheckpointModel(score.checkpoint, replicas->model_label()));
   TROUPE_RETURN_IF_ERROR(state->CheckPrecisionMatches(score.checkpoint));
   TROUPE_RETURN_IF_ERROR(state->root().Restore(score.checkpoint).status());
   TROUPE_ASSIGN_OR_RETURN(auto it, input.batches.MakeIterator());

@@ -59,6 +59,28 @@ std::string CollectivesText(const Trainer::Parts& p) {
   return text;
 }
 
+// "train.max_steps 50 ends the run in epoch 1 of 5 (at step 50 of its 937)" when max_steps
+// stops the run before its configured epochs; "" when the epochs run whole.
+std::string PlanText(const Trainer::Parts& p) {
+  const int64_t spe = p.steps_per_epoch;
+  if (p.config.max_steps <= 0 || p.total_steps >= p.config.epochs * spe) return "";
+  const long long last_epoch = static_cast<long long>((p.total_steps + spe - 1) / spe);
+  const long long into = static_cast<long long>(p.total_steps - (last_epoch - 1) * spe);
+  char text[200];
+  if (into == spe) {
+    std::snprintf(text, sizeof(text), "train.max_steps %lld ends the run after epoch %lld of %lld",
+                  static_cast<long long>(p.config.max_steps), last_epoch,
+                  static_cast<long long>(p.config.epochs));
+  } else {
+    std::snprintf(text, sizeof(text),
+                  "train.max_steps %lld ends the run in epoch %lld of %lld (at step %lld of its "
+                  "%lld)",
+                  static_cast<long long>(p.config.max_steps), last_epoch,
+                  static_cast<long long>(p.config.epochs), into, static_cast<long long>(spe));
+  }
+  return text;
+}
+
 void PrintStartup(const Trainer::Parts& p) {
   int64_t parameters = 0;
   for (const auto& [name, var] : p.replicas->model().NamedVariables()) {
@@ -85,6 +107,8 @@ void PrintStartup(const Trainer::Parts& p) {
                 .c_str());
   const nn::Model& model = p.replicas->model();
   std::printf("loss %s\n", nn::DescribeLoss(model.loss_spec(), model.OutputActivation()).c_str());
+  const std::string plan = PlanText(p);
+  if (!plan.empty()) std::printf("%s\n", plan.c_str());
   const std::string decay = WeightDecayText(p);
   if (!decay.empty()) std::printf("optimizer %s: %s\n", p.config.optimizer.c_str(), decay.c_str());
   if (p.config.precision != "float32") {
@@ -113,7 +137,9 @@ Result<TrainSummary> Trainer::Run() {
   }
   TrainSummary summary;
   summary.first_step = p.step;
-  ProgressLine progress(p.total_steps, p.config.epochs, p.step);
+  // The epochs the run reaches (train.max_steps can end it early), not the ones configured.
+  ProgressLine progress(p.total_steps, (p.total_steps + p.steps_per_epoch - 1) / p.steps_per_epoch,
+                        p.step);
   Window window;
   double run_examples = 0, run_wait_s = 0;
   int64_t last_saved = p.resumed_from.empty() ? -1 : p.step;

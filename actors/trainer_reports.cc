@@ -51,14 +51,26 @@ Status Trainer::Parts::ReportEvaluation(const EvalResult& test, bool epoch_end) 
     TROUPE_ASSIGN_OR_RETURN(is_best, KeepBest(test));
   }
   if (!chief) return Status::OK();
+  // The run's last step ends an epoch only when it is a multiple of the epoch's steps;
+  // train.max_steps can end it inside one, and the label says so.
+  const bool whole_epoch = step % steps_per_epoch == 0;
   if (no_eval_split) {
-    if (epoch_end)
+    if (epoch_end && whole_epoch) {
       std::printf("epoch %lld done (no evaluation: data.eval_files is not set)\n", epoch);
+    } else if (epoch_end) {
+      std::printf(
+          "step %lld: the run ends inside epoch %lld (train.max_steps; no evaluation: "
+          "data.eval_files is not set)\n",
+          static_cast<long long>(step), epoch);
+    }
     std::fflush(stdout);
     return Status::OK();
   }
-  if (epoch_end) {
+  if (epoch_end && whole_epoch) {
     std::printf("epoch %lld: ", epoch);
+  } else if (epoch_end) {
+    std::printf("step %lld, the run's end inside epoch %lld (train.max_steps): ",
+                static_cast<long long>(step), epoch);
   } else {
     std::printf("step %lld (epoch %lld): ", static_cast<long long>(step), epoch);
   }

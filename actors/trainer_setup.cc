@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "actors/trainer.h"
 #include "checkpoint/bundle_reader.h"
@@ -90,6 +92,53 @@ Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManage
                          " restores cleanly; start over with --fresh --force");
   }
   return std::string();
+}
+
+Status CheckCheckpointModel(const std::string& prefix, const std::string& model_label) {
+  Result<std::unique_ptr<ckpt::BundleReader>> reader = ckpt::BundleReader::Open(prefix);
+  if (!reader.ok()) return Status::OK();  // unreadable: restoring says so
+  Result<Tensor> t = (*reader)->Read("job/model/.ATTRIBUTES/VARIABLE_VALUE");
+  if (!t.ok() || t->dtype() != DType::kString) return Status::OK();
+  const std::string saved = t->scalar<std::string>();
+  if (saved == model_label) return Status::OK();
+  // <run_dir>/checkpoints/ckpt-N, or <run_dir>/checkpoints/best/ckpt-N.
+  std::filesystem::path dir = std::filesystem::absolute(prefix).parent_path();
+  if (dir.filename() == "best") dir = dir.parent_path();
+  std::string fix = "evaluate it with the config it was trained with";
+  if (dir.filename() == "checkpoints") {
+    const std::filesystem::path record = dir.parent_path() / "config.toml";
+    std::error_code ec;
+    if (std::filesystem::exists(record, ec)) {
+      fix = "use " + record.string() + ", the config the run recorded";
+    }
+  }
+  return FailedPreconditionError("the checkpoint " + prefix + " holds model '" + saved +
+                                 "', the config builds '" + model_label + "' \u2014 " + fix);
+}
+
+Result<bool> ApplyConfigLearningRate(nn::Optimizer& optimizer, double configured,
+                                     const std::string& resumed_from, bool announce) {
+  const Variable& lr = optimizer.learning_rate();
+  if (!lr.valid()) return false;
+  TROUPE_ASSIGN_OR_RETURN(Tensor host, gpu::ToHost(lr.value()));
+  const float had = host.scalar<float>();
+  const float want = static_cast<float>(configured);
+  if (had == want) return false;
+  const Device where = lr.value().device();
+  Tensor value = Tensor::Scalar<float>(want);
+  if (where != value.device()) {
+    TROUPE_ASSIGN_OR_RETURN(value, gpu::CopyTo(value, where));
+  }
+  TROUPE_RETURN_IF_ERROR(lr.SetValue(value));
+  if (announce) {
+    std::printf(
+        "learning rate %g \u2192 %g from the config (optimizer.learning_rate); the "
+        "checkpoint %s had %g\n",
+        static_cast<double>(had), static_cast<double>(want), resumed_from.c_str(),
+        static_cast<double>(had));
+    std::fflush(stdout);
+  }
+  return true;
 }
 
 Result<std::vector<Device>> ReplicaDevices(const TrainConfig& config, int local_rank) {

@@ -16,6 +16,7 @@
 #include "core/device.h"
 #include "core/host.h"
 #include "core/result.h"
+#include "graph/nn/optimizers.h"
 
 namespace troupe::actors {
 
@@ -37,6 +38,20 @@ Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManage
 // batch, optimizer recipe) is not `want`: read before restoring, since another recipe's
 // variables would not restore at all (and that error would not say why).
 Status CheckRecordedJob(const std::string& prefix, const JobShape& want);
+
+// FailedPrecondition when checkpoint `prefix` records another model than `model_label` (what
+// the config builds): "the checkpoint P holds model 'X', the config builds 'Y'", pointing at
+// <run_dir>/config.toml (the config the run recorded) when the checkpoint lies in a run dir
+// that has one. OK when they agree or the checkpoint records none (restoring then says more).
+Status CheckCheckpointModel(const std::string& prefix, const std::string& model_label);
+
+// After a resume: when the config's optimizer.learning_rate differs from the optimizer's
+// restored learning_rate variable, the config's rate replaces it (Keras' restore and then
+// optimizer.learning_rate.assign(new)), so <run_dir>/config.toml tells the truth; `announce`
+// prints "learning rate OLD → NEW from the config ...; the checkpoint ... had OLD". A schedule has
+// no such variable (its initial rate is the config's): nothing to do. Returns whether it changed.
+Result<bool> ApplyConfigLearningRate(nn::Optimizer& optimizer, double configured,
+                                     const std::string& resumed_from, bool announce);
 
 // Where each local replica runs: the CPU, or gpu:((L * R + r) / replicas_per_gpu) for local
 // rank L's replica r. FailedPrecondition naming the missing GPU and the fix when it is not

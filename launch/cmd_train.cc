@@ -25,6 +25,13 @@ std::atomic<bool> g_stop{false};
 
 void OnStopSignal(int) { g_stop.store(true); }
 
+// What the job's set-up refuses for the config itself, not for a fault (exit 2, not retried):
+// FailedPrecondition (a config this machine or run dir cannot run) and Unimplemented (a model
+// layer or a combination Troupe does not support).
+bool IsConfigError(const Status& s) {
+  return s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kUnimplemented;
+}
+
 int Usage(const Status& s) {
   std::fprintf(stderr, "%s\n", s.message().c_str());
   return kExitUsage;
@@ -102,11 +109,17 @@ int RunTrain(int argc, char** argv) {
   Status s = parser.Parse(argc, argv);
   if (parser.help_requested()) {
     std::printf("%s", parser.Usage("troupe train CONFIG.toml [flags]").c_str());
+    // The codes are the constants the command returns (command.h, supervisor.h), so the text
+    // cannot drift from them (tests/launch/cli_messages_test.py checks it against the binary).
     std::printf(
         "\nTrains the job described by CONFIG (see examples/fashion_lenet.toml). Run it as one\n"
         "process, under `mpirun -np N`, or from launch/slurm/train.sbatch. A run dir with\n"
         "checkpoints resumes from the latest valid one. SIGTERM/SIGINT write a checkpoint and\n"
-        "exit 0. Exit codes: 0 done, 1 failed, 2 bad config or flags, 3 failed after restarts.\n");
+        "exit %d; running the same command again resumes.\n"
+        "Exit codes: %d done, %d failed, %d bad config or flags, %d stopped early with a\n"
+        "checkpoint written (SIGTERM/SIGINT); with --max-restarts also %d still failing after\n"
+        "N restarts, 128+N the supervisor stopped by signal N while waiting to restart.\n",
+        kExitStopped, kExitOk, kExitFailure, kExitUsage, kExitStopped, kExitGaveUp);
     return kExitOk;
   }
   if (!s.ok()) return Usage(s);
@@ -159,10 +172,10 @@ int RunTrain(int argc, char** argv) {
   if (!summary.ok()) {
     std::fprintf(stderr, "troupe train (rank %d on %s): %s\n", env->rank, env->hostname.c_str(),
                  summary.status().ToString().c_str());
-    if (summary.status().code() != StatusCode::kFailedPrecondition) {
+    if (!IsConfigError(summary.status())) {
       actors::WriteJobNotice(actors::kJobEndFileEnv, env->rank, summary.status().ToString());
     }
-    return summary.status().code() == StatusCode::kFailedPrecondition ? kExitUsage : kExitFailure;
+    return IsConfigError(summary.status()) ? kExitUsage : kExitFailure;
   }
   if (env->rank == 0) PrintEndOfRun(*summary);
   if (summary->stopped_by_signal) return kExitStopped;
@@ -176,7 +189,10 @@ int RunEval(int argc, char** argv) {
   Status s = parser.Parse(argc, argv);
   if (parser.help_requested()) {
     std::printf("%s", parser.Usage("troupe eval CONFIG.toml --ckpt PATH").c_str());
-    std::printf("\nPrints the test loss and accuracy of a checkpoint.\n");
+    std::printf(
+        "\nPrints the test loss and accuracy of a checkpoint. Exit codes: %d done, %d failed, %d\n"
+        "bad config or flags, or a checkpoint of another model than the config builds.\n",
+        kExitOk, kExitFailure, kExitUsage);
     return kExitOk;
   }
   if (!s.ok()) return Usage(s);
@@ -188,7 +204,7 @@ int RunEval(int argc, char** argv) {
   auto r = actors::EvaluateCheckpoint(*config, parser.Get("ckpt"));
   if (!r.ok()) {
     std::fprintf(stderr, "troupe eval: %s\n", r.status().ToString().c_str());
-    return kExitFailure;
+    return IsConfigError(r.status()) ? kExitUsage : kExitFailure;
   }
   std::printf("checkpoint %s\ntest loss %.6f\ntest accuracy %.6f\n", r->checkpoint.c_str(), r->loss,
               r->accuracy);

@@ -181,8 +181,9 @@ std::vector<ConfigKey> JobAndModelKeys() {
                           "(graph/models/registry.h)."),
                    models::RegisteredModelNames),
       String("model.keras", &C::model_keras, {},
-             "A Keras 3 model to train instead of model.name: a .json file written by "
-             "model.to_json() or a .keras file (Sequential or Functional)."),
+             "A Keras 3 model to train instead of model.name (setting both is an error): a "
+             ".json file written by model.to_json() or a .keras file (Sequential or "
+             "Functional)."),
       String("model.init_from", &C::init_from, {},
              "A checkpoint (prefix or directory) whose model weights a new run starts from: "
              "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
@@ -368,8 +369,10 @@ std::vector<ConfigKey> OptimizerKeys() {
              {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
              "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
              "update."),
-      Positive("optimizer.learning_rate", &C::learning_rate,
-               "Step size of every update (a schedule's initial learning rate)."),
+      NonNegative("optimizer.learning_rate", &C::learning_rate,
+                  "Step size of every update (a schedule's initial learning rate; 0 only as "
+                  "the start of a cosine warmup). A resumed run applies a changed value, saying "
+                  "so when the checkpoint held another."),
       OnlyWith(Float("optimizer.momentum", &C::momentum, 0, false, 1,
                      "SGD's / RMSprop's momentum (0: none)."),
                "optimizer.name", {"sgd", "rmsprop"}, no_momentum),
@@ -418,7 +421,8 @@ std::vector<ConfigKey> OptimizerKeys() {
              "Learning-rate schedule (Keras' CosineDecay, PiecewiseConstantDecay, "
              "ExponentialDecay, InverseTimeDecay, PolynomialDecay); constant: none."),
       OnlyWith(Int("optimizer.schedule.warmup_steps", &C::schedule_warmup_steps, 0,
-                   "Cosine: linear warmup steps from learning_rate to warmup_target."),
+                   "Cosine: linear warmup steps from learning_rate to warmup_target (which "
+                   "it needs)."),
                "optimizer.schedule.kind", {"cosine"}, cosine_only),
       OnlyWith(OptionalNonNegative("optimizer.schedule.warmup_target", &C::schedule_warmup_target,
                                    "Cosine: the rate warmup reaches and decay starts from "

@@ -234,8 +234,14 @@ bool IsConfigTable(std::string_view table) {
   return false;
 }
 
+TrainConfig ConfigDefaults() {
+  TrainConfig config;
+  config.replicas_per_process = 0;  // left out: "auto" (actors::ReplicasPerProcess)
+  return config;
+}
+
 std::string FormatConfigKeys() {
-  const TrainConfig defaults;
+  const TrainConfig defaults = ConfigDefaults();
   std::ostringstream os;
   os << "Keys of a `troupe train` config: data.features.image.key is `key = value` in the\n"
         "TOML file's [data.features.image] table, or `--set data.features.image.key=value`.\n"

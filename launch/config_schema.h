@@ -87,7 +87,12 @@ std::string ConditionValuesText(const ConfigKey::Condition& condition);
 std::string_view ConfigTable(std::string_view key_name);
 // Whether some key lives in `table` or in a table below it ("data", "data.features").
 bool IsConfigTable(std::string_view table);
-// The listing `troupe config keys` prints: one line per key with type, default and meaning.
+// The config a TOML file that sets no key stands for: TrainConfig's defaults except
+// train.replicas_per_process = 0 ("auto"; a TrainConfig built in code keeps 1). The parser
+// starts from it and `troupe config keys` lists its values as the defaults.
+TrainConfig ConfigDefaults();
+// The listing `troupe config keys` prints: one line per key with type, default (ConfigDefaults)
+// and meaning.
 std::string FormatConfigKeys();
 
 }  // namespace troupe::launch

@@ -2,6 +2,8 @@
 
 #define TOML_EXCEPTIONS 0
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <toml++/toml.h>
 #include <unistd.h>
 
@@ -168,6 +170,20 @@ Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
   return Status::OK();
 }
 
+// model.keras is the whole model: a model.name beside it would be silently unused.
+Status CheckModelSource(const PresentKeys& present, const TrainConfig& config) {
+  auto keras = present.find("model.keras");
+  auto name = present.find("model.name");
+  if (keras == present.end() || name == present.end()) return Status::OK();
+  return InvalidArgumentError(
+      "model.keras = \"" + config.model_keras + "\" (" + keras->second + ") and model.name = \"" +
+      config.model + "\" (" + name->second +
+      ") are both set; model.keras is the whole model and model.name would be ignored: remove "
+      "model.name" +
+      (name->second == "--set" ? std::string(" (its --set)") : " from " + name->second) +
+      ", or model.keras");
+}
+
 // checkpoint.keep_best needs a test split, and top-5 accuracy at least 5 classes (when the
 // config gives the class count; the model's own count is checked when the job starts).
 Status CheckKeepBest(const TrainConfig& config, const std::string& origin) {
@@ -317,6 +333,25 @@ Result<ConfigValue> OverrideValue(const std::string& o, const std::string& key,
   return ToConfigValue(*v.table().get("v"), *k);
 }
 
+// Why job.run_dir cannot be written, when creating a file in `dir` (the run dir itself, or its
+// nearest existing ancestor) failed with `error`: a run dir that exists is "not writable"; one
+// that does not is "cannot be created in" that ancestor. A kernel filesystem (/proc, /sys)
+// refuses new files with odd errors (ENOENT in /proc), so it is named as such.
+Status RunDirNotWritable(const std::string& run_dir, const std::filesystem::path& dir, int error) {
+  std::string why = std::strerror(error);
+  struct statfs fs = {};
+  if (::statfs(dir.c_str(), &fs) == 0) {
+    if (fs.f_type == PROC_SUPER_MAGIC) why = "it is the kernel's /proc filesystem";
+    if (fs.f_type == SYSFS_MAGIC) why = "it is the kernel's sysfs filesystem";
+  }
+  const bool exists = std::filesystem::absolute(run_dir) == dir;
+  const std::string what =
+      exists ? "'" + run_dir + "' is not writable"
+             : "'" + run_dir + "' cannot be created: no files can be made in " + dir.string();
+  return PermissionDeniedError("job.run_dir: " + what + " (" + why +
+                               "); choose a writable directory");
+}
+
 Status WriteError(const std::string& path, const char* step) {
   return PermissionDeniedError("cannot write " + path + " (" + step + ": " + std::strerror(errno) +
                                "); check that job.run_dir is writable");
@@ -345,8 +380,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& data) {
 
 Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& origin,
                                      const std::vector<std::string>& overrides) {
-  TrainConfig config;
-  config.replicas_per_process = 0;  // left out: "auto" (actors::ReplicasPerProcess)
+  TrainConfig config = ConfigDefaults();
   PresentKeys present;
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) return InvalidArgumentError(ParseErrorText(parsed.error(), origin));
@@ -367,6 +401,7 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
     applied += "#   --set " + o + "\n";
   }
   TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
+  TROUPE_RETURN_IF_ERROR(CheckModelSource(present, config));
   TROUPE_RETURN_IF_ERROR(ApplyOptimizerKeys(present, config));
   TROUPE_RETURN_IF_ERROR(AdoptModelPrecision(present, config));
   TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));
@@ -427,11 +462,7 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
   // access() says yes to root everywhere; a probe file (removed at once) tells the truth.
   std::string probe = (dir / (".troupe-write-probe-" + std::to_string(::getpid()))).string();
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) {
-    return PermissionDeniedError("job.run_dir: '" + config.run_dir + "' is not writable (" +
-                                 dir.string() + ": " + std::strerror(errno) +
-                                 "); choose a writable directory");
-  }
+  if (fd < 0) return RunDirNotWritable(config.run_dir, dir, errno);
   ::close(fd);
   ::unlink(probe.c_str());
   return Status::OK();

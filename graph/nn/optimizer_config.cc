@@ -77,7 +77,16 @@ Status ValidateOptimizerConfig(const OptimizerConfig& c) {
     return InvalidArgumentError("train.accumulate_steps: must be >= 1, got " +
                                 std::to_string(c.gradient_accumulation_steps));
   }
-  return ValidateSchedule(c.schedule);
+  TROUPE_RETURN_IF_ERROR(ValidateSchedule(c.schedule));
+  // Keras' warm-up-from-zero recipe, CosineDecay(0, warmup_target=..., warmup_steps=...), is
+  // the one place a rate of 0 trains; anywhere else it would never move a weight.
+  if (c.learning_rate == 0 && !SchedulesWarmup(c.schedule) && c.schedule.kind != "piecewise") {
+    return InvalidArgumentError(
+        "optimizer.learning_rate = 0 never updates the weights; 0 can only be the start of a "
+        "warmup (optimizer.schedule.kind = \"cosine\" with warmup_steps > 0 and warmup_target > "
+        "0: Keras' CosineDecay(0, warmup_target=..., warmup_steps=...)); set a rate > 0");
+  }
+  return Status::OK();
 }
 
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& c) {

@@ -54,10 +54,22 @@ Status ValidateSchedule(const ScheduleConfig& s) {
   if (s.kind == "cosine" && s.warmup_steps < 0) {
     return Bad("warmup_steps", "must be >= 0, got " + std::to_string(s.warmup_steps));
   }
+  // Keras' CosineDecay ignores warmup_steps without a warmup_target: no warmup at all.
+  if (s.kind == "cosine" && s.warmup_steps > 0 && !s.warmup_target) {
+    return InvalidArgumentError(
+        "optimizer.schedule.warmup_steps = " + std::to_string(s.warmup_steps) +
+        " needs optimizer.schedule.warmup_target, the rate the warmup "
+        "climbs to (without it Keras' CosineDecay does no warmup); set "
+        "warmup_target or remove warmup_steps");
+  }
   if ((s.kind == "exponential" || s.kind == "inverse_time") && !(s.decay_rate > 0)) {
     return Bad("decay_rate", "must be > 0 for the " + s.kind + " schedule");
   }
   return Status::OK();
+}
+
+bool SchedulesWarmup(const ScheduleConfig& s) {
+  return s.kind == "cosine" && s.warmup_steps > 0 && s.warmup_target && *s.warmup_target > 0;
 }
 
 float ScheduleLearningRate(const ScheduleConfig& s, double initial, int64_t step) {

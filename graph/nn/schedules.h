@@ -40,8 +40,13 @@ struct ScheduleConfig {
 };
 
 // InvalidArgument naming the config key (optimizer.schedule.<field>) when `schedule` is not
-// one Keras would construct.
+// one Keras would construct, or one whose keys Keras would silently ignore (cosine
+// warmup_steps > 0 without a warmup_target).
 Status ValidateSchedule(const ScheduleConfig& schedule);
+
+// Whether the schedule climbs from the initial learning rate to a warmup target (cosine with
+// warmup_steps > 0 and warmup_target > 0): the one recipe where an initial rate of 0 trains.
+bool SchedulesWarmup(const ScheduleConfig& schedule);
 
 // The learning rate at `step` for initial learning rate `initial` (ignored by piecewise).
 // "constant" is f32(initial).

@@ -96,6 +96,44 @@ TEST(ScheduleTest, Validation) {
             std::string::npos);
 }
 
+// Keras' CosineDecay silently skips warmup_steps without a warmup_target; Troupe refuses it.
+TEST(ScheduleTest, WarmupStepsNeedATarget) {
+  ScheduleConfig s;
+  s.kind = "cosine";
+  s.decay_steps = 10;
+  s.warmup_steps = 5;
+  EXPECT_EQ(ValidateSchedule(s).message(),
+            "optimizer.schedule.warmup_steps = 5 needs optimizer.schedule.warmup_target, the "
+            "rate the warmup climbs to (without it Keras' CosineDecay does no warmup); set "
+            "warmup_target or remove warmup_steps");
+  EXPECT_FALSE(SchedulesWarmup(s));
+  s.warmup_target = 0.1;
+  EXPECT_TRUE(ValidateSchedule(s).ok());
+  EXPECT_TRUE(SchedulesWarmup(s));
+}
+
+// A learning rate of 0 only as the start of a warmup (Keras' CosineDecay(0, warmup_target=...)).
+TEST(OptimizerConfigTest, LearningRateZeroOnlyWarmsUp) {
+  OptimizerConfig c;
+  c.learning_rate = 0;
+  Status s = ValidateOptimizerConfig(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("optimizer.learning_rate = 0 never updates the weights"),
+            std::string::npos)
+      << s;
+  c.schedule.kind = "cosine";
+  c.schedule.decay_steps = 10;
+  c.schedule.warmup_steps = 2;
+  c.schedule.warmup_target = 0.01;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  Result<std::unique_ptr<Optimizer>> opt = MakeOptimizer(c);
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  EXPECT_EQ((*opt)->LearningRateAt(0), 0.0f);
+  EXPECT_EQ((*opt)->LearningRateAt(1), ScheduleLearningRate(c.schedule, 0, 1));
+  EXPECT_GT((*opt)->LearningRateAt(1), 0.0f);
+  EXPECT_EQ((*opt)->LearningRateAt(2), 0.01f);
+}
+
 TEST(OptimizerConfigTest, RefusesWhatKerasRefuses) {
   OptimizerConfig c;
   c.clipnorm = 1;
