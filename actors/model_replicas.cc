@@ -173,12 +173,20 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
                                                config.model, config.seed, config.model_keras,
                                                feature_shape, num_classes}));
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
-  TROUPE_ASSIGN_OR_RETURN(nn::LossSpec loss, ResolveLoss(config, *m->impl_->model));
-  m->impl_->model->set_loss_spec(loss);
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();
   TROUPE_ASSIGN_OR_RETURN(
       m->state_, ProbeState(*m->impl_->model, feature_shape, &m->per_position_, &m->num_classes_));
+  TROUPE_ASSIGN_OR_RETURN(nn::LossSpec loss, ResolveLoss(config, *m->impl_->model));
+  if (!nn::IsCategorical(loss.kind) && m->num_classes_ != 1) {
+    return FailedPreconditionError(
+        "model.loss " + std::string(nn::LossKindName(loss.kind)) +
+        " compares one output with each integer label, but the model has " +
+        std::to_string(m->num_classes_) +
+        " outputs per example; end the model in one unit (Dense(1)) or use "
+        "sparse_categorical_crossentropy");
+  }
+  m->impl_->model->set_loss_spec(loss);
   TROUPE_ASSIGN_OR_RETURN(m->optimizer_, nn::MakeOptimizer(OptimizerConfigFrom(config)));
   TROUPE_RETURN_IF_ERROR(m->optimizer_->Build(m->trainable_));
   if (!devices.empty() && !devices[0].is_cpu() &&

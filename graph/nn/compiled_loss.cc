@@ -33,11 +33,6 @@ constexpr NamedLoss kLossNames[] = {
     {"Huber", LossKind::kHuber},
 };
 
-bool IsCategorical(LossKind kind) {
-  return kind == LossKind::kSparseCategoricalCrossentropy ||
-         kind == LossKind::kCategoricalCrossentropy;
-}
-
 Value CategoricalLoss(LossKind kind, const Value& labels, const Value& predictions,
                       bool from_logits) {
   if (kind == LossKind::kCategoricalCrossentropy) {
@@ -72,6 +67,11 @@ std::vector<std::string> LossKindNames() {
           "mse",
           "mae",
           "huber"};
+}
+
+bool IsCategorical(LossKind kind) {
+  return kind == LossKind::kSparseCategoricalCrossentropy ||
+         kind == LossKind::kCategoricalCrossentropy;
 }
 
 bool IsCrossentropy(LossKind kind) {

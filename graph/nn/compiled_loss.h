@@ -51,6 +51,9 @@ Result<LossKind> LossKindFromName(std::string_view name);
 std::string_view LossKindName(LossKind kind);
 std::vector<std::string> LossKindNames();
 bool IsCrossentropy(LossKind kind);
+// Sparse or one-hot categorical cross-entropy: one output per class. The other losses compare
+// one output unit with each label.
+bool IsCategorical(LossKind kind);
 
 // The input of the Softmax or Sigmoid op that produced `outputs` in the graph being traced, or
 // an undefined Value when `outputs` came from any other op or is eager (Keras' `_get_logits`).
