@@ -211,9 +211,11 @@ Status RestoreRunDir(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(TrainingData data,
                           OpenTrainingData(p.config, p.total_replicas, std::move(ids), job_min));
   p.train_data = std::make_unique<TrainingData>(std::move(data));
-  TROUPE_ASSIGN_OR_RETURN(
-      p.replicas, ModelReplicas::Create(p.config, p.devices, p.train_data->source.feature_shape,
-                                        p.train_data->source.num_classes, CrossReplicaSums(p)));
+  Result<std::unique_ptr<ModelReplicas>> replicas =
+      ModelReplicas::Create(p.config, p.devices, p.train_data->source.feature_shape,
+                            p.train_data->source.num_classes, CrossReplicaSums(p));
+  if (!replicas.ok()) return ModelConfigError(replicas.status());
+  p.replicas = *std::move(replicas);
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
@@ -467,9 +469,10 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
 
 Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std::string& path) {
   TROUPE_ASSIGN_OR_RETURN(JobInput input, EvaluationInput(config));
-  TROUPE_ASSIGN_OR_RETURN(
-      auto replicas,
-      ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape, input.num_classes));
+  Result<std::unique_ptr<ModelReplicas>> built =
+      ModelReplicas::Create(config, {Device::Cpu()}, input.feature_shape, input.num_classes);
+  if (!built.ok()) return ModelConfigError(built.status());
+  std::unique_ptr<ModelReplicas> replicas = *std::move(built);
   TROUPE_ASSIGN_OR_RETURN(random::Generator gen, random::Generator::FromSeed(config.seed));
   TROUPE_ASSIGN_OR_RETURN(auto state,
                           TrainState::Create(replicas->model(), replicas->optimizer(), gen.state(),

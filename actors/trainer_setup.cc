@@ -94,6 +94,18 @@ Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManage
   return std::string();
 }
 
+Status ModelConfigError(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kUnimplemented:
+      return FailedPreconditionError(status.message());
+    default:
+      return status;
+  }
+}
+
 Status CheckCheckpointModel(const std::string& prefix, const std::string& model_label) {
   Result<std::unique_ptr<ckpt::BundleReader>> reader = ckpt::BundleReader::Open(prefix);
   if (!reader.ok()) return Status::OK();  // unreadable: restoring says so

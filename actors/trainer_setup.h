@@ -39,6 +39,13 @@ Result<std::string> RestoreLatestValid(TrainState& state, ckpt::CheckpointManage
 // variables would not restore at all (and that error would not say why).
 Status CheckRecordedJob(const std::string& prefix, const JobShape& want);
 
+// What building the config's model (ModelReplicas::Create) failed with, as the configuration
+// error it is: InvalidArgument, NotFound, OutOfRange and Unimplemented (a Keras file that is
+// missing or malformed, an unsupported layer or option, a model that does not fit the data)
+// become FailedPrecondition with the same message, which `troupe train` and `troupe eval` exit
+// 2 for; other codes (a device failing, memory) pass unchanged.
+Status ModelConfigError(const Status& status);
+
 // FailedPrecondition when checkpoint `prefix` records another model than `model_label` (what
 // the config builds): "the checkpoint P holds model 'X', the config builds 'Y'", pointing at
 // <run_dir>/config.toml (the config the run recorded) when the checkpoint lies in a run dir

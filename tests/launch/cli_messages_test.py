@@ -12,7 +12,8 @@ met and asserts the message and the exit code:
   lr0       learning_rate = 0 trains under a cosine warmup, and is refused without one
   source    model.keras with model.name is an error naming both (exit 2)
   eval      eval of a run with another model names both models and the run's config.toml
-  layer     an unsupported Keras layer exits 2, as config errors do
+  layer     an unsupported Keras layer exits 2, as config errors do (a bad layer option and a
+            missing model file too)
   plan      max_steps inside epoch 1 prints the real plan and labels the final evaluation
   proc      a run_dir under /proc gets a message that makes sense
 
@@ -217,6 +218,16 @@ def case_layer(tmp):
     path, run_dir = config(tmp, "layer", model='keras = "%s"' % os.path.join(tmp, "bad.json"))
     code, out = troupe("train", path, *sets("train.max_steps=1"))
     expect(code, out, 2, "SpectralNormalization", "is not supported")
+    # So do the other models a config names that cannot be built: a bad option, a missing file.
+    layer["class_name"] = "Dense"
+    layer["config"]["units"] = -3
+    with open(os.path.join(tmp, "bad.json"), "w") as f:
+        json.dump(model, f)
+    code, out = troupe("train", path, *sets("train.max_steps=1"))
+    expect(code, out, 2, "'units' must be positive")
+    code, out = troupe("train", path, *sets("model.keras=" + os.path.join(tmp, "none.json")))
+    expect(code, out, 2, "none.json' does not exist")
+    assert not os.path.exists(run_dir)
 
 
 def case_plan(tmp):
