@@ -80,7 +80,7 @@ Status ValidateOptimizerConfig(const OptimizerConfig& c) {
   TROUPE_RETURN_IF_ERROR(ValidateSchedule(c.schedule));
   // Keras' warm-up-from-zero recipe, CosineDecay(0, warmup_target=..., warmup_steps=...), is
   // the one place a rate of 0 trains; anywhere else it would never move a weight.
-  if (c.learning_rate == 0 && !SchedulesWarmup(c.schedule) && c.schedule.kind != "piecewise") {
+  if (c.learning_rate == 0 && !SchedulesWarmup(c.schedule)) {
     return InvalidArgumentError(
         "optimizer.learning_rate = 0 never updates the weights; 0 can only be the start of a "
         "warmup (optimizer.schedule.kind = \"cosine\" with warmup_steps > 0 and warmup_target > "

@@ -45,7 +45,7 @@ struct OptimizerConfig {
 
 // InvalidArgument when Keras would refuse `config` (or Troupe cannot run it), or when it could
 // not train: a learning rate of 0 is accepted only as the start of a cosine warmup
-// (SchedulesWarmup) or under piecewise (whose values are the rates).
+// (SchedulesWarmup).
 Status ValidateOptimizerConfig(const OptimizerConfig& config);
 
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& config);
