@@ -17,9 +17,13 @@
 namespace troupe::launch {
 namespace {
 
+// Bad flags (InvalidArgument) and data that do not fit the config (FailedPrecondition, the
+// set-up check of input/record_check.h) exit 2, as `troupe train` does for them.
 int Fail(const Status& s) {
   std::fprintf(stderr, "troupe data peek: %s\n", s.ToString().c_str());
-  return s.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  const bool usage =
+      s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition;
+  return usage ? kExitUsage : kExitFailure;
 }
 
 void Describe(int64_t step, const input::Element& b) {

@@ -38,8 +38,9 @@ struct Outcome {
   std::string output;  // stdout and stderr
 };
 
-Outcome TrainWith(const std::string& config, const std::vector<std::string>& sets) {
-  std::string cmd = "'" + Troupe() + "' train '" + config + "'";
+Outcome RunTroupe(const std::string& command, const std::string& config,
+                  const std::vector<std::string>& sets) {
+  std::string cmd = "'" + Troupe() + "' " + command + " '" + config + "'";
   for (const std::string& s : sets) cmd += " --set '" + s + "'";
   cmd += " 2>&1";
   Outcome r;
@@ -51,6 +52,10 @@ Outcome TrainWith(const std::string& config, const std::vector<std::string>& set
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   return r;
+}
+
+Outcome TrainWith(const std::string& config, const std::vector<std::string>& sets) {
+  return RunTroupe("train", config, sets);
 }
 
 class DataCheckCli : public ::testing::Test {
@@ -123,6 +128,14 @@ TEST_F(DataCheckCli, RecordsThatDoNotFitExitTwoWithEveryProblemBeforeTraining) {
                   "data.features.image.decode = \"png\""))
       << fixed.output;
   EXPECT_TRUE(RunDirUntouched());
+}
+
+TEST_F(DataCheckCli, DataPeekRefusesRecordsThatDoNotFitWithExitTwo) {
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + std::string(674, '\7');
+  Write("train-0", {{"image", Feature::Bytes({png})}, {"label", Feature::Int64s({3})}}, 8);
+  const Outcome r = RunTroupe("data peek", config_, {});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Has(r.output, "holds a PNG image (682 bytes), not raw pixels")) << r.output;
 }
 
 TEST_F(DataCheckCli, AJpegGivenAsTFRecordsIsNamedAndExitsTwo) {
