@@ -163,6 +163,14 @@ std::string NonEmptyList(const ConfigValue& v) {
   return std::get<std::vector<int64_t>>(v).empty() ? "must not be empty, got []" : "";
 }
 
+// "" (the default: a .keras file's compiled loss, else sparse_categorical_crossentropy) and
+// Keras' loss names.
+std::vector<std::string> LossChoices() {
+  std::vector<std::string> choices = {""};
+  for (const std::string& name : nn::LossKindNames()) choices.push_back(name);
+  return choices;
+}
+
 // [job] and [model].
 std::vector<ConfigKey> JobAndModelKeys() {
   using C = TrainConfig;
@@ -188,17 +196,11 @@ std::vector<ConfigKey> JobAndModelKeys() {
              "A checkpoint (prefix or directory) whose model weights a new run starts from: "
              "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
              "ignores it."),
-      WithCheck(String("model.loss", &C::loss, {},
-                       "The loss, by Keras' name: sparse_categorical_crossentropy, "
-                       "categorical_crossentropy (of the one-hot labels), binary_crossentropy, "
-                       "mse, mae or huber. Empty: the loss a .keras file was compiled with, "
-                       "else sparse_categorical_crossentropy."),
-                [](const ConfigValue& v) {
-                  const std::string& name = std::get<std::string>(v);
-                  if (name.empty()) return std::string();
-                  Result<nn::LossKind> kind = nn::LossKindFromName(name);
-                  return kind.ok() ? std::string() : kind.status().message();
-                }),
+      String("model.loss", &C::loss, LossChoices(),
+             "The loss, by Keras' name: sparse_categorical_crossentropy, "
+             "categorical_crossentropy (of the one-hot labels), binary_crossentropy, "
+             "mse, mae or huber. Empty: the loss a .keras file was compiled with, "
+             "else sparse_categorical_crossentropy."),
       OptionalBool("model.from_logits", &C::from_logits,
                    "Whether a cross-entropy takes the model's outputs as logits (true) or as "
                    "probabilities (false: clipped to [1e-7, 1 - 1e-7], Keras' default). Unset: "

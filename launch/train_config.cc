@@ -170,11 +170,25 @@ Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
   return Status::OK();
 }
 
-// model.keras is the whole model: a model.name beside it would be silently unused.
-Status CheckModelSource(const PresentKeys& present, const TrainConfig& config) {
+// model.keras is the whole model: a model.name beside it would be silently unused. Given at the
+// same level (both in the file, or both by --set) that is an error; a --set of one over the
+// file's other replaces it (`--set model.keras=m.keras` on a config naming a zoo model), and
+// the start-up line names the model that trains.
+// The replaced key leaves `doc` too, so the config the run records names one model.
+Status CheckModelSource(const PresentKeys& present, TrainConfig& config, toml::table& doc) {
   auto keras = present.find("model.keras");
   auto name = present.find("model.name");
   if (keras == present.end() || name == present.end()) return Status::OK();
+  if (keras->second != name->second) {
+    const bool keras_wins = keras->second == "--set";
+    if (keras_wins) {
+      config.model.clear();
+    } else {
+      config.model_keras.clear();
+    }
+    if (toml::table* model = doc["model"].as_table()) model->erase(keras_wins ? "name" : "keras");
+    return Status::OK();
+  }
   return InvalidArgumentError(
       "model.keras = \"" + config.model_keras + "\" (" + keras->second + ") and model.name = \"" +
       config.model + "\" (" + name->second +
@@ -401,7 +415,7 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
     applied += "#   --set " + o + "\n";
   }
   TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
-  TROUPE_RETURN_IF_ERROR(CheckModelSource(present, config));
+  TROUPE_RETURN_IF_ERROR(CheckModelSource(present, config, doc));
   TROUPE_RETURN_IF_ERROR(ApplyOptimizerKeys(present, config));
   TROUPE_RETURN_IF_ERROR(AdoptModelPrecision(present, config));
   TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));

@@ -64,9 +64,11 @@ std::vector<std::string> LossKindNames() {
   return {"sparse_categorical_crossentropy",
           "categorical_crossentropy",
           "binary_crossentropy",
+          "mean_squared_error",
+          "mean_absolute_error",
+          "huber",
           "mse",
-          "mae",
-          "huber"};
+          "mae"};
 }
 
 bool IsCategorical(LossKind kind) {

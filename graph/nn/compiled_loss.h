@@ -49,6 +49,7 @@ struct LossSpec {
 Result<LossKind> LossKindFromName(std::string_view name);
 // The canonical (snake_case) name.
 std::string_view LossKindName(LossKind kind);
+// The names a config may use: the canonical ones, then the aliases mse and mae.
 std::vector<std::string> LossKindNames();
 bool IsCrossentropy(LossKind kind);
 // Sparse or one-hot categorical cross-entropy: one output per class. The other losses compare

@@ -242,7 +242,7 @@ def keras_file_compiled_loss(base):
 def bad_keys_fail_first(base):
     spec = os.path.join(base, "ten_outputs.json")
     open(spec, "w").write(mlp(None, "ten").to_json())
-    for sets, want in [(["model.loss=hinge"], "unknown loss 'hinge'"),
+    for sets, want in [(["model.loss=hinge"], "binary_crossentropy"),
                        (["model.loss=mse", "model.from_logits=true"],
                         "model.from_logits applies to cross-entropies"),
                        (["model.loss=huber", "train.label_smoothing=0.1"],

@@ -10,7 +10,8 @@ met and asserts the message and the exit code:
   lr        a resume with another optimizer.learning_rate applies it and says so
   warmup    warmup_steps without warmup_target is an error naming the key (exit 2)
   lr0       learning_rate = 0 trains under a cosine warmup, and is refused without one
-  source    model.keras with model.name is an error naming both (exit 2)
+  source    model.keras with model.name in one file is an error naming both (exit 2); a --set
+            of one over the file's other replaces it, and the recorded config runs again
   eval      eval of a run with another model names both models and the run's config.toml
   layer     an unsupported Keras layer exits 2, as config errors do (a bad layer option and a
             missing model file too)
@@ -189,10 +190,24 @@ def case_lr0(tmp):
 
 
 def case_source(tmp):
-    path, run_dir = config(tmp, "source")
-    code, out = troupe("train", path, *sets("model.keras=" + os.path.join(tmp, "m.json")))
+    # Both in one file: an error naming both.
+    path, run_dir = config(tmp, "source", model='name = "lenet5"\nkeras = "m.json"')
+    code, out = troupe("train", path, *sets("train.max_steps=1"))
     expect(code, out, 2, "model.keras", "model.name = \"lenet5\" (" + path + ")",
            "are both set", "remove model.name from " + path)
+    # A --set of one over the file's other replaces it: the start-up line names what trains, and
+    # the recorded config names one model (so it runs again as it is).
+    code, spec = troupe("model", "show", "mlp", "--json")
+    expect(code, spec, 0)
+    model_json = os.path.join(tmp, "mlp.json")
+    with open(model_json, "w") as f:
+        f.write(spec[spec.index("{"):])
+    path, run_dir = config(tmp, "source_set")
+    code, out = troupe("train", path, *sets("model.keras=" + model_json, "train.max_steps=1"))
+    expect(code, out, 0, "model keras:")
+    recorded = os.path.join(run_dir, "config.toml")
+    code, out = troupe("train", recorded, *sets("train.max_steps=2"))
+    expect(code, out, 0, "model keras:", "resuming from")
 
 
 def case_eval(tmp):

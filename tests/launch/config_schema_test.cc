@@ -82,6 +82,10 @@ std::map<std::string, std::string> Context(const ConfigKey& key) {
     if (value != "piecewise" && key.name != "optimizer.schedule.decay_steps") {
       context["optimizer.schedule.decay_steps"] = "100";
     }
+    // A warmup needs the rate it climbs to.
+    if (key.name == "optimizer.schedule.warmup_steps") {
+      context["optimizer.schedule.warmup_target"] = "0.01";
+    }
     // Boundaries and values are valid only together: each starts from a matching pair.
     if (key.name == "optimizer.schedule.boundaries" || key.name == "optimizer.schedule.values") {
       context["optimizer.schedule.boundaries"] = "[10, 20]";
