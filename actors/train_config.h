@@ -19,8 +19,12 @@ struct TrainConfig {
   std::string model = "lenet5";
   // A Keras model JSON / .keras file; when set it is the model and `model` is not used.
   std::string model_keras;
-  // A TF/Keras/Troupe checkpoint whose model weights a new run starts from (fine-tuning).
+  // A TF/Keras/Troupe checkpoint, or a Keras .keras / .weights.h5 file, whose model weights a
+  // new run starts from (fine-tuning).
   std::string init_from;
+  // With a .keras model.keras: "file" (its weights) or "fresh" (the initializers); empty:
+  // "file" when the file holds weights and init_from is not set.
+  std::string init;
   // The loss, by Keras' name (nn::LossKindFromName); empty: a .keras file's compiled loss, else
   // sparse_categorical_crossentropy.
   std::string loss;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "actors/batches.h"
+#include "actors/keras_weights_init.h"
 #include "actors/optimizer_recipe.h"
 #include "actors/shared_buckets.h"
 #include "actors/trainer_parts.h"
@@ -158,12 +159,86 @@ std::shared_ptr<CrossReplicaSummer> CrossReplicaSums(Trainer::Parts& p) {
       std::chrono::milliseconds(static_cast<int64_t>(p.config.collective_timeout_s * 1000)));
 }
 
+// Where a new run's weights come from: model.init_from, else the .keras file of model.keras
+// unless model.init = "fresh"; no path: the initializers. `explicit_file` is model.init =
+// "file" (a .keras without weights is then an error, not a fresh start). Contradicting keys
+// are FailedPrecondition (a configuration error).
+struct InitialWeights {
+  std::string key;  // "model.init_from" | "model.keras"
+  std::string path;
+  bool explicit_file = false;
+};
+
+Result<InitialWeights> InitialWeightsOf(const TrainConfig& c) {
+  const bool keras_file =
+      c.model_keras.size() > 6 && c.model_keras.compare(c.model_keras.size() - 6, 6, ".keras") == 0;
+  if (!c.init.empty() && !c.init_from.empty()) {
+    return FailedPreconditionError("model.init = \"" + c.init + "\" and model.init_from = \"" +
+                                   c.init_from +
+                                   "\" both say where the weights come from; keep one");
+  }
+  if (c.init == "file" && !keras_file) {
+    return FailedPreconditionError(
+        "model.init = \"file\" takes the weights of model.keras's .keras file, and model.keras "
+        "is " +
+        (c.model_keras.empty() ? std::string("not set")
+                               : "\"" + c.model_keras + "\" (a .json holds no weights)") +
+        "; use a .keras file (model.save('m.keras')), or model.init_from for a weights file");
+  }
+  if (!c.init_from.empty()) return InitialWeights{"model.init_from", c.init_from, false};
+  if (keras_file && c.init != "fresh") {
+    return InitialWeights{"model.keras", c.model_keras, c.init == "file"};
+  }
+  return InitialWeights{};
+}
+
+// The model weights of a Keras weights file (.weights.h5, or a .keras file's), all or nothing
+// (actors/keras_weights_init.h).
+Status InitFromKerasWeights(Trainer::Parts& p, const InitialWeights& from) {
+  Result<ckpt::KerasWeightsH5> file = ReadKerasWeightsFile(from.path);
+  auto holds_layers = [](const ckpt::KerasWeightsH5& f) {
+    auto it = f.tensors.lower_bound("layers/");
+    return it != f.tensors.end() && it->first.rfind("layers/", 0) == 0;
+  };
+  const bool no_weights = file.ok() && !holds_layers(*file);
+  if (from.key == "model.keras" && !from.explicit_file &&
+      ((!file.ok() && file.status().code() == StatusCode::kNotFound) || no_weights)) {
+    // A .keras saved before the model was built holds no weights: initializers, as Keras.
+    if (p.launch.rank == 0) {
+      std::printf("model.keras %s holds no weights: starting from initial values\n",
+                  from.path.c_str());
+    }
+    return Status::OK();
+  }
+  if (!file.ok()) return file.status().WithContext(from.key);
+  TROUPE_ASSIGN_OR_RETURN(std::vector<nn::KerasLayer> layers, p.replicas->model().KerasLayers());
+  Result<KerasWeightsRestore> restored = RestoreKerasWeights(layers, *file, from.path);
+  if (!restored.ok()) return restored.status().WithContext(from.key);
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("none") : s;
+  };
+  p.initial_weights = from.path;
+  if (p.launch.rank == 0) {
+    std::printf(
+        "%s %s: weights from the file: %d model weights restored; not in the file (initial "
+        "values kept): %s; in the file but not in the model: %s\n",
+        from.key.c_str(), from.path.c_str(), restored->restored, join(restored->missing).c_str(),
+        join(restored->unused).c_str());
+  }
+  return Status::OK();
+}
+
 // `[model] init_from`: the model weights a checkpoint holds at the model's Keras paths (Keras'
 // tf.train.Checkpoint(model=m, ...) output, or a Troupe run), all or nothing; what the model
-// has that the checkpoint lacks keeps its initial value, and both lists are printed.
+// has that the checkpoint lacks keeps its initial value, and both lists are printed. Keras
+// weights files (.keras, .weights.h5), init_from's or model.keras', go to InitFromKerasWeights.
 Status InitFromCheckpoint(Trainer::Parts& p) {
-  const std::string& path = p.config.init_from;
-  if (path.empty()) return Status::OK();
+  TROUPE_ASSIGN_OR_RETURN(InitialWeights from, InitialWeightsOf(p.config));
+  if (from.path.empty()) return Status::OK();
+  if (IsKerasWeightsPath(from.path)) return InitFromKerasWeights(p, from);
+  const std::string& path = from.path;
   ckpt::TrackableObject root;
   root.Track("model", p.state->model_layout());
   ckpt::RestoreOptions options;
@@ -198,6 +273,7 @@ Status InitFromCheckpoint(Trainer::Parts& p) {
         path.c_str(), restored->restored_tensors(),
         join(restored->unmatched_object_paths()).c_str(), join(unused).c_str());
   }
+  p.initial_weights = path;
   return Status::OK();
 }
 
@@ -228,6 +304,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
   const std::string dir = CheckpointDir(p.config);
   std::error_code ec;
   const bool had_checkpoints = !p.launch.fresh && fs::exists(dir, ec) && !fs::is_empty(dir, ec);
+  TROUPE_RETURN_IF_ERROR(InitialWeightsOf(p.config).status());  // contradictions, even resuming
   if (!had_checkpoints) TROUPE_RETURN_IF_ERROR(InitFromCheckpoint(p));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
   if (!p.manager->checkpoints().empty()) {

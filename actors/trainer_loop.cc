@@ -101,7 +101,10 @@ void PrintStartup(const Trainer::Parts& p) {
       static_cast<long long>(p.steps_per_epoch), batch.c_str(), p.total_replicas,
       p.launch.world_size, devices.c_str(), CollectivesText(p).c_str(),
       p.resumed_from.empty()
-          ? "starting at step 0"
+          ? (p.initial_weights.empty()
+                 ? std::string("starting at step 0")
+                 : "starting at step 0 from the weights of " + p.initial_weights)
+                .c_str()
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +
              std::to_string(p.step / p.steps_per_epoch + 1) + ")")
                 .c_str());

@@ -75,6 +75,9 @@ struct Trainer::Parts {
   int64_t per_replica_batch = 1;
   int64_t accumulate_steps = 1;  // micro-batches per update (train.accumulate_steps)
   std::string resumed_from;
+  // The file a new run's weights came from (model.init_from, or model.keras' .keras file);
+  // empty: the initializers (or a resume).
+  std::string initial_weights;
 
   // The input pipelines this process reads, as the coordinator assigns them: one per replica
   // (ids first_replica.. of total_replicas) unless data.auto_shard is OFF (pipeline 0 of 1).

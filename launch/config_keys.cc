@@ -194,8 +194,12 @@ std::vector<ConfigKey> JobAndModelKeys() {
              "Functional)."),
       String("model.init_from", &C::init_from, {},
              "A checkpoint (prefix or directory) whose model weights a new run starts from: "
-             "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; a resumed run "
-             "ignores it."),
+             "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; or a Keras "
+             ".keras or .weights.h5 file (layers matched by name). A resumed run ignores it."),
+      String("model.init", &C::init, {"file", "fresh"},
+             "With a .keras model.keras: \"file\" starts a new run from the file's weights, "
+             "\"fresh\" from the initializers. Unset: \"file\" when the file holds weights "
+             "and model.init_from is not set. A resumed run ignores it."),
       String("model.loss", &C::loss, LossChoices(),
              "The loss, by Keras' name: sparse_categorical_crossentropy, "
              "categorical_crossentropy (of the one-hot labels), binary_crossentropy, "

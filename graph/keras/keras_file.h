@@ -11,4 +11,8 @@ namespace troupe::keras {
 // NotFound naming the path when it does not exist; DataLoss for a damaged .keras archive.
 Result<std::string> ReadModelConfigText(const std::string& path);
 
+// The bytes of `member` ("model.weights.h5") of the .keras archive at `path`: NotFound when
+// the file does not exist or the archive has no such member, DataLoss when it is damaged.
+Result<std::string> ReadKerasArchiveMember(const std::string& path, const std::string& member);
+
 }  // namespace troupe::keras

@@ -1,0 +1,180 @@
+#include "actors/keras_weights_init.h"
+
+#include <map>
+#include <set>
+
+#include "actors/variable_trackable.h"
+#include "graph/keras/keras_file.h"
+
+namespace troupe::actors {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? std::string("none") : s;
+}
+
+// The file's layer groups ("layers/<key>", one level below the model) and the layer name each
+// records (empty when it records none).
+std::map<std::string, std::string> LayerGroups(const ckpt::KerasWeightsH5& file) {
+  std::map<std::string, std::string> groups;
+  auto add = [&](const std::string& path) {
+    if (path.rfind("layers/", 0) != 0) return;
+    const size_t end = path.find('/', 7);
+    groups.emplace(path.substr(0, end), "");
+  };
+  for (const auto& [path, value] : file.tensors) add(path);
+  for (const auto& [path, name] : file.names) add(path);
+  for (auto& [group, name] : groups) {
+    auto it = file.names.find(group);
+    if (it != file.names.end()) name = it->second;
+  }
+  return groups;
+}
+
+// The group of `layer` in the file: the one recording its name, else (files that record no
+// names) the one whose key is its name; empty when there is none.
+std::string FindLayerGroup(const std::map<std::string, std::string>& groups,
+                           const std::string& layer) {
+  for (const auto& [group, name] : groups) {
+    if (name == layer) return group;
+  }
+  auto it = groups.find("layers/" + layer);
+  if (it != groups.end() && it->second.empty()) return it->first;
+  return "";
+}
+
+// True when a dataset's path starts with `prefix`.
+bool HasPathUnder(const ckpt::KerasWeightsH5& file, const std::string& prefix) {
+  auto it = file.tensors.lower_bound(prefix);
+  return it != file.tensors.end() && it->first.rfind(prefix, 0) == 0;
+}
+
+// The file's group for the sublayer path `owner` ("_query_dense") of the layer at `group`:
+// each component as the attribute is named or without its leading underscores, as Keras walks
+// the attribute.
+std::string OwnerGroup(const ckpt::KerasWeightsH5& file, const std::string& group,
+                       const std::string& owner) {
+  if (owner.empty()) return group;
+  std::string path = group;
+  size_t start = 0;
+  while (start < owner.size()) {
+    size_t end = owner.find('/', start);
+    if (end == std::string::npos) end = owner.size();
+    const std::string part = owner.substr(start, end - start);
+    const std::string stripped = part.substr(std::min(part.find_first_not_of('_'), part.size()));
+    const std::string as_is = path + "/" + part;
+    const std::string bare = path + "/" + stripped;
+    path = HasPathUnder(file, as_is + "/") || !HasPathUnder(file, bare + "/") ? as_is : bare;
+    start = end + 1;
+  }
+  return path;
+}
+
+std::string ShapeText(DType dtype, const TensorShape& shape) {
+  return std::string(DTypeName(dtype)) + shape.ToString();
+}
+
+}  // namespace
+
+bool IsKerasWeightsPath(const std::string& path) {
+  return EndsWith(path, ".keras") || EndsWith(path, ".h5");
+}
+
+Result<ckpt::KerasWeightsH5> ReadKerasWeightsFile(const std::string& path) {
+  if (!EndsWith(path, ".keras")) return ckpt::ReadKerasWeightsH5(path);
+  Result<std::string> image = keras::ReadKerasArchiveMember(path, "model.weights.h5");
+  if (!image.ok()) return image.status();
+  return ckpt::ReadKerasWeightsH5Image(*image, path + ":model.weights.h5");
+}
+
+Result<KerasWeightsRestore> RestoreKerasWeights(const std::vector<nn::KerasLayer>& layers,
+                                                const ckpt::KerasWeightsH5& file,
+                                                const std::string& label) {
+  const std::map<std::string, std::string> groups = LayerGroups(file);
+  struct Match {
+    Variable variable;
+    const Tensor* value;
+  };
+  std::vector<Match> matches;
+  std::set<std::string> used;
+  std::vector<std::string> mismatches;
+  KerasWeightsRestore out;
+  for (const nn::KerasLayer& layer : layers) {
+    const std::string group = FindLayerGroup(groups, layer.name);
+    std::map<std::string, int> next_index;  // per owner: the next vars/<i>
+    for (const auto& [attribute, variable] : layer.weights) {
+      const size_t slash = attribute.rfind('/');
+      const std::string owner = slash == std::string::npos ? "" : attribute.substr(0, slash);
+      const int index = next_index[owner]++;
+      const std::string weight = layer.name + "/" + attribute;
+      if (group.empty()) {
+        out.missing.push_back(weight);
+        continue;
+      }
+      const std::string path = OwnerGroup(file, group, owner) + "/vars/" + std::to_string(index);
+      auto it = file.tensors.find(path);
+      if (it == file.tensors.end()) {
+        out.missing.push_back(weight);
+        continue;
+      }
+      used.insert(path);
+      const Tensor& value = it->second;
+      if (value.dtype() != variable.dtype() || value.shape() != variable.shape()) {
+        mismatches.push_back("layer '" + layer.name + "' weight '" + attribute + "' (" + path +
+                             ") is " + ShapeText(value.dtype(), value.shape()) +
+                             " in the file and " + ShapeText(variable.dtype(), variable.shape()) +
+                             " in the model");
+        continue;
+      }
+      matches.push_back({variable, &value});
+    }
+  }
+  if (!mismatches.empty()) {
+    // The first few name the problem; a model of other widths would list every layer.
+    constexpr size_t kShown = 3;
+    std::string text;
+    for (size_t i = 0; i < mismatches.size() && i < kShown; ++i) {
+      text += (text.empty() ? "" : "; ") + mismatches[i];
+    }
+    if (mismatches.size() > kShown) {
+      text +=
+          "; and " + std::to_string(mismatches.size() - kShown) + " more weights of other shapes";
+    }
+    return InvalidArgumentError(label + ": " + text +
+                                " (was the file written for another model? no weight was "
+                                "changed)");
+  }
+  if (matches.empty()) {
+    std::vector<std::string> file_layers, model_layers;
+    for (const auto& [group, name] : groups) {
+      if (HasPathUnder(file, group + "/"))
+        file_layers.push_back(name.empty() ? group.substr(7) : name);
+    }
+    for (const nn::KerasLayer& layer : layers) {
+      if (!layer.weights.empty()) model_layers.push_back(layer.name);
+    }
+    return InvalidArgumentError(label +
+                                ": none of the model's weights is in this file; it was written "
+                                "for another model (the file's layers: " +
+                                Join(file_layers) +
+                                "; the model's layers with weights: " + Join(model_layers) + ")");
+  }
+  for (const Match& m : matches) {
+    GraphVariableTrackable target(m.variable);
+    TROUPE_RETURN_IF_ERROR(target.RestoreTensor(ckpt::kVariableValue, *m.value).WithContext(label));
+    ++out.restored;
+  }
+  for (const auto& [path, value] : file.tensors) {
+    if (path.rfind("layers/", 0) == 0 && used.count(path) == 0) out.unused.push_back(path);
+  }
+  return out;
+}
+
+}  // namespace troupe::actors
