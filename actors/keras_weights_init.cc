@@ -1,10 +1,13 @@
 #include "actors/keras_weights_init.h"
 
+#include <cctype>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "actors/variable_trackable.h"
 #include "graph/keras/keras_file.h"
+#include "graph/keras/model_json.h"
 
 namespace troupe::actors {
 namespace {
@@ -81,7 +84,47 @@ std::string ShapeText(DType dtype, const TensorShape& shape) {
   return std::string(DTypeName(dtype)) + shape.ToString();
 }
 
+// keras.src.utils.naming.to_snake_case.
+std::string ToSnakeCase(const std::string& name) {
+  std::string s = std::regex_replace(name, std::regex(R"(\W+)"), "");
+  s = std::regex_replace(s, std::regex("(.)([A-Z][a-z]+)"), "$1_$2");
+  s = std::regex_replace(s, std::regex("([a-z])([A-Z])"), "$1_$2");
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+std::vector<std::string> KerasH5Keys(const nn::Model& model) {
+  const auto* keras_model = dynamic_cast<const keras::KerasModel*>(&model);
+  Result<std::vector<nn::KerasLayer>> layers = model.KerasLayers();
+  if (keras_model == nullptr || !layers.ok()) return {};
+  // Each layer's (module, class) by name, from the JSON the model was built from.
+  std::map<std::string, std::pair<std::string, std::string>> classes;
+  const nlohmann::json& json = keras_model->config_json();
+  if (!json.contains("config") || !json["config"].contains("layers")) return {};
+  for (const nlohmann::json& layer : json["config"]["layers"]) {
+    if (!layer.is_object() || !layer.contains("config")) continue;
+    const std::string name = layer["config"].value("name", "");
+    classes[name] = {layer.value("module", ""), layer.value("class_name", "")};
+  }
+  std::vector<std::string> keys;
+  std::map<std::string, int> used;  // saving_lib._get_unique_name
+  for (const nn::KerasLayer& layer : *layers) {
+    auto it = classes.find(layer.name);
+    if (it == classes.end()) return {};
+    const auto& [module, class_name] = it->second;
+    if (module.rfind("keras.src.ops", 0) == 0) {  // an op-layer, not in model.layers
+      keys.push_back("");
+      continue;
+    }
+    std::string key = ToSnakeCase(class_name);
+    auto [count, fresh] = used.emplace(key, 0);
+    if (!fresh) key += "_" + std::to_string(++count->second);
+    keys.push_back(key);
+  }
+  return keys;
+}
 
 bool IsKerasWeightsPath(const std::string& path) {
   return EndsWith(path, ".keras") || EndsWith(path, ".h5");
@@ -96,8 +139,24 @@ Result<ckpt::KerasWeightsH5> ReadKerasWeightsFile(const std::string& path) {
 
 Result<KerasWeightsRestore> RestoreKerasWeights(const std::vector<nn::KerasLayer>& layers,
                                                 const ckpt::KerasWeightsH5& file,
-                                                const std::string& label) {
+                                                const std::string& label,
+                                                const std::vector<std::string>& keras_keys) {
   const std::map<std::string, std::string> groups = LayerGroups(file);
+  // Each layer's group: by name, or by Keras' class-and-position key when no name is found.
+  std::vector<std::string> layer_groups;
+  bool any_by_name = false;
+  for (const nn::KerasLayer& layer : layers) {
+    layer_groups.push_back(FindLayerGroup(groups, layer.name));
+    if (!layer.weights.empty() && !layer_groups.back().empty()) any_by_name = true;
+  }
+  KerasWeightsRestore out;
+  if (!any_by_name && keras_keys.size() == layers.size()) {
+    out.by_class_and_position = true;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const std::string group = "layers/" + keras_keys[i];
+      layer_groups[i] = !keras_keys[i].empty() && groups.count(group) ? group : "";
+    }
+  }
   struct Match {
     Variable variable;
     const Tensor* value;
@@ -105,9 +164,9 @@ Result<KerasWeightsRestore> RestoreKerasWeights(const std::vector<nn::KerasLayer
   std::vector<Match> matches;
   std::set<std::string> used;
   std::vector<std::string> mismatches;
-  KerasWeightsRestore out;
-  for (const nn::KerasLayer& layer : layers) {
-    const std::string group = FindLayerGroup(groups, layer.name);
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const nn::KerasLayer& layer = layers[li];
+    const std::string& group = layer_groups[li];
     std::map<std::string, int> next_index;  // per owner: the next vars/<i>
     for (const auto& [attribute, variable] : layer.weights) {
       const size_t slash = attribute.rfind('/');

@@ -5,9 +5,11 @@
 // Contract:
 // - Layers are found by name: the model's layer L is the file's `layers/<key>` whose `vars`
 //   group records the name L (Keras 3.15 writes it), else the `layers/<key>` with key L when
-//   the file records no names. (Keras' own load_weights goes by class and position instead,
-//   so it also loads a file whose layers were named otherwise; here such a layer's weights are
-//   listed as missing, or the file refused as another model's.) Within a layer, KerasLayers()'
+//   the file records no names. When no layer is found so, and `keras_keys` are given, Keras'
+//   own load_weights rule applies instead: layer i is `layers/<keras_keys[i]>`, the
+//   snake-cased class numbered by order within the class (KerasH5Keys), so a file written by
+//   an instance of the same model whose layers Keras named otherwise loads as in Keras. Within
+//   a layer, KerasLayers()'
 //   weights are taken in order per owner: the layer's own weights ("_kernel", "bias") are `vars/0`,
 //   `vars/1`, ...; a sublayer's ("_query_dense/_kernel") are under that sublayer's group
 //   ("query_dense/vars/0"), found with or without the attribute's leading underscore.
@@ -32,8 +34,9 @@ namespace troupe::actors {
 
 struct KerasWeightsRestore {
   int restored = 0;
-  std::vector<std::string> missing;  // "<layer>/<weight>" the file lacks
-  std::vector<std::string> unused;   // the file's "layers/..." datasets no model weight took
+  bool by_class_and_position = false;  // Keras' rule, not the names (see above)
+  std::vector<std::string> missing;    // "<layer>/<weight>" the file lacks
+  std::vector<std::string> unused;     // the file's "layers/..." datasets no model weight took
 };
 
 // True for the paths model.init_from reads as Keras weights (".keras", ".h5") rather than as a
@@ -44,10 +47,18 @@ bool IsKerasWeightsPath(const std::string& path);
 // when the file does not exist, or a .keras archive holds no weights.
 Result<ckpt::KerasWeightsH5> ReadKerasWeightsFile(const std::string& path);
 
+// Keras' key (`layers/<key>` in a weights file) for each of model.KerasLayers(), in that
+// order, as Keras' saving_lib computes it: to_snake_case(class name) with `_1`, `_2`, ... for
+// later layers of the same class; "" for an op-layer (`x + y`: an Operation, not a Layer, so
+// not in the file). Empty when `model` is not a Keras JSON model (its layers have no Keras
+// classes).
+std::vector<std::string> KerasH5Keys(const nn::Model& model);
+
 // Assigns `file`'s weights to `layers`' variables (see the contract above); `label` names the
-// file in errors.
+// file in errors; `keras_keys` (KerasH5Keys, or empty) the fallback for files named otherwise.
 Result<KerasWeightsRestore> RestoreKerasWeights(const std::vector<nn::KerasLayer>& layers,
                                                 const ckpt::KerasWeightsH5& file,
-                                                const std::string& label);
+                                                const std::string& label,
+                                                const std::vector<std::string>& keras_keys = {});
 
 }  // namespace troupe::actors

@@ -212,7 +212,8 @@ Status InitFromKerasWeights(Trainer::Parts& p, const InitialWeights& from) {
   }
   if (!file.ok()) return file.status().WithContext(from.key);
   TROUPE_ASSIGN_OR_RETURN(std::vector<nn::KerasLayer> layers, p.replicas->model().KerasLayers());
-  Result<KerasWeightsRestore> restored = RestoreKerasWeights(layers, *file, from.path);
+  Result<KerasWeightsRestore> restored =
+      RestoreKerasWeights(layers, *file, from.path, KerasH5Keys(p.replicas->model()));
   if (!restored.ok()) return restored.status().WithContext(from.key);
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
@@ -222,10 +223,14 @@ Status InitFromKerasWeights(Trainer::Parts& p, const InitialWeights& from) {
   p.initial_weights = from.path;
   if (p.launch.rank == 0) {
     std::printf(
-        "%s %s: weights from the file: %d model weights restored; not in the file (initial "
+        "%s %s: weights from the file: %d model weights restored%s; not in the file (initial "
         "values kept): %s; in the file but not in the model: %s\n",
-        from.key.c_str(), from.path.c_str(), restored->restored, join(restored->missing).c_str(),
-        join(restored->unused).c_str());
+        from.key.c_str(), from.path.c_str(), restored->restored,
+        restored->by_class_and_position
+            ? " (its layer names differ from the model's: matched by class and position, as "
+              "Keras' load_weights does)"
+            : "",
+        join(restored->missing).c_str(), join(restored->unused).c_str());
   }
   return Status::OK();
 }

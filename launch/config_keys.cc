@@ -195,7 +195,8 @@ std::vector<ConfigKey> JobAndModelKeys() {
       String("model.init_from", &C::init_from, {},
              "A checkpoint (prefix or directory) whose model weights a new run starts from: "
              "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; or a Keras "
-             ".keras or .weights.h5 file (layers matched by name). A resumed run ignores it."),
+             ".keras or .weights.h5 file (layers matched by name, else by class and position "
+             "as Keras' load_weights). A resumed run ignores it."),
       String("model.init", &C::init, {"file", "fresh"},
              "With a .keras model.keras: \"file\" starts a new run from the file's weights, "
              "\"fresh\" from the initializers. Unset: \"file\" when the file holds weights "

@@ -113,6 +113,43 @@ TEST(KerasWeightsInitTest, FileOfAnotherModelIsNamedAsSuch) {
       << r.status();
 }
 
+TEST(KerasWeightsInitTest, OtherNamesFallBackToKerasClassAndPosition) {
+  std::string json = ReplaceAll(Json(), "\"proj\"", "\"p2\"");
+  json = ReplaceAll(json, "\"bn\"", "\"b2\"");
+  json = ReplaceAll(json, "\"att\"", "\"a2\"");
+  auto model = Model(json);
+  EXPECT_EQ(KerasH5Keys(*model),
+            (std::vector<std::string>{"dense", "batch_normalization", "multi_head_attention"}));
+  Result<ckpt::KerasWeightsH5> file = ReadKerasWeightsFile(Testdata("small.weights.h5"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  Result<KerasWeightsRestore> r =
+      RestoreKerasWeights(*model->KerasLayers(), *file, "w.h5", KerasH5Keys(*model));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->by_class_and_position);
+  EXPECT_EQ(r->restored, 14);
+  std::map<std::string, std::vector<float>> v = Values(*model);
+  EXPECT_EQ(v["p2/_kernel"][3], 101.5f);
+  EXPECT_EQ(v["b2/moving_variance"][2], 231.f);
+  EXPECT_EQ(v["a2/_output_dense/bias"][3], 371.5f);
+}
+
+TEST(KerasWeightsInitTest, KerasKeysCountPerClassAndSkipOpLayers) {
+  // Sequential: Dense, Dense, ReLU, Dense -> dense, dense_1, re_lu, dense_2. Functional with
+  // the `x + y` op-layer (an Operation, not in model.layers): no key.
+  const std::string seq = R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+    {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 4],
+     "dtype": "float32", "name": "in"}},
+    {"module": "keras.layers", "class_name": "Dense", "config": {"name": "x", "units": 3}},
+    {"module": "keras.layers", "class_name": "Dense", "config": {"name": "y", "units": 3}},
+    {"module": "keras.layers", "class_name": "ReLU", "config": {"name": "z"}},
+    {"module": "keras.layers", "class_name": "Dense", "config": {"name": "w", "units": 2}}]}})";
+  auto model = keras::KerasModel::FromJson(nlohmann::json::parse(seq), 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->Build(TensorShape({4})).ok());
+  EXPECT_EQ(KerasH5Keys(**model),
+            (std::vector<std::string>{"dense", "dense_1", "re_lu", "dense_2"}));
+}
+
 TEST(KerasWeightsInitTest, MissingFilesAreNotFound) {
   EXPECT_EQ(ReadKerasWeightsFile("/nonexistent/m.weights.h5").status().code(),
             StatusCode::kNotFound);

@@ -11,7 +11,8 @@
 - `model.init=fresh` ignores the file's weights (a loss far from Keras'), so the check above
   would fail if the weights were ignored;
 - `model.init_from=m.weights.h5` and `model.init_from=m.keras` (with model.keras = the JSON)
-  give the same step-1 loss;
+  give the same step-1 loss, and so does the JSON of the model with other layer names (matched
+  by class and position, as Keras' load_weights);
 - errors, each with nothing written to the run dir: a missing file; a file of another model
   (other layer names: "written for another model"; same names, other shapes: the layer, the
   weight and both shapes); model.init = "file" with a .json; model.init with init_from.
@@ -189,8 +190,23 @@ try:
         print("step-1 loss with init_from=%s: %.7f" % (os.path.basename(path), got))
         assert abs(got - keras_loss) <= 1e-5 * abs(keras_loss), (got, keras_loss)
 
+    # The same model with other layer names (as a second instance Keras names dense_1, ...):
+    # matched by class and position, as Keras' load_weights does.
+    renamed_json = os.path.join(base, "renamed.json")
+    with open(renamed_json, "w") as f:
+        f.write(make_model(names=("a", "b", "c", "d", "e")).to_json())
+    run = os.path.join(base, "renamed")
+    p = troupe(run, ["model.keras=" + renamed_json, "model.init_from=" + weights_file])
+    assert ("8 model weights restored (its layer names differ from the model's: matched by "
+            "class and position, as Keras' load_weights does); not in the file (initial values "
+            "kept): none") in p.stdout, p.stdout
+    got = step1_loss(run)
+    print("step-1 loss with other layer names: %.7f" % got)
+    assert abs(got - keras_loss) <= 1e-5 * abs(keras_loss), (got, keras_loss)
+
     # Errors.
-    other = make_model(names=("a", "b", "c", "d", "e"))
+    other = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(name="a"),
+                              keras.layers.LayerNormalization(name="b")])
     other_file = os.path.join(base, "other.weights.h5")
     other.save_weights(other_file)
     wide = make_model(filters=6)
@@ -203,7 +219,7 @@ try:
                                     "model.init_from=" + os.path.join(base, "missing.keras")],
             "missing.keras", "does not exist")
     refused(base, "other_model", ["model.keras=" + json_file, "model.init_from=" + other_file],
-            "written for another model", "(the file's layers: b, a, e; the model's layers with "
+            "written for another model", "(the file's layers: b; the model's layers with "
             "weights: conv, bn, logits)")
     refused(base, "wrong_shapes", ["model.keras=" + json_file, "model.init_from=" + wide_file],
             "layer 'conv' weight '_kernel' (layers/conv2d/vars/0) is float32[3,3,1,6] in the "
