@@ -3,15 +3,31 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace troupe::actors {
 
-ProgressLine::ProgressLine(int64_t total_steps, int64_t epochs, int64_t start_step)
+ProgressLine::ProgressLine(int64_t total_steps, int64_t epochs, int64_t start_step,
+                           const std::string& style)
     : total_steps_(total_steps),
       epochs_(epochs),
       last_step_(start_step),
       last_time_(std::chrono::steady_clock::now()),
-      tty_(::isatty(STDOUT_FILENO) != 0) {}
+      tty_(DrawsBar(style)) {}
+
+bool ProgressLine::UnderLauncher() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
+bool ProgressLine::DrawsBar(const std::string& style) {
+  if (style == "bar") return true;
+  if (style != "auto") return false;
+  return ::isatty(STDOUT_FILENO) != 0 && !UnderLauncher();
+}
 
 std::string ProgressLine::FormatDuration(double seconds) {
   int64_t s = static_cast<int64_t>(seconds + 0.5);

@@ -1,7 +1,12 @@
-// ProgressLine: "epoch 2/5  step 1200/4685  loss 0.4123  acc 0.853  lr 1e-03  5210 ex/s  ETA 41s",
-// redrawn in place on a terminal, one line per report otherwise. When steps waited for their
-// input batches for 1 % or more of the window, it says so: "  input wait 12%"; a `note` (the
-// coordinator's "slowest host node2 (...)") is appended after two spaces.
+// ProgressLine: "epoch 2/5  step 1200/4685  loss 0.4123  acc 0.853  lr 1e-03  5210 ex/s  ETA 41s".
+// Two styles (train.progress): "bar" redraws one line in place ("\r\033[K" before each report,
+// no newline until Break()); "plain" ends every report with a newline and writes no control
+// characters, for logs. "auto" is "bar" only when stdout is a terminal and the process was not
+// started by a launcher (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID set: mpirun
+// and srun pipe every rank's output into one stream, where a redrawn line is garbage).
+// When steps waited for their input batches for 1 % or more of the window, a report says so:
+// "  input wait 12%"; a `note` (the coordinator's "slowest host node2 (...)") is appended after
+// two spaces. Writes to stdout only; single-threaded.
 #pragma once
 
 #include <chrono>
@@ -12,7 +17,9 @@ namespace troupe::actors {
 
 class ProgressLine {
  public:
-  ProgressLine(int64_t total_steps, int64_t epochs, int64_t start_step);
+  // `style`: "auto", "bar" or "plain" (anything else is taken as "plain").
+  ProgressLine(int64_t total_steps, int64_t epochs, int64_t start_step,
+               const std::string& style = "auto");
   // Reports the metrics averaged since the last report; returns examples/s over that window.
   // `input_wait_s`: time the window's steps spent waiting for input; `learning_rate`: the last
   // update's.
@@ -21,6 +28,10 @@ class ProgressLine {
   // Ends the in-place line (before other output).
   void Break();
 
+  // Whether `style` draws the in-place bar in this process (resolves "auto").
+  static bool DrawsBar(const std::string& style);
+  // Whether a launcher (mpirun, srun, a PMI launcher) started this process.
+  static bool UnderLauncher();
   static std::string FormatDuration(double seconds);
 
  private:
@@ -28,7 +39,7 @@ class ProgressLine {
   int64_t epochs_;
   int64_t last_step_;
   std::chrono::steady_clock::time_point last_time_;
-  bool tty_;
+  bool tty_;  // draws the bar
   bool open_ = false;
 };
 

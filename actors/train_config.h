@@ -78,6 +78,8 @@ struct TrainConfig {
   // gpu:((L * replicas_per_process + r) / replicas_per_gpu).
   int64_t replicas_per_gpu = 1;
   int64_t log_every = 100;
+  // How progress lines are written (actors/progress.h): "auto" | "bar" | "plain".
+  std::string progress = "auto";
   // A step whose loss or gradient is not finite stops the job (false) or skips its update.
   bool skip_nonfinite = false;
   // Also evaluate every N steps (0: at epoch ends only; the end of the run always evaluates).

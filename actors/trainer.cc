@@ -546,6 +546,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch&
   TROUPE_ASSIGN_OR_RETURN(TrainSummary summary, trainer->Run());
   summary.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (launch.on_end) launch.on_end(summary);
   return summary;
 }
 

@@ -28,6 +28,8 @@
 
 namespace troupe::actors {
 
+struct TrainSummary;
+
 struct ProcessLaunch {
   int rank = 0;
   int world_size = 1;
@@ -42,6 +44,11 @@ struct ProcessLaunch {
   // Rank 0 calls it once setup has succeeded (model built, checkpoint restored), before the
   // first step: a job that cannot start leaves the run dir as it was.
   std::function<Status()> on_ready;
+  // Called once the run ended without an error (checkpoint written, the job's end agreed),
+  // before the job's processes are torn down (MPI_Finalize), which an mpirun that was itself
+  // signalled may never let finish: what must reach the log (rank 0's end-of-run line) is
+  // printed here.
+  std::function<void(const TrainSummary&)> on_end;
 };
 
 // How a run that did not fail ended.

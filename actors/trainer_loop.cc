@@ -142,7 +142,7 @@ Result<TrainSummary> Trainer::Run() {
   summary.first_step = p.step;
   // The epochs the run reaches (train.max_steps can end it early), not the ones configured.
   ProgressLine progress(p.total_steps, (p.total_steps + p.steps_per_epoch - 1) / p.steps_per_epoch,
-                        p.step);
+                        p.step, p.config.progress);
   Window window;
   double run_examples = 0, run_wait_s = 0;
   int64_t last_saved = p.resumed_from.empty() ? -1 : p.step;

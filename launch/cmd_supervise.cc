@@ -1,5 +1,7 @@
 // `troupe supervise [--max-restarts N] -- COMMAND...`: restart a failing job (e.g. an mpirun or
 // srun line running `troupe train`) with backoff; each restart resumes from its checkpoint.
+#include <signal.h>
+
 #include <cstdio>
 #include <string>
 
@@ -21,6 +23,10 @@ int RunSupervise(int argc, char** argv) {
                  "120");
   parser.AddFlag("launcher-grace", "SECONDS",
                  "end a launcher still running this long after its job reported a stop", "1");
+  parser.AddFlag("stop-signal", "SIGNAL",
+                 "forward the first SIGTERM/SIGINT as this signal: TERM, INT or USR2 (USR2 for "
+                 "mpirun, which passes it to every rank at once)",
+                 "");
   Status s = parser.Parse(argc, argv);
   if (parser.help_requested()) {
     std::printf("%s", parser.Usage("troupe supervise [flags] -- COMMAND [ARGS...]").c_str());
@@ -30,7 +36,9 @@ int RunSupervise(int argc, char** argv) {
         "end supervision. A launcher that outlives its stopped job (--launcher-grace) or whose\n"
         "job never starts (--start-timeout) is ended (TERM, then KILL) and counts as a failure.\n"
         "Exit codes: 0 clean end, 2 configuration error (no restart),\n"
-        "3 still failing after N restarts, 128+N stopped by signal N.\n"
+        "3 still failing after N restarts, 75 stopped by a signal after the job wrote its\n"
+        "checkpoint (rank 0 wrote its stop line to TROUPE_JOB_STOP_FILE, or the command exited\n"
+        "75; the same command resumes), 128+N stopped by signal N before that.\n"
         "Example: troupe supervise --max-restarts 5 -- mpirun -np 4 build/troupe train cfg.toml\n");
     return kExitOk;
   }
@@ -53,6 +61,19 @@ int RunSupervise(int argc, char** argv) {
     max_backoff = InvalidArgumentError(
         "troupe supervise: need 0 <= --backoff <= --max-backoff, got --backoff " +
         std::to_string(*backoff) + " and --max-backoff " + std::to_string(*max_backoff));
+  }
+  const std::string stop_signal = max_backoff.ok() ? parser.Get("stop-signal") : "";
+  if (stop_signal == "TERM" || stop_signal == "SIGTERM") {
+    options.stop_signal = SIGTERM;
+  } else if (stop_signal == "INT" || stop_signal == "SIGINT") {
+    options.stop_signal = SIGINT;
+  } else if (stop_signal == "USR2" || stop_signal == "SIGUSR2") {
+    options.stop_signal = SIGUSR2;
+  } else if (!stop_signal.empty()) {
+    max_backoff = InvalidArgumentError(
+        "troupe supervise: --stop-signal must be TERM, INT or "
+        "USR2, got '" +
+        stop_signal + "'");
   }
   if (!max_backoff.ok()) {
     std::fprintf(stderr, "%s\n", max_backoff.status().message().c_str());

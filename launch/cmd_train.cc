@@ -15,6 +15,7 @@
 #include "launch/environment.h"
 #include "launch/flags.h"
 #include "launch/launch_flags.h"
+#include "launch/rank_report.h"
 #include "launch/supervisor.h"
 #include "launch/train_config.h"
 
@@ -33,7 +34,7 @@ bool IsConfigError(const Status& s) {
 }
 
 int Usage(const Status& s) {
-  std::fprintf(stderr, "%s\n", s.message().c_str());
+  PrintConfigError(IdentityFromEnvironment(), s);  // once per job under a launcher
   return kExitUsage;
 }
 
@@ -69,10 +70,14 @@ void PrintEndOfRun(const actors::TrainSummary& s) {
     skipped = "; " + std::to_string(s.skipped_steps) + " non-finite update(s) skipped";
   }
   if (s.stopped_by_signal) {
-    std::printf(
-        "stopped at step %lld (SIGTERM/SIGINT, or the coordinator stopped the job); checkpoint "
-        "written (%s); run the same command to resume (exit code %d)%s\n",
-        static_cast<long long>(s.steps), s.last_checkpoint.c_str(), kExitStopped, skipped.c_str());
+    char line[1024];
+    std::snprintf(line, sizeof(line),
+                  "stopped at step %lld (SIGTERM/SIGINT, or the coordinator stopped the job); "
+                  "checkpoint written (%s); run the same command to resume (exit code %d)%s",
+                  static_cast<long long>(s.steps), s.last_checkpoint.c_str(), kExitStopped,
+                  skipped.c_str());
+    std::printf("%s\n", line);
+    RecordStop(0, line);  // for launch scripts that cannot get mpirun's exit code 75
   } else if (trained == 0 && !s.test_accuracy) {
     std::printf("done: %lld steps, nothing left to train, last checkpoint %s\n",
                 static_cast<long long>(s.steps), s.last_checkpoint.c_str());
@@ -152,6 +157,7 @@ int RunTrain(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGUSR2, &sa, nullptr);  // what mpirun forwards to every rank at once
 
   actors::ProcessLaunch launch;
   launch.rank = env->rank;
@@ -168,16 +174,18 @@ int RunTrain(int argc, char** argv) {
   // has been set up, so a config that cannot start writes nothing.
   const TrainConfig& recorded = *config;
   launch.on_ready = [&recorded] { return WriteConfigRecord(recorded); };
+  // Printed before MPI is torn down: after a Ctrl-C mpirun kills ranks stuck in MPI_Finalize.
+  launch.on_end = [rank = env->rank](const actors::TrainSummary& s) {
+    if (rank == 0) PrintEndOfRun(s);
+  };
   Result<actors::TrainSummary> summary = actors::RunTraining(*config, launch);
   if (!summary.ok()) {
-    std::fprintf(stderr, "troupe train (rank %d on %s): %s\n", env->rank, env->hostname.c_str(),
-                 summary.status().ToString().c_str());
+    PrintRunError({env->rank, env->world_size, env->hostname}, summary.status());
     if (!IsConfigError(summary.status())) {
       actors::WriteJobNotice(actors::kJobEndFileEnv, env->rank, summary.status().ToString());
     }
     return IsConfigError(summary.status()) ? kExitUsage : kExitFailure;
   }
-  if (env->rank == 0) PrintEndOfRun(*summary);
   if (summary->stopped_by_signal) return kExitStopped;
   return kExitOk;
 }

@@ -338,6 +338,11 @@ std::vector<ConfigKey> TrainKeys() {
           "gpu:(L x replicas_per_process + r) / replicas_per_gpu)."),
       Int("train.log_every", &C::log_every, 1,
           "Print and log (TensorBoard) loss, accuracy and examples/s every N steps."),
+      String("train.progress", &C::progress, {"auto", "bar", "plain"},
+             "How progress lines are printed: \"bar\" redraws one line in place, \"plain\" "
+             "prints each as a line of its own without control characters (for logs); "
+             "\"auto\" is \"bar\" on a terminal and \"plain\" when stdout is a pipe or "
+             "file or a launcher (mpirun, srun) started the process."),
       Bool("train.skip_nonfinite", &C::skip_nonfinite,
            "A step whose loss or gradient is NaN/Inf skips its update (counted) instead of "
            "stopping the job."),

@@ -16,17 +16,23 @@
 
 #include "actors/control_plane.h"
 #include "core/logging.h"
+#include "launch/command.h"
+#include "launch/rank_report.h"
 
 namespace troupe::launch {
 namespace {
 
 std::atomic<pid_t> g_child{0};
 std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_forward_first_as{0};  // SupervisorOptions::stop_signal
 
 void ForwardSignal(int sig) {
-  g_stop_signal.store(sig);
+  const bool first = g_stop_signal.exchange(sig) == 0;
+  const int as = first && g_forward_first_as.load() != 0 ? g_forward_first_as.load() : sig;
   pid_t child = g_child.load();
-  if (child > 0) ::kill(-child, sig);  // the whole process group (mpirun and its ranks)
+  // The child's process group: mpirun (whose ranks Open MPI puts in groups of their own) or
+  // the command's processes.
+  if (child > 0) ::kill(-child, as);
 }
 
 // Restores the previous handlers when supervision ends.
@@ -51,7 +57,7 @@ class SignalForwarding {
 
 // The files an attempt's processes report their start and their job's stop in.
 struct AttemptFiles {
-  std::string start, end;  // both empty: not watched
+  std::string start, end, stop;  // all empty: not watched
 };
 
 // The first line of `path` (empty while nothing was written).
@@ -148,6 +154,7 @@ Result<int> RunOnce(const std::vector<std::string>& argv, const AttemptFiles& fi
     if (!files.end.empty()) {
       ::setenv(actors::kJobStartFileEnv, files.start.c_str(), 1);
       ::setenv(actors::kJobEndFileEnv, files.end.c_str(), 1);
+      ::setenv(kJobStopFileEnv, files.stop.c_str(), 1);
     }
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "troupe supervise: cannot run '%s': %s\n", args[0], std::strerror(errno));
@@ -188,8 +195,8 @@ class NoticeDir {
   AttemptFiles Next(int n) {
     if (dir_.empty()) return {};
     std::string base = dir_ + "/attempt-" + std::to_string(n);
-    AttemptFiles f{base + ".start", base + ".end"};
-    for (const std::string& path : {f.start, f.end}) {
+    AttemptFiles f{base + ".start", base + ".end", base + ".stop"};
+    for (const std::string& path : {f.start, f.end, f.stop}) {
       ::unlink(path.c_str());
       files_.push_back(path);
     }
@@ -218,16 +225,28 @@ Result<SupervisorResult> Supervise(const std::vector<std::string>& argv,
   }
   SignalForwarding forwarding;
   g_stop_signal.store(0);
+  g_forward_first_as.store(options.stop_signal);
   SupervisorResult result;
   double backoff = options.initial_backoff_s;
   NoticeDir notices;
   for (;;) {
     auto started = std::chrono::steady_clock::now();
-    TROUPE_ASSIGN_OR_RETURN(int status, RunOnce(argv, notices.Next(result.restarts), options));
+    const AttemptFiles files = notices.Next(result.restarts);
+    TROUPE_ASSIGN_OR_RETURN(int status, RunOnce(argv, files, options));
     if (int sig = g_stop_signal.load()) {
+      const std::string stopped = files.stop.empty() ? "" : FirstLine(files.stop);
+      const bool exited_75 = WIFEXITED(status) && WEXITSTATUS(status) == kExitStopped;
+      if (!stopped.empty() || exited_75) {
+        result.exit_code = kExitStopped;
+        result.summary = std::string("stopped by ") + strsignal(sig) + " (child ended with " +
+                         Describe(status) +
+                         "): " + (stopped.empty() ? "the job wrote its checkpoint" : stopped) +
+                         "; not restarting (exit code " + std::to_string(kExitStopped) + ")";
+        return result;
+      }
       result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + sig;
       result.summary = std::string("stopped by ") + strsignal(sig) + "; child ended with " +
-                       Describe(status) + "; not restarting";
+                       Describe(status) + " before its job reported a checkpoint; not restarting";
       return result;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {

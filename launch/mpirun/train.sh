@@ -5,6 +5,10 @@
 # hosts.txt:   node1 slots=2
 #              node2 slots=2
 # Rank 0 hosts the coordinator and shares its address with the others over MPI.
+# Ctrl-C or SIGTERM stops the job with a checkpoint: the script sends mpirun SIGUSR2, which
+# mpirun forwards to every rank at once (a second Ctrl-C sends SIGTERM: mpirun's own stop,
+# SIGKILL to the ranks 2 s later). It exits 75 when rank 0 reported the stop (its line in
+# TROUPE_JOB_STOP_FILE): run the same command to resume. Exit codes: troupe train's.
 # Add --max-restarts N to run under `troupe supervise` (each restart resumes); the supervisor
 # ends an mpirun that outlives its job (a host it cannot reach), and passes the ranks the file
 # they report their start and a stop in (TROUPE_JOB_START_FILE, TROUPE_JOB_END_FILE);
@@ -20,7 +24,7 @@ while [ $# -gt 0 ]; do
     -r|--replicas-per-process) replicas=$2; shift 2 ;;
     --max-restarts) restarts=$2; shift 2 ;;
     --start-timeout|--launcher-grace) supervise+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -31,11 +35,38 @@ troupe=${TROUPE_BIN:-$here/build/troupe}
 mpi=(mpirun)
 [ -n "$hostfile" ] && mpi+=(--hostfile "$hostfile")
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
-cmd=("${mpi[@]}" "$troupe" train "$config" --set "train.replicas_per_process=$replicas" "$@")
 if [ "$restarts" -gt 0 ]; then
-  cmd=("${mpi[@]}" -x TROUPE_JOB_START_FILE -x TROUPE_JOB_END_FILE "$troupe" train "$config"
-       --set "train.replicas_per_process=$replicas" "$@")
-  exec "$troupe" supervise --max-restarts "$restarts" ${supervise[@]+"${supervise[@]}"} -- \
-    "${cmd[@]}"
+  cmd=("${mpi[@]}" -x TROUPE_JOB_START_FILE -x TROUPE_JOB_END_FILE -x TROUPE_JOB_STOP_FILE
+       "$troupe" train "$config" --set "train.replicas_per_process=$replicas" "$@")
+  exec "$troupe" supervise --max-restarts "$restarts" --stop-signal USR2 \
+    ${supervise[@]+"${supervise[@]}"} -- "${cmd[@]}"
 fi
-exec "${cmd[@]}"
+
+stop_file=$(mktemp "${TMPDIR:-/tmp}/troupe-stop.XXXXXX")
+trap 'rm -f "$stop_file"' EXIT
+export TROUPE_JOB_STOP_FILE=$stop_file
+# A session of its own, so that a Ctrl-C reaches this script only (mpirun would turn it into
+# SIGTERM and SIGKILL for the ranks); no stdin, which mpirun would otherwise read.
+setsid "${mpi[@]}" -x TROUPE_JOB_STOP_FILE "$troupe" train "$config" \
+  --set "train.replicas_per_process=$replicas" "$@" </dev/null &
+pid=$!
+signals=0
+interrupted=0
+forward() {
+  interrupted=1
+  signals=$((signals + 1))
+  if [ "$signals" -eq 1 ]; then kill -USR2 "$pid" 2>/dev/null || true
+  else kill -TERM "$pid" 2>/dev/null || true; fi
+}
+trap forward INT TERM
+rc=0
+while :; do  # a trapped signal ends `wait` early: wait again for mpirun's own status
+  interrupted=0
+  if wait "$pid"; then rc=0; else code=$?; [ "$code" -eq 127 ] || rc=$code; fi
+  [ "$interrupted" -eq 1 ] || break
+done
+if [ -s "$stop_file" ]; then
+  echo "train.sh: the job stopped with a checkpoint (mpirun exit code $rc): $(head -n1 "$stop_file")" >&2
+  exit 75
+fi
+exit "$rc"
