@@ -7,7 +7,8 @@
   and after that one SGD step Keras restores Troupe's checkpoint
   (tf.train.Checkpoint(model=m).restore(...).assert_existing_objects_matched()) and holds
   what Keras' own SGD step from its weights gives, BatchNormalization's moving statistics
-  included; Keras' test accuracy of the restored model equals Troupe's final one;
+  included; Keras' test accuracy of the restored model equals Troupe's final one; the same
+  command resumes from the run's checkpoint without reading the file again;
 - `model.init=fresh` ignores the file's weights (a loss far from Keras'), so the check above
   would fail if the weights were ignored;
 - `model.init_from=m.weights.h5` and `model.init_from=m.keras` (with model.keras = the JSON)
@@ -171,6 +172,10 @@ try:
     print("after one step: Keras-restored accuracy %.4f, troupe %.4f" % (keras_acc, troupe_acc))
     assert troupe_acc > 0.5, troupe_acc
     assert abs(keras_acc - troupe_acc) <= 0.001, (keras_acc, troupe_acc)
+
+    # The same command resumes from the run's checkpoint; the file's weights are not read again.
+    p = troupe(run, ["model.keras=" + keras_file, "train.max_steps=2"])
+    assert "resuming from" in p.stdout and "weights from the file" not in p.stdout, p.stdout
 
     # model.init = fresh: the initializers, far from the trained model's loss.
     run = os.path.join(base, "fresh")
