@@ -8,7 +8,8 @@
   (tf.train.Checkpoint(model=m).restore(...).assert_existing_objects_matched()) and holds
   what Keras' own SGD step from its weights gives, BatchNormalization's moving statistics
   included; Keras' test accuracy of the restored model equals Troupe's final one; the same
-  command resumes from the run's checkpoint without reading the file again;
+  command resumes from the run's checkpoint without reading the file again; 200 Adam steps of
+  fine-tuning restore into Keras with Troupe's test accuracy;
 - `model.init=fresh` ignores the file's weights (a loss far from Keras'), so the check above
   would fail if the weights were ignored;
 - `model.init_from=m.weights.h5` and `model.init_from=m.keras` (with model.keras = the JSON)
@@ -176,6 +177,22 @@ try:
     # The same command resumes from the run's checkpoint; the file's weights are not read again.
     p = troupe(run, ["model.keras=" + keras_file, "train.max_steps=2"])
     assert "resuming from" in p.stdout and "weights from the file" not in p.stdout, p.stdout
+
+    # Fine-tuning: 200 Adam steps from the file's weights; Keras restores the result and scores
+    # the test set as Troupe's final evaluation did.
+    run = os.path.join(base, "finetune")
+    p = troupe(run, ["model.keras=" + keras_file, "train.max_steps=200", "optimizer.name=adam",
+                     "optimizer.learning_rate=0.001", "train.log_every=50"])
+    tuned = make_model()
+    latest = tf.train.latest_checkpoint(os.path.join(run, "checkpoints"))
+    tf.train.Checkpoint(model=tuned).restore(latest).assert_existing_objects_matched()
+    tuned_acc = float(np.mean(np.argmax(tuned.predict(images, batch_size=1000, verbose=0),
+                                        axis=1) == labels))
+    troupe_tuned = test_accuracy(p.stdout)
+    print("fine-tuned 200 steps: Keras-restored accuracy %.4f, troupe %.4f (from %.4f)"
+          % (tuned_acc, troupe_tuned, troupe_acc))
+    assert abs(tuned_acc - troupe_tuned) <= 0.001, (tuned_acc, troupe_tuned)
+    assert troupe_tuned > troupe_acc, (troupe_tuned, troupe_acc)
 
     # model.init = fresh: the initializers, far from the trained model's loss.
     run = os.path.join(base, "fresh")
