@@ -58,7 +58,7 @@ void ExpandRow(const T* src, int64_t n, int64_t f, T* d) {
 // Every element of xe's rows is written: the padding (and the run's tail) with zeros.
 template <typename T>
 void ExpandImage(const ConvGeo& g, const Expanded<T>& e, const T* img, T* xe) {
-  const int64_t cols = g.ow + g.kw - 1;  // padded input columns any window reaches (sw == 1)
+  const int64_t cols = g.PaddedW();  // padded input columns any window reaches
   const int64_t iw0 = std::max<int64_t>(0, -g.pl), iw1 = std::max(iw0, std::min(g.w, cols - g.pl));
   for (int64_t ih = 0; ih < g.h; ++ih) {
     T* row = xe + ih * e.XR;
@@ -91,7 +91,7 @@ TROUPE_ALWAYS_INLINE void ForwardChunk(const ConvGeo& g, const Expanded<T>& e, c
   const KRange k = KernelRows(g, oh);
   V acc[kNv] = {};
   for (int64_t kh = k.kh0; kh < k.kh1; ++kh) {
-    const T* xr = xe + (oh * g.sh - g.pt + kh) * e.XR + j;
+    const T* xr = xe + (g.InRow(oh) + kh) * e.XR + j;
     const T* wr = wrep + kh * g.kw * e.Jp + j;
     for (int64_t kw = 0; kw < g.kw; ++kw) {
       const T* a = xr + kw * g.f;
@@ -134,7 +134,7 @@ TROUPE_ALWAYS_INLINE void FilterTaps(const ConvGeo& g, const Expanded<T>& e, con
   V s[G][NV] = {};
   const T* xk = xe + kw0 * g.f + j;
   for (int64_t oh = oh0; oh < oh1; ++oh) {
-    const T* a = xk + (oh * g.sh - g.pt + kh) * e.XR;
+    const T* a = xk + (g.InRow(oh) + kh) * e.XR;
     V d[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) d[v] = simd::Load<V>(dyp + oh * e.Jp + j + v * kL);
@@ -170,8 +170,8 @@ TROUPE_ALWAYS_INLINE void FilterImage(const ConvGeo& g, const Expanded<T>& e, co
   for (int64_t kh = 0; kh < g.kh; ++kh) {
     // Output rows whose input row oh * sh - pt + kh is inside the image.
     int64_t oh0 = 0, oh1 = g.oh;
-    while (oh0 < oh1 && oh0 * g.sh - g.pt + kh < 0) ++oh0;
-    while (oh1 > oh0 && (oh1 - 1) * g.sh - g.pt + kh >= g.h) --oh1;
+    while (oh0 < oh1 && g.InRow(oh0) + kh < 0) ++oh0;
+    while (oh1 > oh0 && g.InRow(oh1 - 1) + kh >= g.h) --oh1;
     T* row = acc + kh * g.kw * e.Jp;
     int64_t kw = 0;
     for (; kw + 3 <= g.kw; kw += 3)
@@ -272,7 +272,7 @@ void Conv2DBackpropInputDirectC1(ThreadPool* pool, const ConvGeo& g, const T* fi
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         TransposeRow(g, dy + (n * g.oh + oh) * g.ow * g.f, dyt.data());
         for (int64_t kh = 0; kh < g.kh; ++kh) {
-          const int64_t ih = oh * g.sh - g.pt + kh;
+          const int64_t ih = g.InRow(oh) + kh;
           if (ih < 0 || ih >= g.h) continue;
           T* xr = img + ih * g.w;
           for (int64_t kw = 0; kw < g.kw; ++kw) {

@@ -1,27 +1,19 @@
-// Internal: Conv2D geometry and direct (no im2col) kernels for a single input channel with unit
-// width stride, e.g. LeNet's first layer, where im2col would copy 25 values for every 300 flops.
-// The direct kernels vectorise along the output row instead. Both paths are deterministic.
+// Internal: Conv2D's direct (no im2col) kernels and the predicates that pick them. C1: one input
+// channel with unit width stride, e.g. LeNet's first layer, where im2col would copy 25 values for
+// every 300 flops; they vectorise along the output row instead (conv2d_direct.cc). Small:
+// register-tiled kernels for few input channels and one to four 64-byte vectors of outputs
+// (conv2d_direct_small*.cc). Both sum every element in the GEMM path's order (see each
+// predicate for the exceptions) and are deterministic.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/conv_geometry.h"
 
 namespace troupe {
 namespace kernels {
-
-struct ConvGeo {
-  int64_t n, h, w, c;      // input
-  int64_t kh, kw, f;       // filter (kh, kw, c, f)
-  int64_t oh, ow;          // output
-  int64_t sh, sw, pt, pl;  // strides, padding top/left
-  int64_t dh = 1, dw = 1;  // dilations (only the im2col path handles other than 1)
-  int64_t K() const { return kh * kw * c; }
-  int64_t rows() const { return n * oh * ow; }
-};
-
-inline bool Undilated(const ConvGeo& g) { return g.dh == 1 && g.dw == 1; }
 
 inline bool UseDirectSingleChannel(const ConvGeo& g) {
   return g.c == 1 && g.sw == 1 && Undilated(g);

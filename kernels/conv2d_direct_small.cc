@@ -24,10 +24,10 @@ struct PadGeo {
   int64_t hp, wp, row, image;  // padded rows, columns, row and image strides (elements)
   bool copy;                   // false: the input itself (row = w * c, image = h * w * c)
   explicit PadGeo(const ConvGeo& g)
-      : hp((g.oh - 1) * g.sh + g.kh),
-        wp((g.ow - 1) * g.sw + g.kw),
-        row(((g.ow - 1) * g.sw + g.kw) * g.c),
-        image(((g.oh - 1) * g.sh + g.kh) * ((g.ow - 1) * g.sw + g.kw) * g.c),
+      : hp(g.PaddedH()),
+        wp(g.PaddedW()),
+        row(g.PaddedW() * g.c),
+        image(g.PaddedH() * g.PaddedW() * g.c),
         copy(g.pt != 0 || g.pl != 0 || hp > g.h || wp > g.w) {
     if (!copy) row = g.w * g.c, image = g.h * g.w * g.c;
   }

@@ -30,9 +30,9 @@ struct InLayout {
         P(lanes),
         S(2 * lanes + simd::RoundUp(g.kw * g.c, lanes)),
         kp(g.kh * (2 * lanes + simd::RoundUp(g.kw * g.c, lanes))),
-        hp((g.oh - 1) * g.sh + g.kh),
-        wp((g.ow - 1) * g.sw + g.kw),
-        rs(simd::RoundUp(((g.ow - 1) * g.sw + g.kw) * g.c, lanes)) {}
+        hp(g.PaddedH()),
+        wp(g.PaddedW()),
+        rs(simd::RoundUp(g.PaddedW() * g.c, lanes)) {}
 };
 
 // Patch rows of one output row: col[ow][kh * S + P + j] = sum over f (in order) of

@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/conv_util.h"
+#include "kernels/im2col.h"
 #include "kernels/simd.h"
 
 namespace troupe {
@@ -113,7 +113,7 @@ TROUPE_ALWAYS_INLINE void InputTransformT(const ConvGeo& g, const Tiles& tiles, 
   }
   GridCursor cur(tiles.th, tiles.tw, at.t0);
   for (int64_t t = at.t0; t < at.t1; ++t, cur.Next()) {
-    const int64_t iy0 = 2 * cur.row - g.pt, ix0 = 2 * cur.col - g.pl;
+    const int64_t iy0 = g.InRow(2 * cur.row), ix0 = g.InCol(2 * cur.col);
     const float* p[16];
     if (iy0 >= 0 && iy0 + 4 <= g.h && ix0 >= 0 && ix0 + 4 <= g.w) {
       const float* corner = x + ((cur.n * g.h + iy0) * g.w + ix0) * C;

@@ -111,8 +111,8 @@ T* Scratch(size_t n) {
 template <typename T>
 class ExpandedRows {
  public:
-  explicit ExpandedRows(const DwGeo& g) : g_(g), slots_((g.kh - 1) * g.dh + 1 + g.sh) {
-    if (g.m > 1) {
+  explicit ExpandedRows(const ConvGeo& g) : g_(g), slots_(DilatedSize(g.kh, g.dh) + g.sh) {
+    if (g.f > 1) {
       buf_.resize(static_cast<size_t>(slots_ * g.w * g.cm()));
       tag_.assign(static_cast<size_t>(slots_), {nullptr, -1});
     }
@@ -120,7 +120,7 @@ class ExpandedRows {
   // Prepares rows ih0 + k * dh (k < kh) of `image`: the rows one output row reads.
   void Prepare(const T* image, int64_t ih0) {
     image_ = image;
-    if (g_.m == 1) return;
+    if (g_.f == 1) return;
     for (int64_t k = 0; k < g_.kh; ++k) {
       const int64_t ih = ih0 + k * g_.dh;
       if (ih < 0 || ih >= g_.h) continue;
@@ -129,18 +129,18 @@ class ExpandedRows {
       tag = {image, ih};
       T* dst = Slot(ih);
       const T* src = image_ + ih * g_.w * g_.c;
-      for (int64_t p = 0; p < g_.w * g_.c; ++p) std::fill_n(dst + p * g_.m, g_.m, src[p]);
+      for (int64_t p = 0; p < g_.w * g_.c; ++p) std::fill_n(dst + p * g_.f, g_.f, src[p]);
     }
   }
   // Input row ih (prepared), pixel 0.
   const T* Row(int64_t ih) const {
-    return g_.m == 1 ? image_ + ih * g_.w * g_.c : buf_.data() + (ih % slots_) * g_.w * g_.cm();
+    return g_.f == 1 ? image_ + ih * g_.w * g_.c : buf_.data() + (ih % slots_) * g_.w * g_.cm();
   }
 
  private:
   T* Slot(int64_t ih) { return buf_.data() + (ih % slots_) * g_.w * g_.cm(); }
 
-  const DwGeo& g_;
+  const ConvGeo& g_;
   const int64_t slots_;
   const T* image_ = nullptr;
   std::vector<T> buf_;
@@ -172,16 +172,16 @@ DimTaps TapsPerInput(int64_t in, int64_t out, int64_t kernel, int64_t stride, in
 }  // namespace
 
 template <typename T>
-void DepthwiseForward(ThreadPool* pool, const DwGeo& g, const T* x, const T* filter, T* y) {
+void DepthwiseForward(ThreadPool* pool, const ConvGeo& g, const T* x, const T* filter, T* y) {
   const int64_t cm = g.cm();
   ParallelFor(pool, g.n * g.oh, g.ow * g.kh * g.kw * cm, [&](int64_t r0, int64_t r1) {
     std::vector<Tap<T>> taps(static_cast<size_t>(g.kh * g.kw));
     ExpandedRows<T> rows(g);
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t n = r / g.oh, oh = r % g.oh, ih0 = oh * g.sh - g.pt;
+      const int64_t n = r / g.oh, oh = r % g.oh, ih0 = g.InRow(oh);
       rows.Prepare(x + n * g.h * g.w * g.c, ih0);
       for (int64_t ow = 0; ow < g.ow; ++ow) {
-        const int64_t iw0 = ow * g.sw - g.pl;
+        const int64_t iw0 = g.InCol(ow);
         int64_t nt = 0;
         for (int64_t kh = 0; kh < g.kh; ++kh) {
           const int64_t ih = ih0 + kh * g.dh;
@@ -200,7 +200,8 @@ void DepthwiseForward(ThreadPool* pool, const DwGeo& g, const T* x, const T* fil
 }
 
 template <typename T>
-void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, const T* dy, T* dx) {
+void DepthwiseBackpropInput(ThreadPool* pool, const ConvGeo& g, const T* filter, const T* dy,
+                            T* dx) {
   const int64_t cm = g.cm();
   const DimTaps rows = TapsPerInput(g.h, g.oh, g.kh, g.sh, g.dh, g.pt);
   const DimTaps cols = TapsPerInput(g.w, g.ow, g.kw, g.sw, g.dw, g.pl);
@@ -208,7 +209,7 @@ void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, c
   // threads write the same element.
   ParallelFor(pool, g.n * g.h, g.w * g.kh * g.kw * cm, [&](int64_t r0, int64_t r1) {
     std::vector<Tap<T>> taps(static_cast<size_t>(g.kh * g.kw));
-    T* acc = g.m > 1 ? Scratch<T>(static_cast<size_t>(cm)) : nullptr;
+    T* acc = g.f > 1 ? Scratch<T>(static_cast<size_t>(cm)) : nullptr;
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / g.h, ih = r % g.h;
       for (int64_t iw = 0; iw < g.w; ++iw) {
@@ -225,14 +226,14 @@ void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, c
           }
         }
         T* out = dx + (r * g.w + iw) * g.c;
-        if (g.m == 1) {
+        if (g.f == 1) {
           TapSum(taps.data(), nt, cm, out);
           continue;
         }
         TapSum(taps.data(), nt, cm, acc);
         for (int64_t c = 0; c < g.c; ++c) {
           T s = 0;
-          for (int64_t k = 0; k < g.m; ++k) s += acc[c * g.m + k];
+          for (int64_t k = 0; k < g.f; ++k) s += acc[c * g.f + k];
           out[c] = s;
         }
       }
@@ -241,7 +242,7 @@ void DepthwiseBackpropInput(ThreadPool* pool, const DwGeo& g, const T* filter, c
 }
 
 template <typename T>
-void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const T* dy, T* df) {
+void DepthwiseBackpropFilter(ThreadPool* pool, const ConvGeo& g, const T* x, const T* dy, T* df) {
   const int64_t cm = g.cm(), fsize = g.kh * g.kw * cm, rows = g.n * g.oh;
   std::fill(df, df + fsize, T(0));
   if (rows == 0) return;
@@ -255,7 +256,7 @@ void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const
     for (int64_t b = b0; b < b1; ++b) {
       T* part = partial.get() + b * fsize;
       for (int64_t r = b * block; r < std::min(rows, (b + 1) * block); ++r) {
-        const int64_t n = r / g.oh, oh = r % g.oh, ih0 = oh * g.sh - g.pt;
+        const int64_t n = r / g.oh, oh = r % g.oh, ih0 = g.InRow(oh);
         xrows.Prepare(x + n * g.h * g.w * g.c, ih0);
         const T* d = dy + r * g.ow * cm;
         for (int64_t kh = 0; kh < g.kh; ++kh) {
@@ -264,7 +265,7 @@ void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const
           const T* row = xrows.Row(ih);
           for (int64_t kw = 0; kw < g.kw; ++kw) {
             // Output columns whose tap kw lands inside the input row.
-            auto iw = [&](int64_t ow) { return ow * g.sw - g.pl + kw * g.dw; };
+            auto iw = [&](int64_t ow) { return g.InCol(ow) + kw * g.dw; };
             int64_t lo = 0, hi = g.ow;
             while (lo < hi && iw(lo) < 0) ++lo;
             while (hi > lo && iw(hi - 1) >= g.w) --hi;
@@ -282,10 +283,10 @@ void DepthwiseBackpropFilter(ThreadPool* pool, const DwGeo& g, const T* x, const
   }
 }
 
-#define TROUPE_DW_INSTANTIATE(T)                                                              \
-  template void DepthwiseForward<T>(ThreadPool*, const DwGeo&, const T*, const T*, T*);       \
-  template void DepthwiseBackpropInput<T>(ThreadPool*, const DwGeo&, const T*, const T*, T*); \
-  template void DepthwiseBackpropFilter<T>(ThreadPool*, const DwGeo&, const T*, const T*, T*);
+#define TROUPE_DW_INSTANTIATE(T)                                                                \
+  template void DepthwiseForward<T>(ThreadPool*, const ConvGeo&, const T*, const T*, T*);       \
+  template void DepthwiseBackpropInput<T>(ThreadPool*, const ConvGeo&, const T*, const T*, T*); \
+  template void DepthwiseBackpropFilter<T>(ThreadPool*, const ConvGeo&, const T*, const T*, T*);
 TROUPE_DW_INSTANTIATE(float)
 TROUPE_DW_INSTANTIATE(double)
 #undef TROUPE_DW_INSTANTIATE

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/conv_util.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/kernel_util.h"
 #include "kernels/register_ops.h"
 
@@ -17,24 +17,7 @@ namespace troupe {
 namespace kernels {
 namespace {
 
-struct PoolGeo {
-  int64_t n, h, w, c, oh, ow;
-  Window2D win;
-  int64_t pt, pl;
-};
-
-Result<PoolGeo> Geometry(std::string_view op, const AttrMap& attrs, const TensorShape& in,
-                         const char* in_arg) {
-  TROUPE_ASSIGN_OR_RETURN(Window2D win, ParseWindow(op, attrs, true));
-  TROUPE_RETURN_IF_ERROR(CheckRank(op, in_arg, in, 4));
-  if (in.unknown_rank()) return OpError(op, "'" + std::string(in_arg) + "' rank must be known");
-  PoolGeo g{};
-  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3), g.win = win;
-  TROUPE_ASSIGN_OR_RETURN(OutSize oh, WindowOutput(op, "height", g.h, win.kh, win.sh, win.padding));
-  TROUPE_ASSIGN_OR_RETURN(OutSize ow, WindowOutput(op, "width", g.w, win.kw, win.sw, win.padding));
-  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
-  return g;
-}
+using PoolGeo = ConvGeo;  // kh x kw: the window (ksize)
 
 TensorShape OutShape(const PoolGeo& g) { return TensorShape({g.n, g.oh, g.ow, g.c}); }
 TensorShape InShape(const PoolGeo& g) { return TensorShape({g.n, g.h, g.w, g.c}); }
@@ -44,14 +27,14 @@ struct Bounds {
   int64_t h0, h1, w0, w1;
 };
 Bounds WindowAt(const PoolGeo& g, int64_t oh, int64_t ow) {
-  const int64_t hs = oh * g.win.sh - g.pt, ws = ow * g.win.sw - g.pl;
-  return {std::max<int64_t>(hs, 0), std::min(hs + g.win.kh, g.h), std::max<int64_t>(ws, 0),
-          std::min(ws + g.win.kw, g.w)};
+  const int64_t hs = g.InRow(oh), ws = g.InCol(ow);
+  return {std::max<int64_t>(hs, 0), std::min(hs + g.kh, g.h), std::max<int64_t>(ws, 0),
+          std::min(ws + g.kw, g.w)};
 }
 
 Result<SpecList> PoolShape(std::string_view op, Specs in, const AttrMap& attrs) {
   TROUPE_RETURN_IF_ERROR(CheckDType(op, "input", in[0].dtype, {DType::kFloat32, DType::kFloat64}));
-  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(op, attrs, in[0].shape, "input"));
+  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, PoolGeometry(op, attrs, in[0].shape, "input"));
   return SpecList{TensorSpec{OutShape(g), in[0].dtype, ""}};
 }
 
@@ -62,7 +45,7 @@ Result<SpecList> MaxPoolGradShape(Specs in, const AttrMap& attrs) {
   TROUPE_RETURN_IF_ERROR(CheckSameDType(kOp, "orig_input", in[0].dtype, "grad", in[2].dtype));
   TROUPE_RETURN_IF_ERROR(
       CheckSameDType(kOp, "orig_input", in[0].dtype, "orig_output", in[1].dtype));
-  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(kOp, attrs, in[0].shape, "orig_input"));
+  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, PoolGeometry(kOp, attrs, in[0].shape, "orig_input"));
   TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "grad", in[2].shape, "pooled output", OutShape(g)));
   TROUPE_RETURN_IF_ERROR(
       CheckSameShape(kOp, "orig_output", in[1].shape, "pooled output", OutShape(g)));
@@ -79,14 +62,14 @@ Result<PoolGeo> AvgPoolGradGeo(Specs in, const AttrMap& attrs) {
   }
   TensorShape shape(*dims);
   if (shape.dim(0) < 0 && in[0].shape.rank() == 4) shape.set_dim(0, in[0].shape.dim(0));
-  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(kOp, attrs, shape, "orig_input_shape"));
+  TROUPE_ASSIGN_OR_RETURN(PoolGeo g, PoolGeometry(kOp, attrs, shape, "orig_input_shape"));
   TROUPE_RETURN_IF_ERROR(CheckSameShape(kOp, "grad", in[0].shape, "pooled output", OutShape(g)));
   return g;
 }
 
 template <typename T>
 void MaxPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
-  ParallelFor(pool, g.n * g.oh, g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+  ParallelFor(pool, g.n * g.oh, g.ow * g.kh * g.kw * g.c, [&](int64_t b, int64_t e) {
     for (int64_t row = b; row < e; ++row) {
       const int64_t n = row / g.oh, oh = row % g.oh;
       for (int64_t ow = 0; ow < g.ow; ++ow) {
@@ -109,7 +92,7 @@ void MaxPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
 template <typename T>
 void AvgPoolImpl(ThreadPool* pool, const PoolGeo& g, const T* x, T* y) {
   const int64_t run = g.w * g.c;
-  ParallelFor(pool, g.n * g.oh, g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+  ParallelFor(pool, g.n * g.oh, g.ow * g.kh * g.kw * g.c, [&](int64_t b, int64_t e) {
     std::vector<T> rowsum(static_cast<size_t>(run));
     for (int64_t row = b; row < e; ++row) {
       const int64_t n = row / g.oh, oh = row % g.oh;
@@ -177,7 +160,7 @@ void ScanWindow(const PoolGeo& g, const Bounds& w, const T* img, T* best_val, in
 template <typename T>
 void MaxPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* x, const T* dy, T* dx) {
   const int64_t image = g.h * g.w * g.c;
-  ParallelFor(pool, g.n, g.oh * g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+  ParallelFor(pool, g.n, g.oh * g.ow * g.kh * g.kw * g.c, [&](int64_t b, int64_t e) {
     std::vector<T> best_val(static_cast<size_t>(g.c));
     std::vector<int32_t> best(static_cast<size_t>(g.c));
     for (int64_t n = b; n < e; ++n) {
@@ -201,7 +184,7 @@ void MaxPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* x, const T* dy
 template <typename T>
 void AvgPoolGradImpl(ThreadPool* pool, const PoolGeo& g, const T* dy, T* dx) {
   const int64_t run = g.w * g.c, image = g.h * run;
-  ParallelFor(pool, g.n, g.oh * g.ow * g.win.kh * g.win.kw * g.c, [&](int64_t b, int64_t e) {
+  ParallelFor(pool, g.n, g.oh * g.ow * g.kh * g.kw * g.c, [&](int64_t b, int64_t e) {
     std::vector<T> spread(static_cast<size_t>(run));
     for (int64_t n = b; n < e; ++n) {
       T* dimg = dx + n * image;
@@ -240,8 +223,8 @@ void RegisterPoolingOps(OpRegistry& r) {
     Register(r, {.name = name, .num_inputs = 1, .infer_shapes = fn},
              [fn, is_max](KernelContext& ctx) -> Status {
                TROUPE_ASSIGN_OR_RETURN(SpecList out, fn(InputSpecs(ctx), ctx.attrs()));
-               TROUPE_ASSIGN_OR_RETURN(
-                   PoolGeo g, Geometry(ctx.op_name(), ctx.attrs(), ctx.input(0).shape(), "input"));
+               TROUPE_ASSIGN_OR_RETURN(PoolGeo g, PoolGeometry(ctx.op_name(), ctx.attrs(),
+                                                               ctx.input(0).shape(), "input"));
                TROUPE_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateOutput(0, out[0].dtype, out[0].shape));
                DispatchFloat(y.dtype(), [&](auto tag) {
                  using T = decltype(tag);
@@ -257,8 +240,8 @@ void RegisterPoolingOps(OpRegistry& r) {
   Register(r, {.name = "MaxPoolGrad", .num_inputs = 3, .infer_shapes = MaxPoolGradShape},
            [](KernelContext& ctx) -> Status {
              TROUPE_ASSIGN_OR_RETURN(SpecList out, MaxPoolGradShape(InputSpecs(ctx), ctx.attrs()));
-             TROUPE_ASSIGN_OR_RETURN(PoolGeo g, Geometry(ctx.op_name(), ctx.attrs(),
-                                                         ctx.input(0).shape(), "orig_input"));
+             TROUPE_ASSIGN_OR_RETURN(PoolGeo g, PoolGeometry(ctx.op_name(), ctx.attrs(),
+                                                             ctx.input(0).shape(), "orig_input"));
              if (g.h * g.w * g.c > std::numeric_limits<int32_t>::max()) {
                return ctx.InvalidArgument("one image of 'orig_input' " +
                                           ctx.input(0).shape().ToString() +

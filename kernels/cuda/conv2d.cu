@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "core/cuda_util.h"
-#include "kernels/conv_util.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/cuda/dense_conv_plan.h"
 #include "kernels/cuda/dense_layout.h"
 #include "kernels/cuda/dense_util.h"
@@ -29,30 +29,21 @@ using gpu_dense::ConvGeo;
 using gpu_dense::ConvKind;
 using gpu_dense::ConvLayout;
 using gpu_dense::ConvPlan;
+using gpu_dense::CudnnH;
+using gpu_dense::CudnnW;
+using gpu_dense::ExtraBottom;
+using gpu_dense::ExtraRight;
 using gpu_dense::Where;
 
 // Geometry from the NHWC input shape and the HWIO filter shape (both already validated by the
-// op's shape function), with TF's output sizes and pads.
+// op's shape function), with TF's output sizes and pads. cuDNN runs undilated filters only:
+// dilations other than 1 are refused (ParseWindow without dilations).
 Result<ConvGeo> MakeGeo(std::string_view op, const AttrMap& attrs, const TensorShape& in,
                         const TensorShape& filter) {
-  TROUPE_ASSIGN_OR_RETURN(kernels::Window2D win, kernels::ParseWindow(op, attrs, false));
-  ConvGeo g{};
-  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3);
-  g.kh = filter.dim(0), g.kw = filter.dim(1), g.f = filter.dim(3);
-  g.sh = win.sh, g.sw = win.sw;
-  TROUPE_ASSIGN_OR_RETURN(kernels::OutSize oh,
-                          kernels::WindowOutput(op, "height", g.h, g.kh, g.sh, win.padding));
-  TROUPE_ASSIGN_OR_RETURN(kernels::OutSize ow,
-                          kernels::WindowOutput(op, "width", g.w, g.kw, g.sw, win.padding));
-  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
-  if (win.padding == kernels::Padding::kSame) {
-    // Total pads as TF computes them; the bottom/right get total - before >= before.
-    const int64_t th = std::max<int64_t>(0, (g.oh - 1) * g.sh + g.kh - g.h);
-    const int64_t tw = std::max<int64_t>(0, (g.ow - 1) * g.sw + g.kw - g.w);
-    g.eh = th - 2 * g.pt;
-    g.ew = tw - 2 * g.pl;
-  }
-  return g;
+  TROUPE_RETURN_IF_ERROR(kernels::ParseWindow(op, attrs, false).status());
+  return kernels::ConvGeometry(
+      op, attrs, in, "input", filter, "filter", nullptr,
+      kernels::ConvFilterLayout{"[height, width, in_channels, out_channels]"});
 }
 
 // Device pointers of one convolution call, in TF layouts. For kForward: x, filter -> y; for
@@ -92,8 +83,8 @@ Result<bool> RunInLayout(cudnnHandle_t h, int device, std::string_view op, ConvK
                          ConvLayout layout, ConvPlan& plan, const ConvGeo& g, ConvIo<T> io) {
   const cudaStream_t stream = gpu::CudaStream(device);
   const bool nchw = layout == ConvLayout::kNCHW;
-  const bool padded = g.eh > 0 || g.ew > 0;
-  const int64_t x_elems = g.n * g.hp() * g.wp() * g.c, y_elems = g.n * g.oh * g.ow * g.f;
+  const bool padded = ExtraBottom(g) > 0 || ExtraRight(g) > 0;
+  const int64_t x_elems = g.n * CudnnH(g) * CudnnW(g) * g.c, y_elems = g.n * g.oh * g.ow * g.f;
   const int64_t w_elems = g.kh * g.kw * g.c * g.f;
   auto scratch = [&](int64_t elems) {
     return DeviceScratch::Allocate(device, static_cast<size_t>(elems) * sizeof(T), op);
@@ -118,7 +109,7 @@ Result<bool> RunInLayout(cudnnHandle_t h, int device, std::string_view op, ConvK
     x_nhwc = x_pad.as<T>();
     if (kind != ConvKind::kBackwardData) {
       TROUPE_RETURN_IF_ERROR(gpu_dense::CopyWindowNHWC<T>(device, op, io.x, g.n, g.h, g.w, g.c,
-                                                          x_nhwc, g.hp(), g.wp(), stream));
+                                                          x_nhwc, CudnnH(g), CudnnW(g), stream));
     }
   }
   T* x_cudnn = x_nhwc;
@@ -126,8 +117,8 @@ Result<bool> RunInLayout(cudnnHandle_t h, int device, std::string_view op, ConvK
     TROUPE_ASSIGN_OR_RETURN(x_c, scratch(x_elems));
     x_cudnn = x_c.as<T>();
     if (kind != ConvKind::kBackwardData) {
-      TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(device, op, x_nhwc, {g.n, g.hp(), g.wp(), g.c},
-                                                     {0, 3, 1, 2}, x_cudnn, stream));
+      TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(
+          device, op, x_nhwc, {g.n, CudnnH(g), CudnnW(g), g.c}, {0, 3, 1, 2}, x_cudnn, stream));
     }
   }
   // y (output of forward, dy of the backward passes) in layout.
@@ -180,11 +171,11 @@ Result<bool> RunInLayout(cudnnHandle_t h, int device, std::string_view op, ConvK
     case ConvKind::kBackwardData:
       if (nchw) {
         TROUPE_RETURN_IF_ERROR(gpu_dense::Permute4D<T>(
-            device, op, x_cudnn, {g.n, g.c, g.hp(), g.wp()}, {0, 2, 3, 1}, x_nhwc, stream));
+            device, op, x_cudnn, {g.n, g.c, CudnnH(g), CudnnW(g)}, {0, 2, 3, 1}, x_nhwc, stream));
       }
       if (padded) {
-        TROUPE_RETURN_IF_ERROR(gpu_dense::CopyWindowNHWC<T>(device, op, x_nhwc, g.n, g.hp(), g.wp(),
-                                                            g.c, io.x, g.h, g.w, stream));
+        TROUPE_RETURN_IF_ERROR(gpu_dense::CopyWindowNHWC<T>(
+            device, op, x_nhwc, g.n, CudnnH(g), CudnnW(g), g.c, io.x, g.h, g.w, stream));
       }
       break;
     case ConvKind::kBackwardFilter:

@@ -194,7 +194,7 @@ cudnnStatus_t WorkspaceSize(cudnnHandle_t handle, ConvKind kind, const ConvPlan&
 Status BuildPlan(cudnnHandle_t handle, int device, std::string_view op, ConvKind kind, DType dtype,
                  ConvLayout layout, const ConvGeo& g, ConvPlan& p) {
   for (int64_t elements :
-       {g.n * g.hp() * g.wp() * g.c, g.n * g.oh * g.ow * g.f, g.kh * g.kw * g.c * g.f}) {
+       {g.n * CudnnH(g) * CudnnW(g) * g.c, g.n * g.oh * g.ow * g.f, g.kh * g.kw * g.c * g.f}) {
     if (elements > INT_MAX) {
       return UnimplementedError(Where(device, op) + GeoString(g) +
                                 ": a tensor has more than 2^31-1 elements, beyond cuDNN's "
@@ -216,8 +216,8 @@ Status BuildPlan(cudnnHandle_t handle, int device, std::string_view op, ConvKind
   const int n = static_cast<int>(g.n), c = static_cast<int>(g.c), f = static_cast<int>(g.f);
   TROUPE_RETURN_IF_ERROR(
       check("cudnnSetTensor4dDescriptor(input)",
-            cudnnSetTensor4dDescriptor(p.x, format, type, n, c, static_cast<int>(g.hp()),
-                                       static_cast<int>(g.wp()))));
+            cudnnSetTensor4dDescriptor(p.x, format, type, n, c, static_cast<int>(CudnnH(g)),
+                                       static_cast<int>(CudnnW(g)))));
   TROUPE_RETURN_IF_ERROR(
       check("cudnnSetTensor4dDescriptor(output)",
             cudnnSetTensor4dDescriptor(p.y, format, type, n, f, static_cast<int>(g.oh),
@@ -297,7 +297,8 @@ const char* LayoutName(ConvLayout layout) { return layout == ConvLayout::kNHWC ?
 std::string GeoString(const ConvGeo& g) {
   return "input " + Dims({g.n, g.h, g.w, g.c}) + " filter " + Dims({g.kh, g.kw, g.c, g.f}) +
          " output " + Dims({g.n, g.oh, g.ow, g.f}) + " strides " + Dims({g.sh, g.sw}) +
-         " pad top/left " + Dims({g.pt, g.pl}) + " extra bottom/right " + Dims({g.eh, g.ew});
+         " pad top/left " + Dims({g.pt, g.pl}) + " extra bottom/right " +
+         Dims({ExtraBottom(g), ExtraRight(g)});
 }
 
 Result<ConvPlan*> GetConvPlan(cudnnHandle_t handle, int device, std::string_view op, ConvKind kind,
@@ -320,8 +321,8 @@ Result<ConvPlan*> GetConvPlan(cudnnHandle_t handle, int device, std::string_view
                                     g.sw,
                                     g.pt,
                                     g.pl,
-                                    g.eh,
-                                    g.ew};
+                                    ExtraBottom(g),
+                                    ExtraRight(g)};
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans->find(key);

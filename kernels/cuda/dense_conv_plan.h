@@ -22,20 +22,22 @@
 
 #include "core/dtype.h"
 #include "core/result.h"
+#include "kernels/conv_geometry.h"
 
 namespace troupe::gpu_dense {
 
 enum class ConvKind { kForward, kBackwardData, kBackwardFilter };
 enum class ConvLayout { kNHWC, kNCHW };
 
-// Conv geometry in TF terms (NHWC input, HWIO filter). eh/ew are the extra bottom/right zero
-// rows/columns of TF's asymmetric SAME padding; cuDNN sees an input of (h + eh) x (w + ew) with
-// symmetric padding pt/pl.
-struct ConvGeo {
-  int64_t n, h, w, c, kh, kw, f, oh, ow, sh, sw, pt, pl, eh, ew;
-  int64_t hp() const { return h + eh; }
-  int64_t wp() const { return w + ew; }
-};
+// Conv geometry in TF terms (NHWC input, HWIO filter; kernels/conv_geometry.h). cuDNN pads
+// symmetrically, TF's SAME puts the odd pad row/column at the bottom/right: cuDNN sees an input
+// of CudnnH x CudnnW, with ExtraBottom/ExtraRight zero rows/columns appended, padded pt/pl on
+// both sides.
+using ConvGeo = kernels::ConvGeo;
+inline int64_t ExtraBottom(const ConvGeo& g) { return g.pb - g.pt; }
+inline int64_t ExtraRight(const ConvGeo& g) { return g.pr - g.pl; }
+inline int64_t CudnnH(const ConvGeo& g) { return g.h + ExtraBottom(g); }
+inline int64_t CudnnW(const ConvGeo& g) { return g.w + ExtraRight(g); }
 
 struct ConvAlgo {
   int algo;          // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t

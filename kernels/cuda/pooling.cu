@@ -13,7 +13,7 @@
 #include <cmath>
 
 #include "core/cuda_util.h"
-#include "kernels/conv_util.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/cuda/dense_util.h"
 #include "kernels/cuda/gpu_kernels.h"
 #include "kernels/cuda/handles.h"
@@ -24,21 +24,11 @@ namespace {
 using gpu_dense::BlocksFor;
 using gpu_dense::kThreads;
 
-struct PoolGeo {
-  int64_t n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
-};
+// kernels/conv_geometry.h: kh x kw is the window (ksize); the device code reads fields only.
+using PoolGeo = kernels::ConvGeo;
 
 Result<PoolGeo> MakeGeo(std::string_view op, const AttrMap& attrs, const TensorShape& in) {
-  TROUPE_ASSIGN_OR_RETURN(kernels::Window2D win, kernels::ParseWindow(op, attrs, true));
-  PoolGeo g{};
-  g.n = in.dim(0), g.h = in.dim(1), g.w = in.dim(2), g.c = in.dim(3);
-  g.kh = win.kh, g.kw = win.kw, g.sh = win.sh, g.sw = win.sw;
-  TROUPE_ASSIGN_OR_RETURN(kernels::OutSize oh,
-                          kernels::WindowOutput(op, "height", g.h, g.kh, g.sh, win.padding));
-  TROUPE_ASSIGN_OR_RETURN(kernels::OutSize ow,
-                          kernels::WindowOutput(op, "width", g.w, g.kw, g.sw, win.padding));
-  g.oh = oh.out, g.ow = ow.out, g.pt = oh.pad_before, g.pl = ow.pad_before;
-  return g;
+  return kernels::PoolGeometry(op, attrs, in, "input");
 }
 
 __device__ inline float MulRn(float a, float b) { return __fmul_rn(a, b); }

@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "kernels/conv2d_direct.h"
-#include "kernels/conv_util.h"
 #include "kernels/gemm_packed.h"
+#include "kernels/im2col.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace troupe {
@@ -418,7 +418,7 @@ TEST(Conv2DTest, FilterGradientSumsRowBlocksInOrder) {
   }
 }
 
-// A strided 1x1 filter's input gradient is written once (conv_util.h: ScatterStrided on the
+// A strided 1x1 filter's input gradient is written once (im2col.h: ScatterStrided on the
 // stride grid, ZeroOffGrid elsewhere) instead of zero-filled and added into: the bits of the
 // fill then Col2ImAdd, -0 included (0 + -0 is +0), and every pixel written (dx starts as NaN).
 TEST(Conv2DTest, StridedPointwiseInputGradientWritesEveryPixel) {

@@ -1,7 +1,7 @@
-// kernels/conv_util.h: Im2ColColumns writes exactly the chosen columns of Im2Col's patch rows,
+// kernels/im2col.h: Im2ColColumns writes exactly the chosen columns of Im2Col's patch rows,
 // at its own row stride, whatever columns it starts and ends in (mid-tap, mid-window-row), with
 // padding, strides and dilations.
-#include "kernels/conv_util.h"
+#include "kernels/im2col.h"
 
 #include <gtest/gtest.h>
 
