@@ -32,7 +32,9 @@ struct TrainConfig {
   // sigmoid output layer's logits are used whatever this says, as in Keras).
   std::optional<bool> from_logits;
   // [data]
-  std::string data_source = "fashion_mnist";  // fashion_mnist | tfrecord | text | synthetic
+  // fashion_mnist | tfrecord | text | synthetic, or a source a program registered
+  // (input/data_source.h RegisterDataSource)
+  std::string data_source = "fashion_mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string data_files;              // text, tfrecord: a glob of the training files (sorted)
   std::string data_eval_files;         // tfrecord: a glob of the evaluation files
@@ -90,7 +92,7 @@ struct TrainConfig {
   // Keras' dtype policy: "float32" | "mixed_bfloat16" | "mixed_float16" (graph/precision.h:
   // compute rounded to the low type, variables and optimizer in float32).
   std::string precision = "float32";
-  // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/model_replicas.cc maps
+  // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/optimizer_recipe.h maps
   // these fields to an nn::OptimizerConfig).
   std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
   double learning_rate = 0.001;

@@ -1,17 +1,18 @@
 // Trainer: one process's part of a training job. Setup builds the communicator and its
 // replicas' traced step functions, restores the run dir's latest valid checkpoint, then joins
 // the control plane (hosting the coordinator on rank 0, which hashes the restored job
-// generator into per-replica keys) and checks it can do what it was assigned. RunStep reads
-// the next global batch, gives replica g rows [g*b, (g+1)*b), allreduces gradients through
-// collectives/ in global-replica-id order and applies identical optimizer steps. Evaluate
-// scores the test split; Save has the process holding replica 0 write a checkpoint; Run loops
-// to the end with progress lines, TensorBoard scalars, checkpoints every K steps and an
-// evaluation every epoch.
+// generator into per-replica keys) and checks it can do what it was assigned. RunStep gives
+// each local replica its next per-replica batch (from its own auto-sharded pipeline, or rows
+// [g*b, (g+1)*b) of one global stream with data.auto_shard = "OFF": actors/batches.h), runs
+// its traced step, allreduces gradients through collectives/ in global-replica-id order
+// (bucketed, while backward runs) and applies identical optimizer steps. Evaluate scores the
+// test split; Save has the process holding replica 0 write a checkpoint; Run loops to the end
+// with progress lines, TensorBoard scalars, checkpoints every K steps and evaluations.
 //
-// The input order depends only on the seed and the global batch, and every sum on the replica
-// ids, so 1x4, 2x2 and 4x1 layouts produce bit-identical checkpoints. A non-finite loss or
-// gradient stops the job (or skips the update with train.skip_nonfinite), and a checkpoint
-// whose variables are not finite is never written.
+// A replica's input depends only on the seed, its global replica id and the replica count, and
+// every sum on the replica ids, so 1x4, 2x2 and 4x1 layouts produce bit-identical checkpoints.
+// A non-finite loss or gradient stops the job (or skips the update with train.skip_nonfinite),
+// and a checkpoint whose variables are not finite is never written.
 #pragma once
 
 #include <atomic>
@@ -121,10 +122,10 @@ class Trainer {
 
   int64_t step() const;
   int64_t total_steps() const;
-  // The coordinator's key for each local replica (its random draws' seeds derive from it).
   // Gradient allreduces this process launched so far (buckets per update; one update of
   // train.accumulate_steps micro-batches reduces once).
   int64_t gradient_allreduces() const;
+  // The coordinator's key for each local replica (its random draws' seeds derive from it).
   const std::vector<int64_t>& replica_keys() const;
 
   struct Parts;  // everything a job holds; defined in trainer_parts.h

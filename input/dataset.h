@@ -3,13 +3,25 @@
 // tf.data, including the exact orders of shuffle (TF's Philox stream), interleave, shard and
 // rebatch, so a Troupe pipeline yields the same elements in the same order as the TF one.
 //
-//   auto ds = Dataset::FashionMnist("train")
-//                 .Map(ScaleImages())           // uint8 [28,28] -> float32 [28,28] in [0,1]
-//                 .Shuffle(10000, /*seed=*/42)
-//                 .Batch(64, /*drop_remainder=*/true)
-//                 .Prefetch(2);
-//   TROUPE_ASSIGN_OR_RETURN(auto it, ds.MakeIterator());
-//   while (true) { TROUPE_ASSIGN_OR_RETURN(auto e, it->Next()); if (!e) break; ... }
+//   // uint8 images [28, 28] -> float32 in [0, 1]; the label passes through.
+//   auto scale = [](Element e) -> Result<Element> {
+//     TROUPE_ASSIGN_OR_RETURN(Tensor x, Tensor::Allocate(DType::kFloat32, e[0].shape()));
+//     for (int64_t i = 0; i < x.num_elements(); ++i) {
+//       x.data<float>()[i] = static_cast<float>(e[0].data<uint8_t>()[i]) / 255.0f;
+//     }
+//     return Element{x, e[1]};
+//   };
+//   Dataset ds = Dataset::FashionMnist("train")  // (image uint8 [28, 28], label uint8)
+//                    .Map(scale)
+//                    .Shuffle(10000, /*seed=*/42)
+//                    .Batch(64, /*drop_remainder=*/true)
+//                    .Prefetch(2);
+//   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, ds.MakeIterator());
+//   while (true) {
+//     TROUPE_ASSIGN_OR_RETURN(std::optional<Element> batch, it->Next());
+//     if (!batch) break;  // end of the data
+//     ...                 // (*batch)[0]: float32 [64, 28, 28], (*batch)[1]: uint8 [64]
+//   }
 //
 // Builder methods never fail on the spot: a bad argument yields a Dataset holding the error,
 // reported by status() and by MakeIterator().

@@ -174,7 +174,6 @@ std::vector<std::string> LossChoices() {
 // [job] and [model].
 std::vector<ConfigKey> JobAndModelKeys() {
   using C = TrainConfig;
-  using C = TrainConfig;
   return {
       String("job.name", &C::name, {},
              "Name of the run: the start-up line, TensorBoard file names, checkpoints and "
@@ -217,8 +216,6 @@ std::vector<ConfigKey> JobAndModelKeys() {
 
 // [data] and its [data.features.*] tables.
 std::vector<ConfigKey> DataKeys() {
-  using C = TrainConfig;
-  using F = TrainConfig::Feature;
   using C = TrainConfig;
   using F = TrainConfig::Feature;
   const std::string tfrecord_only = "only the tfrecord source reads tf.train.Example features";
@@ -308,7 +305,6 @@ std::vector<ConfigKey> DataKeys() {
 // [train].
 std::vector<ConfigKey> TrainKeys() {
   using C = TrainConfig;
-  using C = TrainConfig;
   const std::vector<std::string> schedules = {"constant",    "cosine",       "piecewise",
                                               "exponential", "inverse_time", "polynomial"};
   return {
@@ -364,7 +360,6 @@ std::vector<ConfigKey> TrainKeys() {
 
 // [optimizer]: the update rule, its schedule, clipping and averaging.
 std::vector<ConfigKey> OptimizerKeys() {
-  using C = TrainConfig;
   using C = TrainConfig;
   const std::vector<std::string> betas = {"adam", "adamw", "lion"};
   const std::string no_betas = "only Adam, AdamW and Lion have betas";
@@ -477,7 +472,6 @@ std::vector<ConfigKey> OptimizerKeys() {
 
 // [checkpoint], [collectives] and [control].
 std::vector<ConfigKey> RunKeys() {
-  using C = TrainConfig;
   using C = TrainConfig;
   return {
       Int("checkpoint.every_steps", &C::checkpoint_every_steps, 0,
