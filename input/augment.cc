@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/philox.h"
 #include "core/thread_pool.h"
-#include "input/philox.h"
 
 namespace troupe::input {
 namespace {
@@ -60,8 +60,6 @@ std::vector<Interp> Weights(int64_t out_size, int64_t in_size) {
   return w;
 }
 
-uint64_t Words(uint32_t lo, uint32_t hi) { return uint64_t{lo} | (uint64_t{hi} << 32); }
-
 uint32_t Uniform(uint32_t u, uint64_t n) { return static_cast<uint32_t>((u * n) >> 32); }
 
 }  // namespace
@@ -69,12 +67,12 @@ uint32_t Uniform(uint32_t u, uint64_t n) { return static_cast<uint32_t>((u * n) 
 RowDraws DrawForRow(const AugmentKey& key, int64_t row, int64_t padding) {
   Philox4x32 per_step(static_cast<uint64_t>(key.seed), static_cast<uint64_t>(key.replica));
   per_step.Skip(static_cast<uint64_t>(key.step));
-  const Philox4x32::Result w = per_step();
+  const Philox4x32::Block w = per_step();
   RowDraws d;
   for (uint64_t op = 0; op < 2; ++op) {
-    Philox4x32 gen(Words(w[0], w[1]), Words(w[2], w[3]));
+    Philox4x32 gen(Philox4x32::Join(w[0], w[1]), Philox4x32::Join(w[2], w[3]));
     gen.Skip(2 * static_cast<uint64_t>(row) + op);
-    const Philox4x32::Result u = gen();
+    const Philox4x32::Block u = gen();
     if (op == 0) {
       const uint64_t n = 2 * static_cast<uint64_t>(std::max<int64_t>(padding, 0)) + 1;
       d.crop_top = Uniform(u[0], n);

@@ -3,7 +3,7 @@
 // (seed, replica, step, row): the same AugmentKey gives the same bits on any thread count and
 // on any host, and resuming a run at step s redraws exactly what the first run drew.
 //
-// Randomness (Philox4x32-10 of input/philox.h, i.e. TF's PhiloxRandom):
+// Randomness (Philox4x32-10 of core/philox.h, i.e. TF's PhiloxRandom):
 //   1. Per (replica, step): Philox4x32(key = seed, counter = [step lo, step hi, replica lo,
 //      replica hi]) gives one block w0..w3 (all as uint64 two's complement).
 //   2. Per row r (its index in the batch, 0-based) and operation op (0 = crop, 1 = flip):

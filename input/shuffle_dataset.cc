@@ -6,8 +6,8 @@
 #include <mutex>
 #include <random>
 
+#include "core/philox.h"
 #include "input/dataset_impl.h"
-#include "input/philox.h"
 
 namespace troupe::input {
 namespace internal {

@@ -2,7 +2,7 @@
 
 #include <numeric>
 
-#include "input/philox.h"
+#include "core/philox.h"
 
 namespace troupe::input {
 namespace {

@@ -5,11 +5,12 @@
 //     -> dx, dgamma [D], dbeta [D]
 // The forward op has the bits of the unfused graph of nn::LayerNormalization (Keras'
 // layer_normalization): mean = Mean(x, -1), variance = Mean(SquaredDifference(x, mean), -1)
-// (ReduceInto's row sums: 16 interleaved lanes folded pairwise), inv = Rsqrt(variance + eps) *
+// (the Sum op's row sums, kernels/lane_sum.h), inv = Rsqrt(variance + eps) *
 // gamma, y = x * inv + (-mean * inv + beta), each step rounded as the separate ops round it.
 // The backward op: xhat = (x - mean) * rstd, g = dy * gamma,
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), dgamma = sum_rows(dy * xhat),
-//   dbeta = sum_rows(dy), the row sums in 16 fixed lanes and the column sums in channel_sums.h's
+//   dbeta = sum_rows(dy), the row sums in lane_sum.h's order and the column sums in
+//   channel_sums.h's
 // order: the same bits for any thread count and vector width.
 #include <algorithm>
 #include <cmath>
@@ -17,39 +18,12 @@
 
 #include "kernels/channel_sums.h"
 #include "kernels/elementwise_impl.h"
+#include "kernels/lane_sum.h"
 #include "kernels/register_ops.h"
 
 namespace troupe {
 namespace kernels {
 namespace {
-
-constexpr int64_t kRowChunk = 16384;  // ReduceInto's chunk of a reduced contiguous row
-
-// ReduceInto's LaneSum of f(0..n): 16 interleaved lanes, folded pairwise.
-template <typename F>
-float LaneSum(int64_t n, const F& f) {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += f(i + l);
-  }
-  for (int l = 0; i < n; ++i, ++l) acc[l] += f(i);
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  }
-  return acc[0];
-}
-
-// The Sum op's row sum: LaneSum per chunk of kRowChunk, chunks added in order.
-template <typename F>
-float RowSum(int64_t n, const F& f) {
-  float sum = LaneSum(std::min(n, kRowChunk), f);
-  for (int64_t k = kRowChunk; k < n; k += kRowChunk) {
-    sum += LaneSum(std::min(kRowChunk, n - k), [&](int64_t i) { return f(k + i); });
-  }
-  return sum;
-}
 
 Result<SpecList> LnShape(std::string_view op, Specs in, const AttrMap& attrs, bool grad) {
   TROUPE_RETURN_IF_ERROR(attrs.GetFloat("epsilon").status().WithContext(op));
@@ -95,13 +69,13 @@ Status Forward(KernelContext& ctx) {
   ParallelFor(ctx.pool(), rows, 4 * d, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* xr = xp + r * d;
-      const float m = RowSum(d, [xr](int64_t i) { return xr[i]; }) / count;
+      const float m = RowSum<float>(d, [xr](int64_t i) { return xr[i]; }) / count;
       mean[r] = m;
-      var[r] = RowSum(d,
-                      [xr, m](int64_t i) {
-                        const float t = xr[i] - m;
-                        return t * t;
-                      }) /
+      var[r] = RowSum<float>(d,
+                             [xr, m](int64_t i) {
+                               const float t = xr[i] - m;
+                               return t * t;
+                             }) /
                count;
     }
   });
@@ -155,8 +129,8 @@ Status Backward(KernelContext& ctx) {
       const float m = mean[r];
       const double rstd = 1.0 / std::sqrt(static_cast<double>(var[r]) + eps);
       const float rstd_f = static_cast<float>(rstd);
-      const double s1 = RowSum(d, [&](int64_t i) { return dyr[i] * gamma[i]; });
-      const double s2 = RowSum(d, [&](int64_t i) {
+      const double s1 = RowSum<float>(d, [&](int64_t i) { return dyr[i] * gamma[i]; });
+      const double s2 = RowSum<float>(d, [&](int64_t i) {
         const float g = dyr[i] * gamma[i];
         return g * (xr[i] - m);
       });

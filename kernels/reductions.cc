@@ -9,6 +9,7 @@
 
 #include "kernels/broadcast.h"
 #include "kernels/kernel_util.h"
+#include "kernels/lane_sum.h"
 #include "kernels/register_ops.h"
 #include "kernels/transpose.h"
 
@@ -23,28 +24,11 @@ using Map = Eigen::Map<ArrayX<T>>;
 template <typename T>
 using ConstMap = Eigen::Map<const ArrayX<T>>;
 
-// Elements per chunk of the reduced dimension. A constant, so the split depends on the shape
-// only.
-constexpr int64_t kChunk = 16384;
+// Elements per chunk of the reduced dimension: lane_sum.h's chunk, so a Sum's chunks are
+// RowSum's. A constant, so the split depends on the shape only.
+constexpr int64_t kChunk = kSumChunk;
 // Columns per block when reducing a middle dimension with contiguous rows.
 constexpr int64_t kColBlock = 4096;
-
-// Sum of a contiguous run in 16 interleaved lanes (vectorizes without reassociating), then a
-// fixed pairwise combine: the order does not depend on the pointer's alignment.
-template <typename T>
-T LaneSum(const T* x, int64_t n) {
-  constexpr int kLanes = 16;
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
-  }
-  for (int l = 0; i < n; ++i, ++l) acc[l] += x[i];
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  }
-  return acc[0];
-}
 
 template <typename T>
 struct SumOp {

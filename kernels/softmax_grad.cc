@@ -2,39 +2,13 @@
 // gradient graph/ gives Softmax (TF has no such op), with the bits of the Mul, Sum(keep_dims),
 // Sub, Mul chain it replaces. Built with -ffp-contract=off (kernels/CMakeLists.txt) so that each
 // product is rounded before it is added, as the separate ops round it.
-#include <algorithm>
-
 #include "kernels/kernel_util.h"
+#include "kernels/lane_sum.h"
 #include "kernels/register_ops.h"
 
 namespace troupe {
 namespace kernels {
 namespace {
-
-// ReduceInto's Sum of one contiguous row (reductions.cc): chunks of kSumChunk values, each
-// summed in 16 interleaved lanes folded pairwise, chunks added in order. Here the values are
-// the products dy[i] * y[i], each rounded as the Mul op rounds it.
-constexpr int64_t kSumChunk = 16384;
-template <typename T>
-T DotLaneSum(const T* a, const T* b, int64_t n) {
-  constexpr int kLanes = 16;
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const T p = a[i + l] * b[i + l];
-      acc[l] += p;
-    }
-  }
-  for (int l = 0; i < n; ++i, ++l) {
-    const T p = a[i] * b[i];
-    acc[l] += p;
-  }
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  }
-  return acc[0];
-}
 
 template <typename T>
 void SoftmaxGradRows(ThreadPool* pool, const T* y, const T* dy, T* dx, int64_t rows, int64_t c) {
@@ -42,10 +16,8 @@ void SoftmaxGradRows(ThreadPool* pool, const T* y, const T* dy, T* dx, int64_t r
     for (int64_t r = b; r < e; ++r) {
       const T* yr = y + r * c;
       const T* dyr = dy + r * c;
-      T sum = DotLaneSum(dyr, yr, std::min(c, kSumChunk));
-      for (int64_t k = kSumChunk; k < c; k += kSumChunk) {
-        sum += DotLaneSum(dyr + k, yr + k, std::min(kSumChunk, c - k));
-      }
+      // The Sum op's row sum of the products dy[i] * y[i], each rounded as the Mul op rounds it.
+      const T sum = RowSum<T>(c, [dyr, yr](int64_t i) { return dyr[i] * yr[i]; });
       T* out = dx + r * c;
       for (int64_t j = 0; j < c; ++j) {
         const T d = dyr[j] - sum;

@@ -1,15 +1,12 @@
-// Fused optimizer update ops (graph-level; compiled without floating-point contraction so each
-// step is exactly Keras' sequence of float32 multiplies, adds, divides and square roots).
-#include <cmath>
+// Fused optimizer update ops (graph-level): one op per weight that locks the variable and its
+// slots and applies optimizer_steps.h's update, split across threads (elementwise, so no bits
+// change) on the CPU, or its CUDA counterpart where the variable lives on a GPU.
 #include <cstring>
-
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 #include "core/gpu.h"
 #include "core/thread_pool.h"
 #include "graph/graph_op.h"
+#include "graph/nn/optimizer_steps.h"
 #include "graph/nn/optimizers.h"
 #include "troupe/build_info.h"
 #if TROUPE_HAVE_CUDA
@@ -91,18 +88,15 @@ class SgdUpdateOp final : public GraphOp {
       return UnavailableError("KerasSGDUpdate: '" + var_->name + "' is on a GPU in a CPU build");
 #endif
     }
+    const SgdStep step{lr, mu, nesterov_};
     if (m_ == nullptr) {
-      for (int64_t i = 0; i < n; ++i) w[i] = w[i] - g[i] * lr;
+      step.Apply(w, nullptr, g, 0, n);
       return Status::OK();
     }
     std::lock_guard<std::mutex> lock_m(m_->mu);
     float* m = WritableLocked(*m_).data<float>();
-    ThreadPool::Default()->ParallelFor(n, kUpdateGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        m[i] = m[i] * mu - g[i] * lr;
-        w[i] = nesterov_ ? w[i] + (m[i] * mu - g[i] * lr) : w[i] + m[i];
-      }
-    });
+    ThreadPool::Default()->ParallelFor(
+        n, kUpdateGrain, [&](int64_t begin, int64_t end) { step.Apply(w, m, g, begin, end); });
     return Status::OK();
   }
 
@@ -111,34 +105,6 @@ class SgdUpdateOp final : public GraphOp {
   double mu_;
   bool nesterov_;
 };
-
-// Keras' Adam step on [begin, end): m += (g - m) * (1 - b1); v += (g * g - v) * (1 - b2);
-// w -= (m * alpha) / (sqrt(v) + eps). The 8-lane body runs the same IEEE operations in the
-// same order as the scalar tail (this file has no FMA contraction), so the bits are those of the
-// scalar loop; GCC -O2 left that loop scalar (sqrt and divide one float at a time).
-void KerasAdamRange(float* w, float* m, float* v, const float* g, int64_t begin, int64_t end,
-                    float alpha, float one_minus_b1, float one_minus_b2, float eps) {
-  int64_t i = begin;
-#if defined(__AVX2__)
-  const __m256 b1 = _mm256_set1_ps(one_minus_b1), b2 = _mm256_set1_ps(one_minus_b2);
-  const __m256 va = _mm256_set1_ps(alpha), ve = _mm256_set1_ps(eps);
-  for (; i + 8 <= end; i += 8) {
-    const __m256 gi = _mm256_loadu_ps(g + i);
-    __m256 mi = _mm256_loadu_ps(m + i), vi = _mm256_loadu_ps(v + i);
-    mi = _mm256_add_ps(mi, _mm256_mul_ps(_mm256_sub_ps(gi, mi), b1));
-    vi = _mm256_add_ps(vi, _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(gi, gi), vi), b2));
-    const __m256 step = _mm256_div_ps(_mm256_mul_ps(mi, va), _mm256_add_ps(_mm256_sqrt_ps(vi), ve));
-    _mm256_storeu_ps(m + i, mi);
-    _mm256_storeu_ps(v + i, vi);
-    _mm256_storeu_ps(w + i, _mm256_sub_ps(_mm256_loadu_ps(w + i), step));
-  }
-#endif
-  for (; i < end; ++i) {
-    m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
-    v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
-    w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
-  }
-}
 
 class AdamUpdateOp final : public GraphOp {
  public:
@@ -161,15 +127,8 @@ class AdamUpdateOp final : public GraphOp {
   }
   Status Run(std::span<const Tensor> in, std::vector<Tensor>&, const GraphOpContext&) override {
     TROUPE_RETURN_IF_ERROR(CheckFloat(in[0], *var_, type()));
-    const float lr = lr_->Get().scalar<float>();
-    // local_step = f32(iterations + 1); powers, alpha: float32 as Keras computes them.
-    const float t = static_cast<float>(it_->Get().scalar<int64_t>() + 1);
-    const float b1_power = std::pow(static_cast<float>(b1_), t);
-    const float b2_power = std::pow(static_cast<float>(b2_), t);
-    const float alpha = lr * std::sqrt(1.0f - b2_power) / (1.0f - b1_power);
-    const float one_minus_b1 = static_cast<float>(1.0 - b1_);
-    const float one_minus_b2 = static_cast<float>(1.0 - b2_);
-    const float eps = static_cast<float>(eps_);
+    const AdamStep step =
+        AdamStep::At(lr_->Get().scalar<float>(), it_->Get().scalar<int64_t>(), b1_, b2_, eps_);
     std::lock_guard<std::mutex> lock(var_->mu);
     std::lock_guard<std::mutex> lock_m(m_->mu);
     std::lock_guard<std::mutex> lock_v(v_->mu);
@@ -183,17 +142,16 @@ class AdamUpdateOp final : public GraphOp {
     float* v = WritableLocked(*v_).data<float>();
     if (!var_->value.device().is_cpu()) {
 #if TROUPE_HAVE_CUDA
-      return gpu_kernels::KerasAdamUpdate(var_->value.device(), w, m, v, g, n, alpha, one_minus_b1,
-                                          one_minus_b2, eps);
+      return gpu_kernels::KerasAdamUpdate(var_->value.device(), w, m, v, g, n, step.alpha,
+                                          step.one_minus_b1, step.one_minus_b2, step.eps);
 #else
       return UnavailableError("KerasAdamUpdate: '" + var_->name + "' is on a GPU in a CPU build");
 #endif
     }
     // Elementwise, so splitting it changes no bits; large variables (a conv net's dense
     // kernel) use every core.
-    ThreadPool::Default()->ParallelFor(n, kUpdateGrain, [&](int64_t begin, int64_t end) {
-      KerasAdamRange(w, m, v, g, begin, end, alpha, one_minus_b1, one_minus_b2, eps);
-    });
+    ThreadPool::Default()->ParallelFor(
+        n, kUpdateGrain, [&](int64_t begin, int64_t end) { step.Apply(w, m, v, g, begin, end); });
     return Status::OK();
   }
 

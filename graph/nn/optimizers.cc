@@ -1,8 +1,7 @@
 #include "graph/nn/optimizers.h"
 
-#include <cmath>
-
 #include "core/gpu.h"
+#include "graph/nn/optimizer_steps.h"
 #include "graph/ops.h"
 
 namespace troupe::nn {
@@ -211,16 +210,8 @@ Status SGD::UpdateStep(const Value& grad, const Variable& var, const std::vector
 
 void SGD::UpdateHost(float* w, const std::vector<float*>& slots, const float* g, int64_t n,
                      float lr, int64_t) const {
-  if (slots.empty()) {
-    for (int64_t i = 0; i < n; ++i) w[i] = w[i] - g[i] * lr;
-    return;
-  }
-  const float mu = static_cast<float>(options_.momentum);
-  float* m = slots[0];
-  for (int64_t i = 0; i < n; ++i) {
-    m[i] = m[i] * mu - g[i] * lr;
-    w[i] = options_.nesterov ? w[i] + (m[i] * mu - g[i] * lr) : w[i] + m[i];
-  }
+  const SgdStep step{lr, static_cast<float>(options_.momentum), options_.nesterov};
+  step.Apply(w, slots.empty() ? nullptr : slots[0], g, 0, n);
 }
 
 Status Adam::UpdateStep(const Value& grad, const Variable& var,
@@ -231,20 +222,8 @@ Status Adam::UpdateStep(const Value& grad, const Variable& var,
 
 void Adam::UpdateHost(float* w, const std::vector<float*>& slots, const float* g, int64_t n,
                       float lr, int64_t step_iterations) const {
-  const float t = static_cast<float>(step_iterations + 1);
-  const float b1_power = std::pow(static_cast<float>(options_.beta_1), t);
-  const float b2_power = std::pow(static_cast<float>(options_.beta_2), t);
-  const float alpha = lr * std::sqrt(1.0f - b2_power) / (1.0f - b1_power);
-  const float one_minus_b1 = static_cast<float>(1.0 - options_.beta_1);
-  const float one_minus_b2 = static_cast<float>(1.0 - options_.beta_2);
-  const float eps = static_cast<float>(options_.epsilon);
-  float* m = slots[0];
-  float* v = slots[1];
-  for (int64_t i = 0; i < n; ++i) {
-    m[i] = m[i] + (g[i] - m[i]) * one_minus_b1;
-    v[i] = v[i] + (g[i] * g[i] - v[i]) * one_minus_b2;
-    w[i] = w[i] - (m[i] * alpha) / (std::sqrt(v[i]) + eps);
-  }
+  AdamStep::At(lr, step_iterations, options_.beta_1, options_.beta_2, options_.epsilon)
+      .Apply(w, slots[0], slots[1], g, 0, n);
 }
 
 }  // namespace troupe::nn

@@ -4,7 +4,7 @@
 #include <random>
 #include <string>
 
-#include "kernels/random/philox.h"
+#include "kernels/random/philox_blocks.h"
 #include "kernels/random/stateless.h"
 #include "kernels/random/threefry.h"
 
@@ -188,9 +188,9 @@ KeyCounter Generator::ReadAndSkip(uint64_t delta) {
   } else {
     old.key = static_cast<uint64_t>(s[2]);
     old.counter = {static_cast<uint64_t>(s[0]), static_cast<uint64_t>(s[1])};
-    Philox4x32 p(old);
+    Philox4x32 p = PhiloxAt(old);
     p.Skip(skip);
-    const KeyCounter moved = p.key_counter();
+    const KeyCounter moved = KeyCounterOf(p);
     s[0] = static_cast<int64_t>(moved.counter[0]);
     s[1] = static_cast<int64_t>(moved.counter[1]);
   }

@@ -12,7 +12,7 @@
 #include "core/gpu.h"
 #include "kernels/cuda/random_launch.h"
 #include "kernels/op_registry.h"
-#include "kernels/random/philox.h"
+#include "kernels/random/philox_blocks.h"
 #include "kernels/random/stateless.h"
 #include "kernels/random/xla_cpu_math.h"
 #include "kernels/random/xla_threefry.h"
@@ -126,7 +126,7 @@ Status FillRandomGpu(int device, const RandomSpec& spec, const TensorShape& shap
   }
   const KeyCounter& kc = spec.key_counter;
   if (ResolveAlgorithm(spec.alg) == RngAlgorithm::kPhilox) {
-    const Philox4x32 gen(kc);
+    const Philox4x32 gen = PhiloxAt(kc);
     for (int i = 0; i < 4; ++i) a.philox.counter[i] = gen.counter()[static_cast<size_t>(i)];
     for (int i = 0; i < 2; ++i) a.philox.key[i] = gen.key()[static_cast<size_t>(i)];
     Status st = detail::LaunchPhilox(a);
@@ -172,7 +172,7 @@ Status FillRandomGpu(int device, const RandomSpec& spec, const TensorShape& shap
 Status PhiloxBlocksGpu(int device, const KeyCounter& base, uint64_t first, int64_t n,
                        uint32_t* out) {
   TROUPE_RETURN_IF_ERROR(::troupe::gpu::CheckDevice(Device::Gpu(device)));
-  const Philox4x32 gen(base);
+  const Philox4x32 gen = PhiloxAt(base);
   detail::PhiloxArgs p{};
   for (int i = 0; i < 4; ++i) p.counter[i] = gen.counter()[static_cast<size_t>(i)];
   for (int i = 0; i < 2; ++i) p.key[i] = gen.key()[static_cast<size_t>(i)];

@@ -3,7 +3,7 @@
 // path handles tails, counter words that would carry inside a vector, and non-AVX2 builds.
 #include <cstring>
 
-#include "kernels/random/philox.h"
+#include "kernels/random/philox_blocks.h"
 #include "kernels/random/threefry.h"
 
 #if defined(__AVX2__)

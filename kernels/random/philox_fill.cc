@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/random/fast_box_muller.h"
+#include "kernels/random/philox_blocks.h"
 #include "kernels/random/tf_bits.h"
 
 namespace troupe::random {

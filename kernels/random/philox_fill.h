@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "core/dtype_traits.h"
+#include "core/philox.h"
 #include "core/thread_pool.h"
-#include "kernels/random/philox.h"
 
 namespace troupe::random {
 

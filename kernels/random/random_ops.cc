@@ -10,7 +10,7 @@
 
 #include "core/dtype_traits.h"
 #include "kernels/op_registry.h"
-#include "kernels/random/philox.h"
+#include "kernels/random/philox_blocks.h"
 #include "kernels/random/philox_fill.h"
 #include "kernels/random/stateless.h"
 #include "kernels/random/xla_cpu_math.h"
@@ -156,7 +156,7 @@ Status FillRandom(const RandomSpec& spec, const TensorShape& shape, void* out, T
   const RngAlgorithm alg = ResolveAlgorithm(spec.alg);
   const KeyCounter& kc = spec.key_counter;
   if (alg == RngAlgorithm::kPhilox) {
-    const Philox4x32 gen(kc);
+    const Philox4x32 gen = PhiloxAt(kc);
     switch (spec.dist) {
       case Distribution::kUniform:
         VisitFloat(spec.dtype,

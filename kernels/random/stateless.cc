@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/dtype_traits.h"
-#include "kernels/random/philox.h"
+#include "core/philox.h"
 
 namespace troupe::random {
 namespace {

@@ -8,8 +8,8 @@
 #include <set>
 #include <thread>
 
+#include "core/philox.h"
 #include "input/example.h"
-#include "input/philox.h"
 #include "input/tfrecord.h"
 #include "input_test_util.h"
 

@@ -22,7 +22,7 @@
 #include "kernels/cuda/random_gpu.h"
 #include "kernels/cuda/random_math.h"
 #include "kernels/op_registry.h"
-#include "kernels/random/philox.h"
+#include "kernels/random/philox_blocks.h"
 #include "kernels/random/random_ops.h"
 #include "kernels/random/stateless.h"
 #include "kernels/random/threefry.h"
@@ -424,7 +424,7 @@ TEST(GpuRandomTest, PhiloxBlocksEqualCpuEngineAcrossCarries) {
   constexpr int64_t kBlocks = 64;
   for (const Start& s : starts) {
     std::vector<uint32_t> want(4 * kBlocks);
-    PhiloxBlocks(Philox4x32(s.base), s.first, kBlocks, want.data());
+    PhiloxBlocks(PhiloxAt(s.base), s.first, kBlocks, want.data());
     Result<Tensor> dev = DeviceBuffer(DType::kUInt32, 4 * kBlocks);
     ASSERT_TRUE(dev.ok()) << dev.status();
     ASSERT_TRUE(gpu::PhiloxBlocksGpu(0, s.base, s.first, kBlocks, dev->data<uint32_t>()).ok());

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/dtype_traits.h"
+#include "core/philox.h"
 #include "core/thread_pool.h"
 #include "kernels/random/fast_box_muller.h"
-#include "kernels/random/philox.h"
 #include "kernels/random/philox_fill.h"
 #include "kernels/random/random_ops.h"
 #include "kernels/random/tf_bits.h"

@@ -2,8 +2,8 @@
 // algorithm, split/fold_in, and the errors for bad seeds, dtypes and ranges.
 #include <gtest/gtest.h>
 
+#include "core/philox.h"
 #include "kernels/op_registry.h"
-#include "kernels/random/philox.h"
 #include "kernels/random/stateless.h"
 #include "tests/kernels/random/numpy_print.h"
 

@@ -1,15 +1,16 @@
-// Philox4x32-10 (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3"), bit-for-bit as
-// TensorFlow's PhiloxRandom: a 128-bit counter (c[0] least significant) and a 64-bit key; one
-// call returns the 4 permuted counter words and then adds 1 to the counter. Skip(n) keeps TF's
-// carry quirk (see Skip) so skipped streams stay equal to TF's.
+// Philox4x32-10 (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3"), bit for bit as
+// TensorFlow's PhiloxRandom and SingleSampleAdapter (tensorflow/core/lib/random/
+// philox_random.h): the one definition that kernels/random (random ops, generators) and input/
+// (tf.data shuffle and seed streams, augmentation) draw from. A 128-bit counter (c[0] least
+// significant) and a 64-bit key; one call returns the 4 permuted counter words and then adds 1
+// to the counter. Skip(n) keeps TF's carry quirk (see Skip) so skipped streams stay equal to
+// TF's. Header-only, no dependencies.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
-#include "kernels/random/rng_alg.h"
-
-namespace troupe::random {
+namespace troupe {
 
 class Philox4x32 {
  public:
@@ -29,17 +30,9 @@ class Philox4x32 {
   // TF's PhiloxRandom(seed_lo, seed_hi): key = seed_lo, counter words 2,3 = seed_hi.
   Philox4x32(uint64_t seed_lo, uint64_t seed_hi)
       : counter_{0, 0, Lo(seed_hi), Hi(seed_hi)}, key_{Lo(seed_lo), Hi(seed_lo)} {}
-  // The V2 ops' (key u64, counter u64[2]) layout.
-  explicit Philox4x32(const KeyCounter& kc)
-      : counter_{Lo(kc.counter[0]), Hi(kc.counter[0]), Lo(kc.counter[1]), Hi(kc.counter[1])},
-        key_{Lo(kc.key), Hi(kc.key)} {}
 
   const Block& counter() const { return counter_; }
   const Key& key() const { return key_; }
-  KeyCounter key_counter() const {
-    return {Join(key_[0], key_[1]),
-            {Join(counter_[0], counter_[1]), Join(counter_[2], counter_[3])}};
-  }
 
   // The permutation itself: 10 rounds, the key raised by the Weyl constants between rounds.
   static Block Compute(Block c, Key k) {
@@ -86,9 +79,39 @@ class Philox4x32 {
   Key key_ = {0, 0};
 };
 
-// Writes blocks [first, first + n) of the stream that starts at `base` (block i is the call at
-// counter base + i, 128-bit add with full carry) as 4 words each: out[4 * (i - first) + j].
-// Vectorised (AVX2 / AVX-512 when the CPU has them); equal to calling Philox4x32 n times.
-void PhiloxBlocks(const Philox4x32& base, uint64_t first, int64_t n, uint32_t* out);
+// TF's SingleSampleAdapter<PhiloxRandom>: hands out the four 32-bit words of each block one at
+// a time (tf.data's shuffle and seed generators). Seeds as Philox4x32(seed, seed2).
+class PhiloxSingleSample {
+ public:
+  PhiloxSingleSample(uint64_t seed, uint64_t seed2) : gen_(seed, seed2) {}
+  uint32_t operator()() {
+    if (used_ == 4) {
+      block_ = gen_();
+      used_ = 0;
+    }
+    return block_[used_++];
+  }
+  // TF's SingleSampleAdapter::Skip.
+  void Skip(uint64_t n) {
+    if (n == 0) return;
+    const uint64_t unused = 4 - used_;
+    if (n <= unused) {
+      used_ += static_cast<int>(n);
+      return;
+    }
+    n -= unused;
+    used_ = 4;
+    gen_.Skip(n / 4);
+    if (n % 4) {
+      block_ = gen_();
+      used_ = static_cast<int>(n % 4);
+    }
+  }
 
-}  // namespace troupe::random
+ private:
+  Philox4x32 gen_;
+  Philox4x32::Block block_{};
+  int used_ = 4;
+};
+
+}  // namespace troupe
