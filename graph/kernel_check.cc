@@ -24,7 +24,7 @@ Status CheckKernelsExist(const FuncGraph& graph, const std::vector<char>& keep, 
   return NotFoundError("graph '" + graph.name() + "' on " + device.ToString() + ": no " +
                        (device.is_cpu() ? "CPU" : "GPU") + " kernel for " +
                        (count == 1 ? "op " : std::to_string(count) + " ops: ") + missing +
-                       "; kernels/README.md lists the ops each device runs");
+                       "; kernels/OPS.md lists the ops each device runs");
 }
 
 }  // namespace troupe

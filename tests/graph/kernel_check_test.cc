@@ -63,7 +63,7 @@ TEST(KernelCheckTest, ListsEveryOpWithoutAKernelOnTheDeviceOnce) {
   ASSERT_EQ(s.code(), StatusCode::kNotFound) << s;
   EXPECT_EQ(s.message(),
             "graph 'step' on gpu:0: no GPU kernel for 2 ops: 'KernelCheckTestA' (node "
-            "'first_a'), 'KernelCheckTestB' (node 'b'); kernels/README.md lists the ops each "
+            "'first_a'), 'KernelCheckTestB' (node 'b'); kernels/OPS.md lists the ops each "
             "device runs")
       << s;
 }

@@ -4,7 +4,7 @@
 // of each tensor's scale, and BatchNormalization's moving statistics too; likewise Embedding
 // (int32 ids with repeats and a negative id: GatherV2 and UnsortedSegmentSum) and causal
 // self-attention (BatchMatMulV2), whose traced GPU calls use no CPU-only fused ops.
-// DepthwiseConv2D and dilated Conv2D need CPU-only kernels (kernels/README.md). Without a GPU
+// DepthwiseConv2D and dilated Conv2D need CPU-only kernels (kernels/OPS.md). Without a GPU
 // only the traced CPU calls run.
 #include <gtest/gtest.h>
 
