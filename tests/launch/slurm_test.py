@@ -1,6 +1,8 @@
 """A real single-node Slurm cluster (munged, slurmctld, slurmd started by cluster.sh): submit
 launch/slurm/train.sbatch with 2 tasks, check that it trained and checkpointed, then requeue
-the job and check that it resumed from the checkpoint. Skips (exit 77) without root/Slurm."""
+the job and check that it resumed from the checkpoint; scancel a running job (srun), and signal
+the batch script of another (mpirun), and check that each stopped with a checkpoint and
+reported a stop. Skips (exit 77) without root/Slurm."""
 import os
 import re
 import shutil
@@ -65,6 +67,51 @@ try:
     assert state == "COMPLETED", (state, out)
     assert "resuming from" in out and "ckpt-60" in out, out
     print(out[-1500:])
+
+    # scancel of a running job: Slurm sends every process SIGTERM, the ranks stop at one step
+    # with a checkpoint, and the script reports a stop (rank 0's line, exit code 75), not a
+    # failure.
+    run2, log2 = os.path.join(work, "run2"), os.path.join(work, "job2.out")
+    args = ["sbatch", "--parsable", "-n", "2", "--chdir", work, "-o", log2, SBATCH, CONFIG,
+            "--set", "job.run_dir=" + run2, "--set", "train.epochs=50",
+            "--set", "train.replicas_per_process=1", "--set", "checkpoint.every_steps=0",
+            "--set", "data.shuffle_buffer=1000", "--set", "train.log_every=5"]
+    jid2 = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    end = time.time() + 300
+    while not (os.path.exists(log2) and re.search(r"^epoch 1/50  step", open(log2).read(), re.M)):
+        assert time.time() < end and job_state(jid2) in ("PENDING", "RUNNING"), (
+            job_state(jid2), open(log2).read() if os.path.exists(log2) else "")
+        time.sleep(0.2)
+    subprocess.run(["scancel", jid2], check=True)
+    wait_done(jid2)
+    out = open(log2).read()
+    m = re.search(r"stopped at step (\d+) \(SIGTERM/SIGINT.*\); checkpoint written", out)
+    assert m, out
+    assert "troupe: the run stopped with a checkpoint (launcher exit code" in out, out
+    assert os.path.exists(os.path.join(run2, "checkpoints", "ckpt-%s.index" % m.group(1))), out
+    assert not re.search(r"[\r\x1b]", out), repr(out)
+    print(out[-800:])
+
+    # The same with mpirun inside the allocation, stopped by a signal to the batch script only
+    # (what `#SBATCH --signal=B:USR2@120` sends before the time limit): the script forwards
+    # SIGUSR2, which mpirun passes to every rank.
+    run3, log3 = os.path.join(work, "run3"), os.path.join(work, "job3.out")
+    args[args.index(log2)] = log3
+    args[args.index("job.run_dir=" + run2)] = "job.run_dir=" + run3
+    jid3 = subprocess.run(args, env=dict(env, TROUPE_LAUNCHER="mpirun"), check=True,
+                          capture_output=True, text=True).stdout.strip()
+    end = time.time() + 300
+    while not (os.path.exists(log3) and re.search(r"^epoch 1/50  step", open(log3).read(), re.M)):
+        assert time.time() < end and job_state(jid3) in ("PENDING", "RUNNING"), (
+            job_state(jid3), open(log3).read() if os.path.exists(log3) else "")
+        time.sleep(0.2)
+    subprocess.run(["scancel", "--batch", "--signal=USR2", jid3], check=True)
+    wait_done(jid3)
+    out = open(log3).read()
+    m = re.search(r"stopped at step (\d+) \(SIGTERM/SIGINT.*\); checkpoint written", out)
+    assert m, out
+    assert "troupe: the run stopped with a checkpoint (launcher exit code 75)" in out, out
+    assert os.path.exists(os.path.join(run3, "checkpoints", "ckpt-%s.index" % m.group(1))), out
 finally:
     subprocess.run([CLUSTER, "stop"])
     shutil.rmtree(work, ignore_errors=True)

@@ -1,6 +1,7 @@
 #include "launch/supervisor.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,31 @@ TEST(SupervisorTest, LeavesAStartedJobAlone) {
   std::string script = "echo 'h rank 0 pid 1: joined' >> \"$TROUPE_JOB_START_FILE\"; sleep 1";
   auto r = *Supervise({"sh", "-c", script}, o);
   EXPECT_EQ(r.exit_code, 0) << r.summary;
+}
+
+// Ctrl-C on the supervisor reaches the command as its stop signal (SIGUSR2, which mpirun
+// forwards to its ranks); the job writes its stop line and the launcher exits 1, as a signalled
+// mpirun does: the supervisor reports a stop, exit 75, and does not restart.
+TEST(SupervisorTest, ReportsAStopAsExit75) {
+  SupervisorOptions o = Fast(3);
+  o.stop_signal = SIGUSR2;
+  std::string script =
+      "trap 'echo \"h rank 0 pid 1: stopped at step 7\" >> \"$TROUPE_JOB_STOP_FILE\"; exit 1' "
+      "USR2; sleep 0.3; kill -INT $PPID; sleep 5 & wait $!";
+  auto r = *Supervise({"sh", "-c", script}, o);
+  EXPECT_EQ(r.exit_code, 75) << r.summary;
+  EXPECT_EQ(r.restarts, 0);
+  EXPECT_NE(r.summary.find("h rank 0 pid 1: stopped at step 7"), std::string::npos) << r.summary;
+}
+
+// Stopped before the job reported a checkpoint: the command's own exit code, no restart.
+TEST(SupervisorTest, AStopWithoutACheckpointKeepsTheExitCode) {
+  SupervisorOptions o = Fast(3);
+  std::string script = "trap 'exit 1' INT; sleep 0.3; kill -INT $PPID; sleep 5 & wait $!";
+  auto r = *Supervise({"sh", "-c", script}, o);
+  EXPECT_EQ(r.exit_code, 1) << r.summary;
+  EXPECT_EQ(r.restarts, 0);
+  EXPECT_NE(r.summary.find("before its job reported a checkpoint"), std::string::npos) << r.summary;
 }
 
 }  // namespace
