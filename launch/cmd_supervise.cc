@@ -39,7 +39,8 @@ int RunSupervise(int argc, char** argv) {
         "3 still failing after N restarts, 75 stopped by a signal after the job wrote its\n"
         "checkpoint (rank 0 wrote its stop line to TROUPE_JOB_STOP_FILE, or the command exited\n"
         "75; the same command resumes), 128+N stopped by signal N before that.\n"
-        "Example: troupe supervise --max-restarts 5 -- mpirun -np 4 build/troupe train cfg.toml\n");
+        "Example: troupe supervise --max-restarts 5 --stop-signal USR2 -- \\\n"
+        "           mpirun -np 4 -x TROUPE_JOB_STOP_FILE build/troupe train cfg.toml\n");
     return kExitOk;
   }
   SupervisorOptions options;

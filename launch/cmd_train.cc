@@ -120,7 +120,8 @@ int RunTrain(int argc, char** argv) {
         "\nTrains the job described by CONFIG (see examples/fashion_lenet.toml). Run it as one\n"
         "process, under `mpirun -np N`, or from launch/slurm/train.sbatch. A run dir with\n"
         "checkpoints resumes from the latest valid one. SIGTERM/SIGINT write a checkpoint and\n"
-        "exit %d; running the same command again resumes.\n"
+        "exit %d; running the same command again resumes. SIGUSR2 does the same (mpirun\n"
+        "forwards it to every rank at once; launch/mpirun/train.sh turns a Ctrl-C into it).\n"
         "Exit codes: %d done, %d failed, %d bad config or flags, %d stopped early with a\n"
         "checkpoint written (SIGTERM/SIGINT); with --max-restarts also %d still failing after\n"
         "N restarts, 128+N the supervisor stopped by signal N while waiting to restart.\n",
