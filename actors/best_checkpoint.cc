@@ -1,10 +1,9 @@
 #include "actors/best_checkpoint.h"
 
 #include <cmath>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 #include "core/logging.h"
 
 namespace troupe::actors {
@@ -26,15 +25,13 @@ Result<std::unique_ptr<BestCheckpoint>> BestCheckpoint::Open(const std::string& 
   std::unique_ptr<BestCheckpoint> b(new BestCheckpoint());
   b->dir_ = dir;
   b->metric_ = metric;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return PermissionDeniedError("cannot create " + dir + ": " + ec.message());
+  TROUPE_RETURN_IF_ERROR(Env::Default()->CreateDirectories(dir));
   ckpt::CheckpointManagerOptions options;
   options.directory = dir;
   options.max_to_keep = 2;  // the best and the one before it (see the header)
   TROUPE_ASSIGN_OR_RETURN(b->manager_, ckpt::CheckpointManager::Create(root, options));
-  if (!resumed || !ckpt::FileExists(RecordPath(dir))) return b;
-  TROUPE_ASSIGN_OR_RETURN(std::string text, ckpt::ReadFileToString(RecordPath(dir)));
+  if (!resumed || !Env::Default()->FileExists(RecordPath(dir))) return b;
+  TROUPE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(RecordPath(dir)));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("value") || !j["value"].is_number() || !j.contains("step") ||
       !j["step"].is_number_integer()) {
@@ -62,8 +59,8 @@ Status BestCheckpoint::Record(double value, int64_t step) {
   j["metric"] = metric_;
   j["value"] = value;
   j["step"] = step;
-  j["checkpoint"] = std::filesystem::path(path).filename().string();
-  TROUPE_RETURN_IF_ERROR(ckpt::WriteFileAtomically(RecordPath(dir_), j.dump(2) + "\n"));
+  j["checkpoint"] = BaseName(path);
+  TROUPE_RETURN_IF_ERROR(WriteFileAtomically(RecordPath(dir_), j.dump(2) + "\n"));
   best_ = value;
   best_step_ = step;
   return Status::OK();

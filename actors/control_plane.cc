@@ -1,6 +1,5 @@
 #include "actors/control_plane.h"
 
-#include <fcntl.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "actors/actors_internal.h"
+#include "core/env.h"
 #include "core/host.h"
 #include "core/logging.h"
 
@@ -31,11 +31,12 @@ void WriteJobNotice(const char* env_var, int rank, const std::string& text) {
                      std::to_string(::getpid()) + ": " + text;
   for (char& c : line) c = c == '\n' ? ' ' : c;
   line += '\n';
-  int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // e.g. a host without the supervisor's file system
-  ssize_t written = ::write(fd, line.data(), line.size());
-  (void)written;
-  ::close(fd);
+  auto file = Env::Default()->NewWritableFile(path, {.append = true});
+  if (!file.ok()) return;  // e.g. a host without the supervisor's file system
+  // Buffered, so Close() hands the kernel the whole line in one O_APPEND write: the lines of
+  // ranks that report at once do not interleave.
+  (void)(*file)->Append(line);
+  (void)(*file)->Close();
 }
 
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cctype>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
 
+#include "core/env.h"
+#include "core/proto_wire.h"
 #include "input/tfrecord.h"
 
 namespace troupe::actors {
@@ -16,39 +16,12 @@ namespace {
 //   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5;
 //             SessionLog session_log = 7; }   SessionLog { SessionStatus status = 1; START = 1 }
 //   Summary { repeated Value value = 1; }   Value { string tag = 1; float simple_value = 2; }
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-void PutTag(std::string* out, int field, int wire_type) {
-  PutVarint(out, static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire_type));
-}
-
-void PutBytes(std::string* out, int field, const std::string& bytes) {
-  PutTag(out, field, 2);
-  PutVarint(out, bytes.size());
-  out->append(bytes);
-}
-
-template <typename T>
-void PutFixed(std::string* out, int field, T value) {
-  PutTag(out, field, sizeof(T) == 8 ? 1 : 5);
-  char buf[sizeof(T)];
-  std::memcpy(buf, &value, sizeof(T));  // little-endian hosts only, as the rest of Troupe
-  out->append(buf, sizeof(T));
-}
+using proto::PutLengthDelimited;
 
 std::string EventHeader(double wall_time, int64_t step) {
   std::string event;
-  PutFixed(&event, 1, wall_time);
-  if (step != 0) {
-    PutTag(&event, 2, 0);
-    PutVarint(&event, static_cast<uint64_t>(step));
-  }
+  proto::PutDoubleField(&event, 1, wall_time);
+  if (step != 0) proto::PutVarintField(&event, 2, static_cast<uint64_t>(step));
   return event;
 }
 
@@ -61,27 +34,26 @@ double Now() {
 std::string EventWriter::EncodeScalarEvent(double wall_time, int64_t step, const std::string& tag,
                                            float value) {
   std::string v;
-  PutBytes(&v, 1, tag);
-  PutFixed(&v, 2, value);
+  PutLengthDelimited(&v, 1, tag);
+  proto::PutFloatField(&v, 2, value);
   std::string summary;
-  PutBytes(&summary, 1, v);
+  PutLengthDelimited(&summary, 1, v);
   std::string event = EventHeader(wall_time, step);
-  PutBytes(&event, 5, summary);
+  PutLengthDelimited(&event, 5, summary);
   return event;
 }
 
 std::string EventWriter::EncodeFileVersionEvent(double wall_time) {
   std::string event = EventHeader(wall_time, 0);
-  PutBytes(&event, 3, "brain.Event:2");
+  PutLengthDelimited(&event, 3, "brain.Event:2");
   return event;
 }
 
 std::string EventWriter::EncodeSessionStartEvent(double wall_time, int64_t step) {
   std::string event = EventHeader(wall_time, step);
   std::string log;
-  PutTag(&log, 1, 0);
-  PutVarint(&log, 1);  // SessionLog.START
-  PutBytes(&event, 7, log);
+  proto::PutVarintField(&log, 1, 1);  // SessionLog.START
+  PutLengthDelimited(&event, 7, log);
   return event;
 }
 
@@ -94,12 +66,8 @@ EventWriter::~EventWriter() {
 
 Result<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& dir,
                                                          const std::string& run_name) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return PermissionDeniedError("cannot create TensorBoard directory '" + dir +
-                                 "': " + ec.message());
-  }
+  TROUPE_RETURN_IF_ERROR(
+      Env::Default()->CreateDirectories(dir).WithContext("TensorBoard directory"));
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   double now = Now();

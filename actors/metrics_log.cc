@@ -2,11 +2,10 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 
 namespace troupe::actors {
 namespace {
@@ -33,25 +32,24 @@ std::string MetricsLog::KeepThrough(const std::string& text, int64_t last_step) 
 }
 
 Result<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& path, int64_t resume_step) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  if (ckpt::FileExists(path)) {
-    TROUPE_ASSIGN_OR_RETURN(std::string text, ckpt::ReadFileToString(path));
+  Env* env = Env::Default();
+  TROUPE_RETURN_IF_ERROR(env->CreateDirectories(DirName(path)));
+  if (env->FileExists(path)) {
+    TROUPE_ASSIGN_OR_RETURN(std::string text, env->ReadFileToString(path));
     const std::string kept = KeepThrough(text, resume_step);
-    if (kept != text) TROUPE_RETURN_IF_ERROR(ckpt::WriteFileAtomically(path, kept));
+    if (kept != text) TROUPE_RETURN_IF_ERROR(env->WriteFileAtomically(path, kept));
   }
-  std::FILE* f = std::fopen(path.c_str(), "a");
-  if (f == nullptr) return PermissionDeniedError("cannot append to " + path);
-  return std::unique_ptr<MetricsLog>(new MetricsLog(f));
+  TROUPE_ASSIGN_OR_RETURN(auto file, env->NewWritableFile(path, {.append = true}));
+  return std::unique_ptr<MetricsLog>(new MetricsLog(std::move(file)));
 }
 
-MetricsLog::~MetricsLog() { std::fclose(file_); }
+MetricsLog::MetricsLog(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
+MetricsLog::~MetricsLog() { (void)file_->Close(); }
 
 Status MetricsLog::Append(const std::string& line) {
-  if (std::fputs((line + "\n").c_str(), file_) < 0 || std::fflush(file_) != 0) {
-    return DataLossError("cannot append to metrics.jsonl");
-  }
-  return Status::OK();
+  Status s = file_->Append(line + "\n");
+  if (s.ok()) s = file_->Flush();  // a line at a time, visible to readers at once
+  return s;
 }
 
 Status MetricsLog::Train(int64_t step, int64_t epoch, double loss, double accuracy,

@@ -11,11 +11,11 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "actors/trainer.h"
+#include "core/env.h"
 #include "core/result.h"
 
 namespace troupe::actors {
@@ -34,9 +34,9 @@ class MetricsLog {
   static std::string KeepThrough(const std::string& text, int64_t last_step);
 
  private:
-  explicit MetricsLog(std::FILE* f) : file_(f) {}
+  explicit MetricsLog(std::unique_ptr<WritableFile> file);
   Status Append(const std::string& line);
-  std::FILE* file_;
+  std::unique_ptr<WritableFile> file_;
 };
 
 }  // namespace troupe::actors

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "actors/batches.h"
 #include "actors/keras_weights_init.h"
@@ -16,13 +15,18 @@
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "checkpoint/object_checkpoint.h"
+#include "core/env.h"
 #include "core/gpu.h"
 #include "core/logging.h"
 
 namespace troupe::actors {
 namespace {
 
-namespace fs = std::filesystem;
+// `dir` exists and holds an entry.
+bool HasEntries(const std::string& dir) {
+  Result<std::vector<std::string>> names = Env::Default()->GetChildren(dir);
+  return names.ok() && !names->empty();
+}
 
 // Rank 0 hosts the coordinator; every rank learns its address and registers with it.
 Status JoinControlPlane(Trainer::Parts& p) {
@@ -96,18 +100,17 @@ Status CreateCollectives(Trainer::Parts& p) {
 // The checkpoint directory, emptied first with --fresh --force; every rank sees it before any
 // writes to it.
 Status PrepareCheckpointDir(Trainer::Parts& p) {
+  Env* env = Env::Default();
   const std::string dir = CheckpointDir(p.config);
-  if (p.launch.fresh && fs::exists(dir) && !fs::is_empty(dir)) {
+  if (p.launch.fresh && HasEntries(dir)) {
     if (!p.launch.force) {
       return FailedPreconditionError("--fresh: " + dir +
                                      " holds checkpoints; add --force to delete them");
     }
-    if (p.chief) fs::remove_all(dir);
+    if (p.chief) TROUPE_RETURN_IF_ERROR(env->DeleteRecursively(dir).WithContext("--fresh"));
   }
   if (p.launch.world_size > 1) TROUPE_RETURN_IF_ERROR(p.comm->Barrier()->Wait());
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return PermissionDeniedError("cannot create " + dir + ": " + ec.message());
+  TROUPE_RETURN_IF_ERROR(env->CreateDirectories(dir));
   ckpt::CheckpointManagerOptions mopts;
   mopts.directory = dir;
   mopts.max_to_keep = static_cast<int>(p.config.max_to_keep);
@@ -307,8 +310,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
   // A new run takes init_from's weights before it writes anything, so a checkpoint that does
   // not fit leaves the run dir as it was.
   const std::string dir = CheckpointDir(p.config);
-  std::error_code ec;
-  const bool had_checkpoints = !p.launch.fresh && fs::exists(dir, ec) && !fs::is_empty(dir, ec);
+  const bool had_checkpoints = !p.launch.fresh && HasEntries(dir);
   TROUPE_RETURN_IF_ERROR(InitialWeightsOf(p.config).status());  // contradictions, even resuming
   if (!had_checkpoints) TROUPE_RETURN_IF_ERROR(InitFromCheckpoint(p));
   TROUPE_RETURN_IF_ERROR(PrepareCheckpointDir(p));
@@ -561,11 +563,12 @@ Result<CheckpointScore> EvaluateCheckpoint(const TrainConfig& config, const std:
                           TrainState::Create(replicas->model(), replicas->optimizer(), gen.state(),
                                              JobShape{}, replicas->loss_scale()));
   std::string where = path;
-  if (fs::is_directory(where) && fs::exists(where + "/checkpoints/checkpoint")) {
+  Env* env = Env::Default();
+  if (env->IsDirectory(where) && env->FileExists(where + "/checkpoints/checkpoint")) {
     where += "/checkpoints";
   }
   CheckpointScore score;
-  if (fs::is_directory(where)) {
+  if (env->IsDirectory(where)) {
     TROUPE_ASSIGN_OR_RETURN(score.checkpoint, ckpt::LatestCheckpoint(where));
   } else {
     score.checkpoint = where;

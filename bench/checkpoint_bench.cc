@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "checkpoint/bundle_format.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/object_checkpoint.h"
 #include "core/crc32c.h"
+#include "core/env.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -59,8 +59,8 @@ struct Model {
 };
 
 void RemoveCheckpoint(const std::string& prefix) {
-  (void)DeleteFile(IndexFilename(prefix));
-  (void)DeleteFile(DataFilename(prefix, 0, 1));
+  (void)Env::Default()->DeleteFile(IndexFilename(prefix));
+  (void)Env::Default()->DeleteFile(DataFilename(prefix, 0, 1));
 }
 
 void BM_Crc32c(benchmark::State& state) {
@@ -80,7 +80,7 @@ void BM_Save(benchmark::State& state) {
   state.SetLabel(direct ? "O_DIRECT" : "buffered");
   Model model(true);
   const std::string dir = BenchDir();
-  (void)CreateDirectories(dir);
+  (void)Env::Default()->CreateDirectories(dir);
   const std::string prefix = dir + "/save";
   for (auto _ : state) {
     state.PauseTiming();
@@ -96,7 +96,7 @@ BENCHMARK(BM_Save)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()
 
 void BM_Restore(benchmark::State& state) {
   const std::string dir = BenchDir();
-  (void)CreateDirectories(dir);
+  (void)Env::Default()->CreateDirectories(dir);
   const std::string prefix = dir + "/restore";
   {
     Model saved(true);
@@ -128,7 +128,7 @@ double WallSeconds() {
 
 int OneShot(const std::string& dir) {
   const std::string prefix = dir + "/oneshot";
-  (void)CreateDirectories(dir);
+  (void)Env::Default()->CreateDirectories(dir);
   Model model(true);
   // The previous output goes right before the timed write, as in the dd and TF runs of
   // checkpoint_compare.py, so every writer starts with the same amount of just-freed memory.

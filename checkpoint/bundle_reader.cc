@@ -77,7 +77,7 @@ Result<const RandomAccessFile*> BundleReader::ShardFile(const BundleEntry& e) co
   auto& slot = shards_[static_cast<size_t>(e.shard_id)];
   if (!slot) {
     std::string path = DataFilename(prefix_, e.shard_id, header_.num_shards);
-    auto file = RandomAccessFile::Open(path);
+    auto file = Env::Default()->NewRandomAccessFile(path);
     if (!file.ok()) {
       if (file.status().code() == StatusCode::kNotFound) {
         return NotFoundError(

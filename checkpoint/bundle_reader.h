@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "checkpoint/bundle_format.h"
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 #include "core/tensor.h"
 
 namespace troupe::ckpt {

@@ -29,7 +29,7 @@ BundleWriter::~BundleWriter() {
 void BundleWriter::RemoveTempFiles() {
   for (Shard& s : shards_) {
     s.file.reset();
-    (void)DeleteFile(s.temp_path);
+    (void)options_.env->DeleteFile(s.temp_path);
   }
 }
 
@@ -44,15 +44,17 @@ Result<std::unique_ptr<BundleWriter>> BundleWriter::Create(std::string prefix,
                                 std::to_string(kMaxShards) + ", got " +
                                 std::to_string(options.num_shards));
   }
-  TROUPE_RETURN_IF_ERROR(CreateDirectories(DirName(prefix)));
+  TROUPE_RETURN_IF_ERROR(options.env->CreateDirectories(DirName(prefix)));
   std::unique_ptr<BundleWriter> w(new BundleWriter(std::move(prefix), std::move(options)));
   w->shards_.resize(static_cast<size_t>(w->options_.num_shards));
   for (int i = 0; i < w->options_.num_shards; ++i) {
     Shard& s = w->shards_[static_cast<size_t>(i)];
     s.final_path = DataFilename(w->prefix_, i, w->options_.num_shards);
     s.temp_path = s.final_path + TempSuffix();
-    TROUPE_ASSIGN_OR_RETURN(s.file, WritableFile::Create(s.temp_path, w->options_.direct_io));
-    if (w->options_.sync) s.file->StartWritebackEvery(kWritebackEvery);
+    WritableFileOptions fo;
+    fo.direct_io = w->options_.direct_io;
+    if (w->options_.sync) fo.writeback_every = kWritebackEvery;
+    TROUPE_ASSIGN_OR_RETURN(s.file, w->options_.env->NewWritableFile(s.temp_path, fo));
   }
   return w;
 }
@@ -221,26 +223,26 @@ Status BundleWriter::Finish() {
   const std::string index_path = IndexFilename(prefix_);
   const std::string index_temp = index_path + TempSuffix();
   {
-    auto file = WritableFile::Create(index_temp);
+    auto file = options_.env->NewWritableFile(index_temp);
     if (!file.ok()) return Fail(file.status());
     Status st = (*file)->Append(*index);
     if (st.ok() && options_.sync) st = (*file)->Sync();
     if (st.ok()) st = (*file)->Close();
     if (!st.ok()) {
-      (void)DeleteFile(index_temp);
+      (void)options_.env->DeleteFile(index_temp);
       return Fail(st);
     }
   }
   // An old index at this prefix goes first: until the new one lands the prefix holds no
   // checkpoint at all, rather than an old index next to new data.
-  Status st = DeleteFile(index_path);
+  Status st = options_.env->DeleteFile(index_path);
   for (Shard& s : shards_) {
-    if (st.ok()) st = RenameFile(s.temp_path, s.final_path);
+    if (st.ok()) st = options_.env->RenameFile(s.temp_path, s.final_path);
   }
-  if (st.ok()) st = RenameFile(index_temp, index_path);
-  if (st.ok() && options_.sync) st = SyncDirectory(DirName(prefix_));
+  if (st.ok()) st = options_.env->RenameFile(index_temp, index_path);
+  if (st.ok() && options_.sync) st = options_.env->SyncDirectory(DirName(prefix_));
   if (!st.ok()) {
-    (void)DeleteFile(index_temp);
+    (void)options_.env->DeleteFile(index_temp);
     return Fail(st);
   }
   finished_ = true;

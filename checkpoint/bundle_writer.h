@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "checkpoint/bundle_format.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/table.h"
+#include "core/env.h"
 #include "core/tensor.h"
 
 namespace troupe::ckpt {
@@ -31,6 +31,9 @@ struct BundleWriterOptions {
   // cached data; a restore right after a save then reads from the device.
   bool direct_io = false;
   TableOptions index;
+  // Where the files go: every create, write, sync, rename and delete of this writer goes
+  // through it (tests pass a FaultEnv). REQUIRES: outlives the writer.
+  Env* env = Env::Default();
 };
 
 class BundleWriter {

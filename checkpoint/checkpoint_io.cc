@@ -2,7 +2,7 @@
 
 #include "checkpoint/bundle_writer.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 
 namespace troupe::ckpt {
 

@@ -4,7 +4,6 @@
 
 #include "checkpoint/bundle_format.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -37,12 +36,13 @@ Result<std::unique_ptr<CheckpointManager>> CheckpointManager::Create(
                                 "' must be a plain base name such as \"ckpt\"");
   }
   if (!options.clock) options.clock = WallClock;
-  TROUPE_RETURN_IF_ERROR(CreateDirectories(options.directory));
+  TROUPE_RETURN_IF_ERROR(options.save.env->CreateDirectories(options.directory));
   std::unique_ptr<CheckpointManager> m(new CheckpointManager(checkpoint, std::move(options)));
   m->prefix_ = JoinPath(m->options_.directory, m->options_.checkpoint_name);
 
   const double now = m->Now();
-  auto state = ReadCheckpointState(m->options_.directory);
+  Env* env = m->options_.save.env;
+  auto state = ReadCheckpointState(m->options_.directory, env);
   if (state.ok()) {
     m->last_preserved_timestamp_ = state->last_preserved_timestamp;
     const auto& paths = state->all_model_checkpoint_paths;
@@ -59,11 +59,11 @@ Result<std::unique_ptr<CheckpointManager>> CheckpointManager::Create(
   }
 
   // Leftovers of a writer killed mid-save: never referenced by the state file.
-  TROUPE_ASSIGN_OR_RETURN(auto names, ListDirectory(m->options_.directory));
+  TROUPE_ASSIGN_OR_RETURN(auto names, env->GetChildren(m->options_.directory));
   const std::string base = m->options_.checkpoint_name + "-";
   for (const std::string& name : names) {
     if (StartsWith(name, base) && name.find(kTempMarker) != std::string::npos) {
-      TROUPE_RETURN_IF_ERROR(DeleteFile(JoinPath(m->options_.directory, name)));
+      TROUPE_RETURN_IF_ERROR(env->DeleteFile(JoinPath(m->options_.directory, name)));
     }
   }
   return m;
@@ -88,20 +88,21 @@ Status CheckpointManager::WriteState() const {
     s.all_model_checkpoint_timestamps.push_back(k.timestamp);
   }
   s.last_preserved_timestamp = last_preserved_timestamp_;
-  return WriteCheckpointState(options_.directory, s);
+  return WriteCheckpointState(options_.directory, s, options_.save.env);
 }
 
 Status CheckpointManager::DeleteCheckpointFiles(const std::string& prefix) const {
   // The index goes first: without it the rest is no longer a checkpoint.
-  TROUPE_RETURN_IF_ERROR(DeleteFile(IndexFilename(prefix)));
+  Env* env = options_.save.env;
+  TROUPE_RETURN_IF_ERROR(env->DeleteFile(IndexFilename(prefix)));
   const std::string dir = DirName(prefix);
   const std::string data = BaseName(prefix) + ".data-";
-  TROUPE_ASSIGN_OR_RETURN(auto names, ListDirectory(dir));
+  TROUPE_ASSIGN_OR_RETURN(auto names, env->GetChildren(dir));
   for (const std::string& name : names) {
     // "<base>.data-NNNNN-of-MMMMM": exactly 5 + 4 + 5 characters after the dash.
     if (StartsWith(name, data) && name.size() == data.size() + 14 &&
         name.compare(data.size() + 5, 4, "-of-") == 0) {
-      TROUPE_RETURN_IF_ERROR(DeleteFile(JoinPath(dir, name)));
+      TROUPE_RETURN_IF_ERROR(env->DeleteFile(JoinPath(dir, name)));
     }
   }
   return Status::OK();
@@ -119,6 +120,10 @@ Result<std::string> CheckpointManager::Save(std::optional<int64_t> checkpoint_nu
     return s;
   }
   const double ts = Now();
+  // What the state file says now; restored if it cannot be rewritten, so the manager keeps
+  // naming the checkpoint the directory does.
+  const std::vector<Kept> kept_before = kept_;
+  const double preserved_before = last_preserved_timestamp_;
   // A re-saved path moves to the end.
   std::erase_if(kept_, [&](const Kept& k) { return k.path == path; });
   kept_.push_back({path, ts});
@@ -139,7 +144,12 @@ Result<std::string> CheckpointManager::Save(std::optional<int64_t> checkpoint_nu
     }
   }
   // The state file moves to the new checkpoint before anything old is deleted.
-  TROUPE_RETURN_IF_ERROR(WriteState());
+  if (Status st = WriteState(); !st.ok()) {
+    kept_ = kept_before;
+    last_preserved_timestamp_ = preserved_before;
+    counter.set_value(Tensor::Scalar<int64_t>(previous));
+    return st;
+  }
   for (const std::string& p : to_delete) TROUPE_RETURN_IF_ERROR(DeleteCheckpointFiles(p));
   return path;
 }

@@ -24,7 +24,7 @@ struct CheckpointManagerOptions {
   std::string checkpoint_name = "ckpt";
   std::optional<int> max_to_keep;  // nullopt keeps every checkpoint; otherwise must be >= 1
   std::optional<double> keep_checkpoint_every_n_hours;
-  SaveOptions save;
+  SaveOptions save;  // save.env also serves the state file, listings and deletions
   // Seconds since the Unix epoch; tests replace it.
   std::function<double()> clock;
 };

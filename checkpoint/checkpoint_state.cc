@@ -3,7 +3,6 @@
 #include <google/protobuf/text_format.h>
 
 #include "checkpoint/bundle_format.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/proto/checkpoint_state.pb.h"
 
 namespace troupe::ckpt {
@@ -26,9 +25,9 @@ std::string Relative(const std::string& dir, const std::string& path) {
 
 }  // namespace
 
-Result<CheckpointState> ReadCheckpointState(const std::string& dir) {
+Result<CheckpointState> ReadCheckpointState(const std::string& dir, Env* env) {
   const std::string path = JoinPath(dir, kStateFilename);
-  auto text = ReadFileToString(path);
+  auto text = env->ReadFileToString(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
       return NotFoundError("no checkpoint state file " + path + " (nothing saved in " + dir +
@@ -55,7 +54,7 @@ Result<CheckpointState> ReadCheckpointState(const std::string& dir) {
   return s;
 }
 
-Status WriteCheckpointState(const std::string& dir, const CheckpointState& s) {
+Status WriteCheckpointState(const std::string& dir, const CheckpointState& s, Env* env) {
   if (s.model_checkpoint_path.empty()) {
     return InvalidArgumentError("a checkpoint state needs a model_checkpoint_path");
   }
@@ -70,13 +69,13 @@ Status WriteCheckpointState(const std::string& dir, const CheckpointState& s) {
   if (!google::protobuf::TextFormat::PrintToString(proto, &text)) {
     return InternalError("cannot format the checkpoint state for " + dir);
   }
-  TROUPE_RETURN_IF_ERROR(CreateDirectories(dir));
-  return WriteFileAtomically(JoinPath(dir, kStateFilename), text);
+  TROUPE_RETURN_IF_ERROR(env->CreateDirectories(dir));
+  return env->WriteFileAtomically(JoinPath(dir, kStateFilename), text);
 }
 
-Result<std::string> LatestCheckpoint(const std::string& dir) {
-  TROUPE_ASSIGN_OR_RETURN(CheckpointState s, ReadCheckpointState(dir));
-  if (!FileExists(IndexFilename(s.model_checkpoint_path))) {
+Result<std::string> LatestCheckpoint(const std::string& dir, Env* env) {
+  TROUPE_ASSIGN_OR_RETURN(CheckpointState s, ReadCheckpointState(dir, env));
+  if (!env->FileExists(IndexFilename(s.model_checkpoint_path))) {
     return NotFoundError("checkpoint state file " + JoinPath(dir, kStateFilename) + " names " +
                          s.model_checkpoint_path + ", but " +
                          IndexFilename(s.model_checkpoint_path) + " does not exist");
@@ -84,15 +83,15 @@ Result<std::string> LatestCheckpoint(const std::string& dir) {
   return s.model_checkpoint_path;
 }
 
-Result<std::string> ResolveCheckpointPrefix(const std::string& path) {
-  if (IsDirectory(path)) return LatestCheckpoint(path);
+Result<std::string> ResolveCheckpointPrefix(const std::string& path, Env* env) {
+  if (env->IsDirectory(path)) return LatestCheckpoint(path, env);
   constexpr std::string_view kIndex = ".index";
   if (path.size() > kIndex.size() &&
       path.compare(path.size() - kIndex.size(), kIndex.size(), kIndex) == 0) {
     std::string prefix = path.substr(0, path.size() - kIndex.size());
-    if (FileExists(path)) return prefix;
+    if (env->FileExists(path)) return prefix;
   }
-  if (FileExists(IndexFilename(path))) return path;
+  if (env->FileExists(IndexFilename(path))) return path;
   return NotFoundError("no checkpoint at '" + path +
                        "': neither a directory with a `checkpoint` "
                        "state file nor a prefix with " +

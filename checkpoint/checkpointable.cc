@@ -1,7 +1,7 @@
 #include "checkpoint/checkpointable.h"
 
 #include "checkpoint/checkpoint_io.h"
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 
 namespace troupe::ckpt {
 namespace {

@@ -3,8 +3,9 @@
 #include <hdf5.h>
 
 #include <cstring>
-#include <fstream>
 #include <vector>
+
+#include "core/env.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -190,11 +191,14 @@ Status NotHdf5(const std::string& label) {
 }  // namespace
 
 Result<KerasWeightsH5> ReadKerasWeightsH5(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("weights file '" + path + "' does not exist or cannot be read");
+  auto in = Env::Default()->NewSequentialFile(path, sizeof(kSignature));
+  if (!in.ok()) {
+    return NotFoundError("weights file '" + path + "' does not exist or cannot be read (" +
+                         in.status().message() + ")");
+  }
   char head[8] = {};
-  in.read(head, sizeof(head));
-  if (in.gcount() != 8 || std::memcmp(head, kSignature, 8) != 0) return NotHdf5(path);
+  Result<size_t> got = (*in)->Read(head, sizeof(head));
+  if (!got.ok() || *got != 8 || std::memcmp(head, kSignature, 8) != 0) return NotHdf5(path);
   QuietErrors quiet;
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) return DataLossError(path + ": HDF5 cannot open it (damaged or truncated?)");

@@ -12,6 +12,7 @@ Status WriteObjectGraphCheckpoint(const Trackable& root, const std::string& pref
   wo.num_shards = options.num_shards;
   wo.sync = options.sync;
   wo.direct_io = options.direct_io;
+  wo.env = options.env;
   TROUPE_ASSIGN_OR_RETURN(auto writer, BundleWriter::Create(prefix, wo));
   for (const auto& [key, value] : snap.tensors) {
     if (!value.device().is_cpu()) {
@@ -73,7 +74,7 @@ Result<std::string> Checkpoint::Save(const std::string& file_prefix, const SaveO
   CheckpointState state;
   state.model_checkpoint_path = prefix;
   state.all_model_checkpoint_paths = {prefix};
-  TROUPE_RETURN_IF_ERROR(WriteCheckpointState(DirName(prefix), state));
+  TROUPE_RETURN_IF_ERROR(WriteCheckpointState(DirName(prefix), state, options.env));
   return prefix;
 }
 

@@ -11,6 +11,7 @@
 
 #include "checkpoint/object_graph.h"
 #include "checkpoint/trackable.h"
+#include "core/env.h"
 
 namespace troupe::ckpt {
 
@@ -18,6 +19,9 @@ struct SaveOptions {
   int num_shards = 1;
   bool sync = true;        // fsync files and directory before returning
   bool direct_io = false;  // O_DIRECT shard files (BundleWriterOptions::direct_io)
+  // Every file operation of the save (bundle, state file) goes through it; tests pass a
+  // FaultEnv. REQUIRES: outlives the save.
+  Env* env = Env::Default();
 };
 
 // Writes the object graph reachable from `root` as a bundle at `prefix`.

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "core/crc32c.h"
-#include "core/varint.h"
+#include "core/proto_wire.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -32,7 +32,7 @@ StringPrefix EncodeStringPrefix(const std::string* elements, int64_t count) {
   }
   uint32_t length_checksum = crc32c::Mask(p.running_crc);
   char raw[4];
-  std::memcpy(raw, &length_checksum, 4);
+  EncodeFixed32(raw, length_checksum);
   p.bytes.append(raw, 4);
   p.running_crc = crc32c::Extend(p.running_crc, raw, 4);
   p.total_size = p.bytes.size() + string_bytes;
@@ -58,8 +58,7 @@ Status DecodeStringTensor(std::string_view data, int64_t count, uint32_t masked_
     string_bytes += lengths[i];
   }
   if (in.size() < 4) return DataLossError(what + ": string length checksum is missing");
-  uint32_t stored;
-  std::memcpy(&stored, in.data(), 4);
+  const uint32_t stored = DecodeFixed32(in.data());
   if (crc32c::Unmask(stored) != crc) {
     return DataLossError(what + ": string length checksum mismatch (the data file is corrupt)");
   }
@@ -92,8 +91,7 @@ Status VerifyVariantTensor(std::string_view data, int64_t count, uint32_t masked
     crc = crc32c::Extend(crc, &len, sizeof(len));
     crc = crc32c::Extend(crc, in.data(), len);
     in.remove_prefix(len);
-    uint32_t stored;
-    std::memcpy(&stored, in.data(), 4);
+    const uint32_t stored = DecodeFixed32(in.data());
     if (crc32c::Unmask(stored) != crc) {
       return DataLossError(what + ": variant element " + std::to_string(i) +
                            " checksum mismatch (the data file is corrupt)");

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "core/crc32c.h"
-#include "core/varint.h"
+#include "core/proto_wire.h"
 
 namespace troupe::ckpt {
 namespace {
@@ -60,19 +60,6 @@ class StringSource : public leveldb::RandomAccessFile {
 constexpr size_t kFooterSize = 48;
 constexpr size_t kTrailerSize = 5;
 constexpr uint64_t kTableMagic = 0xdb4775248b80fb57ull;
-
-bool GetVarint32(std::string_view* in, uint32_t* v) {
-  uint64_t wide;
-  if (!GetVarint64(in, &wide) || wide > 0xffffffffu) return false;
-  *v = static_cast<uint32_t>(wide);
-  return true;
-}
-
-uint32_t DecodeFixed32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 struct Handle {
   uint64_t offset = 0;

@@ -1,9 +1,6 @@
 #include "input/convert.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
-#include <filesystem>
 
 #include "input/example.h"
 #include "input/idx.h"
@@ -54,13 +51,8 @@ Result<ConvertResult> ConvertIdxToTFRecord(const ConvertOptions& o) {
   };
   ConvertResult result;
   // The output prefix's directory is made when missing, as `mkdir -p` would.
-  const std::filesystem::path parent = std::filesystem::path(o.out_prefix).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) {
-    return PermissionDeniedError("cannot create the directory " + parent.string() +
-                                 " for --out: " + ec.message());
-  }
+  Env* env = Env::Default();
+  TROUPE_RETURN_IF_ERROR(env->CreateDirectories(DirName(o.out_prefix)).WithContext("--out"));
   for (int k = 0; k < o.num_shards; ++k) {
     const int64_t begin = n * k / o.num_shards, end = n * (k + 1) / o.num_shards;
     std::string path = ShardFileName(o.out_prefix, k, o.num_shards, o.compression);
@@ -78,11 +70,9 @@ Result<ConvertResult> ConvertIdxToTFRecord(const ConvertOptions& o) {
       TROUPE_RETURN_IF_ERROR(w->WriteRecord(SerializeExample(ex)));
     }
     TROUPE_RETURN_IF_ERROR(w->Close());
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return UnknownError("cannot rename " + tmp + " to " + path);
-    }
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0) result.bytes_written += st.st_size;
+    TROUPE_RETURN_IF_ERROR(env->RenameFile(tmp, path));
+    TROUPE_ASSIGN_OR_RETURN(uint64_t bytes, env->GetFileSize(path));
+    result.bytes_written += static_cast<int64_t>(bytes);
     result.files.push_back(path);
   }
   result.records = n;

@@ -3,20 +3,13 @@
 #include <cstring>
 
 #include "core/dtype_traits.h"
-#include "core/varint.h"
+#include "core/proto_wire.h"
 
 namespace troupe::input {
 namespace {
 
 // ---- wire format writing ----
-void PutTag(std::string* out, int field, int wire_type) {
-  PutVarint64(out, (static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire_type));
-}
-void PutLengthDelimited(std::string* out, int field, std::string_view payload) {
-  PutTag(out, field, 2);
-  PutVarint64(out, payload.size());
-  out->append(payload);
-}
+using proto::PutLengthDelimited;
 
 std::string SerializeFeature(const Feature& f) {
   std::string list;
@@ -75,7 +68,7 @@ class Reader {
   }
   bool Fixed32(uint32_t* v) {
     if (rest_.size() < 4) return false;
-    std::memcpy(v, rest_.data(), 4);
+    *v = DecodeFixed32(rest_.data());
     rest_.remove_prefix(4);
     return true;
   }

@@ -1,101 +1,24 @@
 #include "input/file_io.h"
 
-#include <fcntl.h>
-#include <glob.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace troupe::input {
 namespace {
 
-Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
-  std::string msg = what + " " + path + ": " + std::strerror(err);
-  if (err == ENOENT) return NotFoundError(msg);
-  if (err == EACCES || err == EPERM) return PermissionDeniedError(msg);
-  return UnknownError(msg);
-}
-
-// Raw file with one large buffer; refills with a single read() per buffer.
+// A file read through the Env (core/env.h), seen as an InputStream.
 class FileInputStream final : public InputStream {
  public:
-  FileInputStream(int fd, std::string path, size_t buffer_bytes)
-      : fd_(fd), path_(std::move(path)), buffer_(std::max<size_t>(buffer_bytes, 4096)) {}
-  ~FileInputStream() override { ::close(fd_); }
-
-  Result<size_t> Read(void* dst, size_t n) override {
-    auto* out = static_cast<char*>(dst);
-    size_t done = 0;
-    while (done < n) {
-      if (pos_ == end_) {
-        // Large requests bypass the buffer: one copy (kernel to caller), as dd does.
-        if (n - done >= buffer_.size() / 4) {
-          ssize_t got = ReadSome(out + done, n - done);
-          if (got < 0) return ErrnoStatus("cannot read", path_, errno);
-          if (got == 0) break;
-          done += static_cast<size_t>(got);
-          file_pos_ += static_cast<uint64_t>(got);
-          continue;
-        }
-        ssize_t got = ReadSome(buffer_.data(), buffer_.size());
-        if (got < 0) return ErrnoStatus("cannot read", path_, errno);
-        if (got == 0) break;
-        pos_ = 0;
-        end_ = static_cast<size_t>(got);
-        file_pos_ += static_cast<uint64_t>(got);
-      }
-      size_t take = std::min(n - done, end_ - pos_);
-      std::memcpy(out + done, buffer_.data() + pos_, take);
-      pos_ += take;
-      done += take;
-    }
-    return done;
-  }
-
-  uint64_t Tell() const override { return file_pos_ - (end_ - pos_); }
-
-  Status Seek(uint64_t offset) override {
-    // Within the buffered window: just move the cursor.
-    uint64_t window_start = file_pos_ - end_;
-    if (offset >= window_start && offset <= file_pos_) {
-      pos_ = static_cast<size_t>(offset - window_start);
-      return Status::OK();
-    }
-    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
-      return ErrnoStatus("cannot seek in", path_, errno);
-    }
-    file_pos_ = offset;
-    pos_ = end_ = 0;
-    return Status::OK();
-  }
-
-  const std::string& path() const override { return path_; }
+  explicit FileInputStream(std::unique_ptr<SequentialFile> file) : file_(std::move(file)) {}
+  Result<size_t> Read(void* dst, size_t n) override { return file_->Read(dst, n); }
+  uint64_t Tell() const override { return file_->Tell(); }
+  Status Seek(uint64_t offset) override { return file_->Seek(offset); }
+  const std::string& path() const override { return file_->path(); }
 
  private:
-  ssize_t ReadSome(char* dst, size_t n) {
-    // Fill as much as possible: short reads are retried so callers see big chunks.
-    size_t got = 0;
-    while (got < n) {
-      ssize_t r = ::read(fd_, dst + got, n - got);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return -1;
-      }
-      if (r == 0) break;
-      got += static_cast<size_t>(r);
-    }
-    return static_cast<ssize_t>(got);
-  }
-
-  int fd_;
-  std::string path_;
-  std::vector<char> buffer_;
-  size_t pos_ = 0, end_ = 0;
-  uint64_t file_pos_ = 0;  // file offset just past the buffered bytes
+  std::unique_ptr<SequentialFile> file_;
 };
 
 class ZlibInputStream final : public InputStream {
@@ -218,57 +141,16 @@ class ZlibInputStream final : public InputStream {
   bool saw_member_ = false;
 };
 
+// A file written through the Env, seen as an OutputStream.
 class FileOutputStream final : public OutputStream {
  public:
-  FileOutputStream(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
-    buffer_.reserve(kBufferBytes);
-  }
-  ~FileOutputStream() override {
-    if (fd_ >= 0) (void)Close();
-  }
-  Status Append(std::string_view data) override {
-    if (fd_ < 0) return FailedPreconditionError("append to closed file " + path_);
-    if (buffer_.size() + data.size() > kBufferBytes) {
-      TROUPE_RETURN_IF_ERROR(FlushBuffer());
-      if (data.size() >= kBufferBytes) return WriteAll(data.data(), data.size());
-    }
-    buffer_.append(data);
-    return Status::OK();
-  }
-  Status Flush() override {
-    if (fd_ < 0) return FailedPreconditionError("flush of closed file " + path_);
-    return FlushBuffer();
-  }
-  Status Close() override {
-    if (fd_ < 0) return Status::OK();
-    Status s = FlushBuffer();
-    if (::close(fd_) != 0 && s.ok()) s = ErrnoStatus("cannot close", path_, errno);
-    fd_ = -1;
-    return s;
-  }
+  explicit FileOutputStream(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
+  Status Append(std::string_view data) override { return file_->Append(data); }
+  Status Flush() override { return file_->Flush(); }
+  Status Close() override { return file_->Close(); }
 
  private:
-  static constexpr size_t kBufferBytes = 4 << 20;
-  Status FlushBuffer() {
-    Status s = WriteAll(buffer_.data(), buffer_.size());
-    buffer_.clear();
-    return s;
-  }
-  Status WriteAll(const char* p, size_t n) {
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus("cannot write", path_, errno);
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return Status::OK();
-  }
-  int fd_;
-  std::string path_;
-  std::string buffer_;
+  std::unique_ptr<WritableFile> file_;
 };
 
 class ZlibOutputStream final : public OutputStream {
@@ -342,15 +224,8 @@ class ZlibOutputStream final : public OutputStream {
 int WindowBits(Compression c) { return c == Compression::kGzip ? MAX_WBITS + 16 : MAX_WBITS; }
 
 Result<std::unique_ptr<InputStream>> OpenRaw(const std::string& path, size_t buffer_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("cannot open", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return InvalidArgumentError(path + " is a directory, not a file");
-  }
-  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<InputStream>(new FileInputStream(fd, path, buffer_bytes));
+  TROUPE_ASSIGN_OR_RETURN(auto file, Env::Default()->NewSequentialFile(path, buffer_bytes));
+  return std::unique_ptr<InputStream>(new FileInputStream(std::move(file)));
 }
 
 }  // namespace
@@ -403,49 +278,25 @@ Result<std::unique_ptr<InputStream>> OpenMaybeGzipped(const std::string& path,
 Result<std::unique_ptr<OutputStream>> OpenOutputStream(const std::string& path,
                                                        Compression compression,
                                                        const ZlibOptions& zlib) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot create", path, errno);
-  std::unique_ptr<OutputStream> raw(new FileOutputStream(fd, path));
+  // A 4 MiB buffer: few, large write() calls for record files.
+  TROUPE_ASSIGN_OR_RETURN(auto file,
+                          Env::Default()->NewWritableFile(path, {.buffer_bytes = 4 << 20}));
+  std::unique_ptr<OutputStream> raw(new FileOutputStream(std::move(file)));
   if (compression == Compression::kNone) return raw;
   auto z = std::make_unique<ZlibOutputStream>(std::move(raw), path, WindowBits(compression), zlib);
   TROUPE_RETURN_IF_ERROR(z->Init());
   return std::unique_ptr<OutputStream>(std::move(z));
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  TROUPE_ASSIGN_OR_RETURN(auto in, OpenRaw(path, 1 << 20));
-  std::string out;
-  char buf[1 << 16];
-  while (true) {
-    TROUPE_ASSIGN_OR_RETURN(size_t got, in->Read(buf, sizeof(buf)));
-    if (got == 0) break;
-    out.append(buf, got);
-  }
-  return out;
-}
-
-Status WriteStringToFile(const std::string& path, std::string_view data) {
-  TROUPE_ASSIGN_OR_RETURN(auto out, OpenOutputStream(path, Compression::kNone));
-  TROUPE_RETURN_IF_ERROR(out->Append(data));
-  return out->Close();
-}
-
 Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key) {
   if (pattern.empty()) return InvalidArgumentError(key + " is empty; give a glob of files");
-  glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  std::vector<std::string> files;
-  if (rc == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-  }
-  globfree(&g);
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, Env::Default()->Glob(pattern));
   if (files.empty()) {
     return NotFoundError(key + " = \"" + pattern +
                          "\" matches no file (relative patterns start at the working "
                          "directory); check the path or the pattern");
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  return files;  // sorted by the Env
 }
 
 }  // namespace troupe::input

@@ -1,7 +1,7 @@
-// Byte streams for the input pipeline: a buffered sequential file reader that issues large
-// reads (the kernel sees few, big, sequential requests), zlib/gzip inflating and deflating
-// wrappers, and a buffered file writer. Offsets are positions in the (uncompressed) stream, so
-// record readers can report "corrupted record at <offset>" the way TF does.
+// Byte streams for the input pipeline: files read and written through the Env (core/env.h:
+// buffered, large sequential reads), zlib/gzip inflating and deflating wrappers around them.
+// Offsets are positions in the (uncompressed) stream, so record readers can report "corrupted
+// record at <offset>" the way TF does.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env.h"
 #include "core/result.h"
 #include "core/status.h"
 
 namespace troupe::input {
-
-inline constexpr size_t kDefaultReadBufferBytes = 4 << 20;  // 4 MiB per read() call
 
 enum class Compression { kNone, kZlib, kGzip };
 // "" / "ZLIB" / "GZIP" as tf.data spells them.
@@ -66,9 +65,5 @@ Result<std::unique_ptr<OutputStream>> OpenOutputStream(const std::string& path,
 // InvalidArgument for an empty pattern and NotFound for one that matches nothing, both naming
 // the config `key` it came from.
 Result<std::vector<std::string>> MatchFiles(const std::string& pattern, const std::string& key);
-
-// Whole-file helpers for small files (tests, fixtures).
-Result<std::string> ReadFileToString(const std::string& path);
-Status WriteStringToFile(const std::string& path, std::string_view data);
 
 }  // namespace troupe::input

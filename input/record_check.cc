@@ -1,6 +1,5 @@
 #include "input/record_check.h"
 
-#include <cstdio>
 #include <functional>
 #include <numeric>
 
@@ -253,11 +252,11 @@ void CheckLabel(const DataSourceSpec& spec, const Example& ex, std::vector<std::
 
 // Up to kHeadBytes of `path` as stored (compressed or not).
 std::string RawHead(const std::string& path) {
+  auto file = Env::Default()->NewSequentialFile(path, kHeadBytes);
+  if (!file.ok()) return "";
   std::string head(kHeadBytes, '\0');
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  head.resize(std::fread(head.data(), 1, head.size(), f));
-  std::fclose(f);
+  Result<size_t> got = (*file)->Read(head.data(), head.size());
+  head.resize(got.ok() ? *got : 0);
   return head;
 }
 

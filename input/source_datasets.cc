@@ -1,9 +1,9 @@
 // Sources: Range, TensorSlice (FromTensorSlices, FromFiles, ListFiles, Idx, FashionMnist) and
 // Tensor (FromTensors).
-#include <glob.h>
 
 #include <algorithm>
 
+#include "core/env.h"
 #include "input/dataset_impl.h"
 #include "input/idx.h"
 
@@ -227,18 +227,12 @@ Dataset Dataset::FromFiles(std::vector<std::string> files) {
 }
 
 Dataset Dataset::ListFiles(const std::string& pattern) {
-  glob_t g{};
-  int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  std::vector<std::string> files;
-  if (rc == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-  }
-  globfree(&g);
-  if (files.empty()) {
+  Result<std::vector<std::string>> files = Env::Default()->Glob(pattern);  // sorted
+  if (!files.ok()) return Error(files.status());
+  if (files->empty()) {
     return Error(NotFoundError("ListFiles: no files match pattern " + pattern));
   }
-  std::sort(files.begin(), files.end());
-  return FromFiles(std::move(files));
+  return FromFiles(std::move(*files));
 }
 
 Dataset Dataset::Idx(const std::string& images_path, const std::string& labels_path) {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
-#include <sstream>
 
 #include "input/file_io.h"
 
@@ -15,11 +13,9 @@ constexpr double kTrainFraction = 0.9;
 Result<std::string> ReadAll(const std::vector<std::string>& files) {
   std::string text;
   for (const std::string& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) return NotFoundError("cannot read text file " + f);
-    std::ostringstream s;
-    s << in.rdbuf();
-    text += s.str();
+    Result<std::string> contents = ReadFileToString(f);
+    if (!contents.ok()) return contents.status().WithContext("text source");
+    text += *contents;
   }
   return text;
 }

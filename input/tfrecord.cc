@@ -4,27 +4,11 @@
 
 #include "core/crc32c.h"
 #include "core/logging.h"
+#include "core/proto_wire.h"
 #include "input/file_sniff.h"
 
 namespace troupe::input {
 namespace {
-
-void PutFixed32(char* dst, uint32_t v) {
-  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-void PutFixed64(char* dst, uint64_t v) {
-  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint32_t GetFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t GetFixed64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 
 // A length beyond this is treated as damage rather than an allocation request.
 constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
@@ -33,14 +17,14 @@ constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
 
 std::string TFRecordHeader(std::string_view data) {
   std::string h(kTFRecordHeaderBytes, '\0');
-  PutFixed64(h.data(), data.size());
-  PutFixed32(h.data() + 8, crc32c::Mask(crc32c::Value(h.data(), 8)));
+  EncodeFixed64(h.data(), data.size());
+  EncodeFixed32(h.data() + 8, crc32c::Mask(crc32c::Value(h.data(), 8)));
   return h;
 }
 
 std::string TFRecordFooter(std::string_view data) {
   std::string f(kTFRecordFooterBytes, '\0');
-  PutFixed32(f.data(), crc32c::Mask(crc32c::Value(data)));
+  EncodeFixed32(f.data(), crc32c::Mask(crc32c::Value(data)));
   return f;
 }
 
@@ -68,8 +52,8 @@ Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
     return DataLossError("truncated record" + Where(offset_) +
                          ": the file ends inside the 12-byte record header");
   }
-  const uint64_t length = GetFixed64(header);
-  if (crc32c::Unmask(GetFixed32(header + 8)) != crc32c::Value(header, 8)) {
+  const uint64_t length = DecodeFixed64(header);
+  if (crc32c::Unmask(DecodeFixed32(header + 8)) != crc32c::Value(header, 8)) {
     if (offset_ == 0) return NotATFRecord(std::string_view(header, sizeof(header)));
     return DataLossError("corrupted record" + Where(offset_) +
                          ": the length field's checksum does not match");
@@ -89,7 +73,7 @@ Status TFRecordReader::ReadAt(std::string* record, bool* truncated) {
                          std::to_string(length) +
                          " data bytes and a 4-byte checksum, the file ends first");
   }
-  if (crc32c::Unmask(GetFixed32(footer)) != crc32c::Value(*record)) {
+  if (crc32c::Unmask(DecodeFixed32(footer)) != crc32c::Value(*record)) {
     return DataLossError("corrupted record" + Where(offset_) +
                          ": the data checksum does not match (" + std::to_string(length) +
                          " bytes)");
@@ -132,8 +116,9 @@ Status TFRecordReader::Resync(uint64_t bad_offset) {
   char header[kTFRecordHeaderBytes];
   size_t got = 0;
   TROUPE_RETURN_IF_ERROR(Fill(header, sizeof(header), &got));
-  if (got == sizeof(header) && crc32c::Unmask(GetFixed32(header + 8)) == crc32c::Value(header, 8)) {
-    const uint64_t length = GetFixed64(header);
+  if (got == sizeof(header) &&
+      crc32c::Unmask(DecodeFixed32(header + 8)) == crc32c::Value(header, 8)) {
+    const uint64_t length = DecodeFixed64(header);
     offset_ = bad_offset + kTFRecordHeaderBytes + length + kTFRecordFooterBytes;
     return stream_->Seek(offset_);
   }
@@ -143,8 +128,8 @@ Status TFRecordReader::Resync(uint64_t bad_offset) {
   std::string window(kTFRecordHeaderBytes, '\0');
   TROUPE_RETURN_IF_ERROR(Fill(window.data(), window.size(), &got));
   while (got == kTFRecordHeaderBytes) {
-    if (crc32c::Unmask(GetFixed32(window.data() + 8)) == crc32c::Value(window.data(), 8) &&
-        GetFixed64(window.data()) <= kMaxRecordBytes) {
+    if (crc32c::Unmask(DecodeFixed32(window.data() + 8)) == crc32c::Value(window.data(), 8) &&
+        DecodeFixed64(window.data()) <= kMaxRecordBytes) {
       offset_ = pos;
       return stream_->Seek(pos);
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/env.h"
 #include "input/convert.h"
 #include "input/idx.h"
 #include "launch/command.h"
@@ -55,9 +56,7 @@ int RunConvert(int argc, char** argv) {
   } else {
     o.images_path = input::FashionMnistImagesPath(parser.Get("split"), parser.Get("dataset-dir"));
     o.labels_path = input::FashionMnistLabelsPath(parser.Get("split"), parser.Get("dataset-dir"));
-    if (std::FILE* f = std::fopen(o.images_path.c_str(), "rb")) {
-      std::fclose(f);
-    } else {
+    if (!Env::Default()->FileExists(o.images_path)) {
       std::fprintf(stderr,
                    "troupe data convert: Fashion-MNIST file %s not found. Install the dataset "
                    "package: `apt-get install dataset-fashion-mnist` (or pass --dataset-dir / "

@@ -6,10 +6,10 @@
 // the feed alone for STEPS batches (examples/s the input can sustain without training).
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "actors/batches.h"
+#include "core/env.h"
 #include "launch/command.h"
 #include "launch/flags.h"
 #include "launch/train_config.h"
@@ -52,11 +52,6 @@ void Describe(int64_t step, const input::Element& b) {
               y.shape().ToString().c_str(), counts.c_str());
 }
 
-Status Append(std::ofstream& out, const Tensor& t) {
-  out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.byte_size()));
-  return out ? Status::OK() : DataLossError("cannot write the --out files");
-}
-
 Status Peek(const TrainConfig& config, int64_t replicas, int64_t replica, int64_t batches,
             const std::string& out_prefix, int64_t bench_steps) {
   auto same = [](int64_t v) { return Result<int64_t>(v); };  // one replica: its own counts
@@ -70,19 +65,22 @@ Status Peek(const TrainConfig& config, int64_t replicas, int64_t replica, int64_
       static_cast<long long>(data.steps_per_epoch),
       static_cast<long long>(config.global_batch_size / replicas));
   TROUPE_ASSIGN_OR_RETURN(auto feed, actors::StartFeed(config, data, {}, 0));
-  std::ofstream features, labels;
+  std::unique_ptr<WritableFile> features, labels;
   if (!out_prefix.empty()) {
-    features.open(out_prefix + ".features", std::ios::binary);
-    labels.open(out_prefix + ".labels", std::ios::binary);
-    if (!features || !labels) return PermissionDeniedError("cannot write " + out_prefix + ".*");
+    TROUPE_ASSIGN_OR_RETURN(features, Env::Default()->NewWritableFile(out_prefix + ".features"));
+    TROUPE_ASSIGN_OR_RETURN(labels, Env::Default()->NewWritableFile(out_prefix + ".labels"));
   }
   for (int64_t step = 0; step < batches; ++step) {
     TROUPE_ASSIGN_OR_RETURN(std::vector<input::Element> b, feed->Next());
     Describe(step, b[0]);
     if (!out_prefix.empty()) {
-      TROUPE_RETURN_IF_ERROR(Append(features, b[0][0]));
-      TROUPE_RETURN_IF_ERROR(Append(labels, b[0][1]));
+      TROUPE_RETURN_IF_ERROR(features->Append(b[0][0].raw_data(), b[0][0].byte_size()));
+      TROUPE_RETURN_IF_ERROR(labels->Append(b[0][1].raw_data(), b[0][1].byte_size()));
     }
+  }
+  if (features) {
+    TROUPE_RETURN_IF_ERROR(features->Close());
+    TROUPE_RETURN_IF_ERROR(labels->Close());
   }
   if (bench_steps <= 0) return Status::OK();
   const auto start = std::chrono::steady_clock::now();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actors/control_plane.h"
+#include "core/env.h"
 #include "core/logging.h"
 #include "launch/command.h"
 #include "launch/rank_report.h"
@@ -62,13 +63,8 @@ struct AttemptFiles {
 
 // The first line of `path` (empty while nothing was written).
 std::string FirstLine(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return "";
-  char buf[1024] = {};
-  std::string line = std::fgets(buf, sizeof(buf), f) ? buf : "";
-  std::fclose(f);
-  if (!line.empty() && line.back() == '\n') line.pop_back();
-  return line;
+  Result<std::string> text = Env::Default()->ReadFileToString(path);
+  return text.ok() ? text->substr(0, text->find('\n')) : "";
 }
 
 // Ends `pid`'s process group (SIGTERM, then SIGKILL) when the launcher is stuck: the job it

@@ -11,12 +11,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <type_traits>
 
 #include "actors/optimizer_recipe.h"
+#include "core/env.h"
 #include "graph/keras/model_json.h"
 #include "input/file_io.h"
 #include "launch/config_schema.h"
@@ -366,30 +366,6 @@ Status RunDirNotWritable(const std::string& run_dir, const std::filesystem::path
                                "); choose a writable directory");
 }
 
-Status WriteError(const std::string& path, const char* step) {
-  return PermissionDeniedError("cannot write " + path + " (" + step + ": " + std::strerror(errno) +
-                               "); check that job.run_dir is writable");
-}
-
-// Readers see the old file or the whole new one, never a torn one.
-Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return WriteError(tmp, "open");
-  Status s;
-  for (size_t done = 0; s.ok() && done < data.size();) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) s = WriteError(tmp, "write");
-    if (n > 0) done += static_cast<size_t>(n);
-  }
-  if (s.ok() && ::fsync(fd) != 0) s = WriteError(tmp, "fsync");
-  if (::close(fd) != 0 && s.ok()) s = WriteError(tmp, "close");
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = WriteError(path, "rename");
-  if (!s.ok()) ::unlink(tmp.c_str());
-  return s;
-}
-
 }  // namespace
 
 Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& origin,
@@ -432,11 +408,12 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
 
 Result<TrainConfig> LoadTrainConfig(const std::string& path,
                                     const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("config file '" + path + "' cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseTrainConfig(text.str(), path, overrides);
+  Result<std::string> text = Env::Default()->ReadFileToString(path);
+  if (!text.ok()) {
+    return NotFoundError("config file '" + path + "' cannot be read (" + text.status().message() +
+                         ")");
+  }
+  return ParseTrainConfig(*text, path, overrides);
 }
 
 Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replicas) {
@@ -483,23 +460,24 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
 }
 
 Status WriteConfigRecord(const TrainConfig& config) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(config.run_dir, ec);
-  if (ec) {
-    return PermissionDeniedError("job.run_dir: cannot create '" + config.run_dir +
-                                 "': " + ec.message() + "; choose a writable directory");
+  Env* env = Env::Default();
+  if (Status s = env->CreateDirectories(config.run_dir); !s.ok()) {
+    return Status(s.code(), "job.run_dir: " + s.message() + "; choose a writable directory");
   }
-  const std::string path = (fs::path(config.run_dir) / "config.toml").string();
+  const std::string path = JoinPath(config.run_dir, "config.toml");
+  const auto WithHint = [](Status s) {
+    return s.ok() ? s : Status(s.code(), s.message() + "; check that job.run_dir is writable");
+  };
   // A start the trainer then refuses (a changed model or batch cannot resume) must not lose
   // the record of the config the checkpoints were written with.
-  std::ifstream in(path);
-  std::stringstream previous;
-  if (in) previous << in.rdbuf();
-  if (in && previous.str() != config.source_text) {
-    TROUPE_RETURN_IF_ERROR(WriteFileAtomically(path + ".previous", previous.str()));
+  if (env->FileExists(path)) {
+    Result<std::string> previous = env->ReadFileToString(path);
+    if (!previous.ok()) return WithHint(previous.status());
+    if (*previous != config.source_text) {
+      TROUPE_RETURN_IF_ERROR(WithHint(env->WriteFileAtomically(path + ".previous", *previous)));
+    }
   }
-  return WriteFileAtomically(path, config.source_text);
+  return WithHint(env->WriteFileAtomically(path, config.source_text));
 }
 
 }  // namespace troupe::launch

@@ -2,9 +2,9 @@
 
 #include <zip.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
+
+#include "core/env.h"
 
 namespace troupe::keras {
 namespace {
@@ -60,20 +60,22 @@ Result<std::string> ReadKerasArchive(const std::string& path) {
 }  // namespace
 
 Result<std::string> ReadModelConfigText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const auto cannot_read = [&] {
     return NotFoundError("model file '" + path +
                          "' does not exist or cannot be read (model.keras names a .json from "
                          "model.to_json() or a .keras file)");
+  };
+  if (EndsWith(path, ".keras")) {
+    if (!Env::Default()->FileExists(path)) return cannot_read();
+    return ReadKerasArchive(path);
   }
-  if (EndsWith(path, ".keras")) return ReadKerasArchive(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  Result<std::string> text = Env::Default()->ReadFileToString(path);
+  if (!text.ok()) return cannot_read();
+  return text;
 }
 
 Result<std::string> ReadKerasArchiveMember(const std::string& path, const std::string& member) {
-  if (!std::ifstream(path, std::ios::binary)) {
+  if (!Env::Default()->FileExists(path)) {
     return NotFoundError("'" + path + "' does not exist or cannot be read");
   }
   TROUPE_ASSIGN_OR_RETURN(ArchivePtr archive, OpenKerasArchive(path));

@@ -8,8 +8,8 @@
 
 #include "actors/best_checkpoint.h"
 #include "actors/metrics_log.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/trackable.h"
+#include "core/env.h"
 
 namespace troupe::actors {
 namespace {
@@ -95,7 +95,7 @@ struct Root {
 };
 
 nlohmann::json Record(const std::string& dir) {
-  return nlohmann::json::parse(*ckpt::ReadFileToString(dir + "/best.json"));
+  return nlohmann::json::parse(*ReadFileToString(dir + "/best.json"));
 }
 
 TEST(BestCheckpoint, KeepsTheBestAndItsRecordSurvivesAResume) {

@@ -12,8 +12,8 @@
 
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
 #include "core/cpu_budget.h"
+#include "core/env.h"
 #include "graph/random/generator.h"
 
 namespace troupe::actors {
@@ -300,7 +300,7 @@ TEST(Trainer, EvaluatesOnItsCadenceKeepsTheBestAndResumesBothLogs) {
     EXPECT_LE(tests[1]["accuracy"].get<double>(), best_value);
   }
   const std::string best_dir = c.run_dir + "/checkpoints/best";
-  auto record = nlohmann::json::parse(*ckpt::ReadFileToString(best_dir + "/best.json"));
+  auto record = nlohmann::json::parse(*ReadFileToString(best_dir + "/best.json"));
   EXPECT_EQ(record["step"], best_step);
   EXPECT_EQ(record["value"].get<double>(), best_value);
   EXPECT_EQ(record["checkpoint"], "ckpt-" + std::to_string(best_step));
@@ -317,7 +317,7 @@ TEST(Trainer, EvaluatesOnItsCadenceKeepsTheBestAndResumesBothLogs) {
         << "\n";
   }
   record["value"] = 2.0;
-  ASSERT_TRUE(ckpt::WriteFileAtomically(best_dir + "/best.json", record.dump()).ok());
+  ASSERT_TRUE(WriteFileAtomically(best_dir + "/best.json", record.dump()).ok());
   c.max_steps = 6;
   {
     auto t = Start(c);
@@ -331,7 +331,7 @@ TEST(Trainer, EvaluatesOnItsCadenceKeepsTheBestAndResumesBothLogs) {
   tests = MetricsLines(c, "test");
   ASSERT_EQ(Steps(tests), (std::vector<int64_t>{2, 4, 6}));
   EXPECT_FALSE(tests[2].contains("best"));
-  auto after = nlohmann::json::parse(*ckpt::ReadFileToString(best_dir + "/best.json"));
+  auto after = nlohmann::json::parse(*ReadFileToString(best_dir + "/best.json"));
   EXPECT_EQ(after["value"], 2.0);
   EXPECT_EQ(after["step"], best_step);
 }

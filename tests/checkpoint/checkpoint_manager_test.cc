@@ -4,7 +4,7 @@
 
 #include "checkpoint/bundle_format.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 #include "tests/checkpoint/test_util.h"
 
 namespace troupe::ckpt {
@@ -28,7 +28,8 @@ struct Fixture {
 };
 
 bool HasCheckpoint(const std::string& prefix) {
-  return FileExists(IndexFilename(prefix)) && FileExists(DataFilename(prefix, 0, 1));
+  return Env::Default()->FileExists(IndexFilename(prefix)) &&
+         Env::Default()->FileExists(DataFilename(prefix, 0, 1));
 }
 
 TEST(CheckpointManagerTest, NumbersKeepsAndDeletes) {
@@ -102,7 +103,7 @@ TEST(CheckpointManagerTest, ReloadsStateAndResumesNumbering) {
   }
   // A stray temp file from a writer killed mid-save is cleaned up.
   {
-    auto f = WritableFile::Create(dir / "ckpt-3.index.tempstate123");
+    auto f = Env::Default()->NewWritableFile(dir / "ckpt-3.index.tempstate123");
     ASSERT_TRUE(f.ok());
   }
   Fixture g;
@@ -111,7 +112,7 @@ TEST(CheckpointManagerTest, ReloadsStateAndResumesNumbering) {
   o.max_to_keep = 5;
   auto m = CheckpointManager::Create(&g.root, o);
   ASSERT_TRUE(m.ok());
-  EXPECT_FALSE(FileExists(dir / "ckpt-3.index.tempstate123"));
+  EXPECT_FALSE(Env::Default()->FileExists(dir / "ckpt-3.index.tempstate123"));
   ASSERT_EQ((*m)->latest_checkpoint(), dir / "ckpt-2");
   EXPECT_EQ((*m)->checkpoints().size(), 2u);
   auto st = (*m)->RestoreLatest();

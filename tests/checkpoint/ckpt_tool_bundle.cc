@@ -6,8 +6,8 @@
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/bundle_writer.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
 #include "core/dtype.h"
+#include "core/env.h"
 #include "tests/checkpoint/ckpt_tool.h"
 
 namespace troupe::ckpt::tool {

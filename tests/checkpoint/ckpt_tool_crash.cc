@@ -7,8 +7,8 @@
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/object_checkpoint.h"
+#include "core/env.h"
 #include "tests/checkpoint/ckpt_tool.h"
 
 namespace troupe::ckpt::tool {

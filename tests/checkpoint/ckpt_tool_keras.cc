@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/file_util.h"
 #include "checkpoint/keras_layout.h"
 #include "checkpoint/object_checkpoint.h"
 #include "core/dtype.h"
+#include "core/env.h"
 #include "tests/checkpoint/ckpt_tool.h"
 
 namespace troupe::ckpt::tool {

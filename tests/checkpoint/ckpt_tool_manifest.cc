@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/file_util.h"
 #include "core/dtype.h"
+#include "core/env.h"
 #include "tests/checkpoint/ckpt_tool.h"
 
 namespace troupe::ckpt::tool {
@@ -81,7 +81,7 @@ Status SaveTensor(const Tensor& t, const std::string& path) {
   } else {
     bytes.assign(static_cast<const char*>(t.raw_data()), t.byte_size());
   }
-  TROUPE_ASSIGN_OR_RETURN(auto f, WritableFile::Create(path));
+  TROUPE_ASSIGN_OR_RETURN(auto f, Env::Default()->NewWritableFile(path));
   TROUPE_RETURN_IF_ERROR(f->Append(bytes));
   return f->Close();
 }
@@ -93,7 +93,7 @@ Result<Tensor> InitialValue(const ManifestLine& m, bool load_values) {
 Status WriteTensorDir(const std::string& out_dir, const std::string& file_prefix,
                       const std::vector<std::string>& keys,
                       const std::function<Result<Tensor>(const std::string& key)>& value) {
-  TROUPE_RETURN_IF_ERROR(CreateDirectories(out_dir));
+  TROUPE_RETURN_IF_ERROR(Env::Default()->CreateDirectories(out_dir));
   std::string manifest;
   int i = 0;
   for (const std::string& key : keys) {

@@ -7,8 +7,8 @@
 #include "checkpoint/bundle_reader.h"
 #include "checkpoint/bundle_writer.h"
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/object_checkpoint.h"
+#include "core/env.h"
 #include "tests/checkpoint/test_util.h"
 
 namespace troupe::ckpt {
@@ -18,7 +18,7 @@ using testing::Iota;
 using testing::ScratchDir;
 
 void Overwrite(const std::string& path, const std::string& contents) {
-  auto f = WritableFile::Create(path);
+  auto f = Env::Default()->NewWritableFile(path);
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE((*f)->Append(contents).ok());
   ASSERT_TRUE((*f)->Close().ok());
@@ -179,7 +179,7 @@ TEST(CorruptionTest, MissingShardIsNotFoundNamingFileAndTensor) {
   const std::string prefix = dir / "m";
   WriteSample(prefix);
   const std::string path = DataFilename(prefix, 1, 2);
-  ASSERT_TRUE(DeleteFile(path).ok());
+  ASSERT_TRUE(Env::Default()->DeleteFile(path).ok());
   auto r = BundleReader::Open(prefix);
   ASSERT_TRUE(r.ok());                   // the index alone is intact
   EXPECT_TRUE((*r)->Read("step").ok());  // shard 0 is still there
@@ -213,7 +213,7 @@ TEST(CorruptionTest, StateFileNamingNothingIsNotFound) {
   EXPECT_EQ(LatestCheckpoint(dir.path()).status().code(), StatusCode::kDataLoss);
   Overwrite(dir / "checkpoint", "");
   EXPECT_EQ(LatestCheckpoint(dir.path()).status().code(), StatusCode::kDataLoss);
-  ASSERT_TRUE(DeleteFile(dir / "checkpoint").ok());
+  ASSERT_TRUE(Env::Default()->DeleteFile(dir / "checkpoint").ok());
   EXPECT_EQ(LatestCheckpoint(dir.path()).status().code(), StatusCode::kNotFound);
 }
 

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_state.h"
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 #include "tests/checkpoint/test_util.h"
 
 extern char** environ;
@@ -57,7 +57,7 @@ int Wait(pid_t pid) {
 }
 
 TEST(CrashTest, KilledWriterLeavesLatestCheckpointIntact) {
-  ASSERT_TRUE(FileExists(Tool())) << "build ckpt_tool first: " << Tool();
+  ASSERT_TRUE(Env::Default()->FileExists(Tool())) << "build ckpt_tool first: " << Tool();
   testing::ScratchDir dir;
   std::mt19937 rng(20240607);
   int64_t last_verified = 0;
@@ -72,7 +72,8 @@ TEST(CrashTest, KilledWriterLeavesLatestCheckpointIntact) {
     ::kill(pid, SIGKILL);
     int rc = Wait(pid);
     if (rc == 128 + SIGKILL) ++killed_mid_run;
-    if (!FileExists(dir / "checkpoint")) continue;  // killed before the first save landed
+    if (!Env::Default()->FileExists(dir / "checkpoint"))
+      continue;  // killed before the first save landed
     pid_t verify = Spawn({Tool(), "verify-latest", dir.path()}, true);
     ASSERT_EQ(Wait(verify), 0) << "round " << round << ": latest checkpoint is not intact";
     auto latest = LatestCheckpoint(dir.path());

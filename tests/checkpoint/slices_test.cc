@@ -4,10 +4,10 @@
 
 #include "checkpoint/bundle_format.h"
 #include "checkpoint/bundle_reader.h"
-#include "checkpoint/file_util.h"
 #include "checkpoint/proto/tensor_bundle.pb.h"
 #include "checkpoint/table.h"
 #include "core/crc32c.h"
+#include "core/env.h"
 #include "tests/checkpoint/test_util.h"
 
 namespace troupe::ckpt {

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "checkpoint/file_util.h"
+#include "core/env.h"
 
 namespace troupe::ckpt {
 namespace {
