@@ -9,6 +9,7 @@
 #include "actors/trainer.h"
 #include "checkpoint/bundle_reader.h"
 #include "core/cpu_budget.h"
+#include "core/env.h"
 #include "core/gpu.h"
 #include "core/logging.h"
 #include "core/thread_pool.h"
@@ -119,8 +120,7 @@ Status CheckCheckpointModel(const std::string& prefix, const std::string& model_
   std::string fix = "evaluate it with the config it was trained with";
   if (dir.filename() == "checkpoints") {
     const std::filesystem::path record = dir.parent_path() / "config.toml";
-    std::error_code ec;
-    if (std::filesystem::exists(record, ec)) {
+    if (Env::Default()->FileExists(record.string())) {
       fix = "use " + record.string() + ", the config the run recorded";
     }
   }

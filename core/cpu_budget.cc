@@ -5,23 +5,29 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
+
+#include "core/env.h"
 
 namespace troupe {
 namespace {
 
 // cgroup v2: "max 100000" or "<quota> <period>"; v1: cfs_quota_us (-1 = none) and period.
+// A kernel file's text ("" when it is not there).
+std::istringstream KernelFile(const std::string& path) {
+  return std::istringstream(ReadFileToString(path).value_or(""));
+}
+
 double CgroupQuota() {
-  std::ifstream v2("/sys/fs/cgroup/cpu.max");
+  std::istringstream v2 = KernelFile("/sys/fs/cgroup/cpu.max");
   std::string quota;
   double period = 0;
   if (v2 >> quota >> period) {
     if (quota == "max" || period <= 0) return 0;
     return std::stod(quota) / period;
   }
-  std::ifstream q("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
-  std::ifstream p("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  std::istringstream q = KernelFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+  std::istringstream p = KernelFile("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
   double quota_us = 0;
   if (q >> quota_us && p >> period && quota_us > 0 && period > 0) return quota_us / period;
   return 0;

@@ -514,9 +514,18 @@ Env* Env::Default() {
 }
 
 Result<std::string> Env::ReadFileToString(const std::string& path) {
-  TROUPE_ASSIGN_OR_RETURN(auto file, NewRandomAccessFile(path));
-  std::string contents(file->size(), '\0');
-  TROUPE_RETURN_IF_ERROR(file->Read(0, contents.size(), contents.data()));
+  // Read to the end rather than to the size stat reports: kernel files (/proc, /sys) say 0.
+  TROUPE_ASSIGN_OR_RETURN(auto file, NewSequentialFile(path, 64 << 10));
+  const uint64_t expected = GetFileSize(path).value_or(0);
+  std::string contents;
+  size_t have = 0;
+  for (size_t want = static_cast<size_t>(expected) + 1;; want = std::max<size_t>(have, 1 << 20)) {
+    contents.resize(have + want);
+    TROUPE_ASSIGN_OR_RETURN(size_t got, file->Read(contents.data() + have, want));
+    have += got;
+    if (got < want) break;  // the end of the file
+  }
+  contents.resize(have);
   return contents;
 }
 

@@ -136,7 +136,8 @@ class Env {
   // Paths matching the shell glob `pattern` (glob(3)), sorted; empty when none match.
   virtual Result<std::vector<std::string>> Glob(const std::string& pattern) = 0;
 
-  // The whole file (through NewRandomAccessFile). NotFound when it does not exist.
+  // The whole file, read to its end (through NewSequentialFile, so kernel files whose size
+  // reads 0 work too). NotFound when it does not exist.
   Result<std::string> ReadFileToString(const std::string& path);
   // Creates or truncates `path` and writes `data`; neither atomic nor synced (fixtures, logs
   // that are rewritten whole). Use WriteFileAtomically for anything a reader must trust.

@@ -8,9 +8,10 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <sstream>
+
+#include "core/env.h"
 
 namespace troupe {
 namespace {
@@ -113,7 +114,7 @@ std::vector<InterfaceAddress> Ipv4Interfaces() {
 }
 
 std::string DefaultRouteInterface() {
-  std::ifstream routes("/proc/net/route");
+  std::istringstream routes(ReadFileToString("/proc/net/route").value_or(""));
   std::string line;
   std::getline(routes, line);  // header
   while (std::getline(routes, line)) {

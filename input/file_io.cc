@@ -8,19 +8,6 @@
 namespace troupe::input {
 namespace {
 
-// A file read through the Env (core/env.h), seen as an InputStream.
-class FileInputStream final : public InputStream {
- public:
-  explicit FileInputStream(std::unique_ptr<SequentialFile> file) : file_(std::move(file)) {}
-  Result<size_t> Read(void* dst, size_t n) override { return file_->Read(dst, n); }
-  uint64_t Tell() const override { return file_->Tell(); }
-  Status Seek(uint64_t offset) override { return file_->Seek(offset); }
-  const std::string& path() const override { return file_->path(); }
-
- private:
-  std::unique_ptr<SequentialFile> file_;
-};
-
 class ZlibInputStream final : public InputStream {
  public:
   ZlibInputStream(std::unique_ptr<InputStream> raw, int window_bits, size_t buffer_bytes)
@@ -224,8 +211,7 @@ class ZlibOutputStream final : public OutputStream {
 int WindowBits(Compression c) { return c == Compression::kGzip ? MAX_WBITS + 16 : MAX_WBITS; }
 
 Result<std::unique_ptr<InputStream>> OpenRaw(const std::string& path, size_t buffer_bytes) {
-  TROUPE_ASSIGN_OR_RETURN(auto file, Env::Default()->NewSequentialFile(path, buffer_bytes));
-  return std::unique_ptr<InputStream>(new FileInputStream(std::move(file)));
+  return Env::Default()->NewSequentialFile(path, buffer_bytes);
 }
 
 }  // namespace

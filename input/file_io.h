@@ -21,17 +21,10 @@ enum class Compression { kNone, kZlib, kGzip };
 Result<Compression> CompressionFromName(std::string_view name);
 std::string_view CompressionName(Compression c);
 
-class InputStream {
- public:
-  virtual ~InputStream() = default;
-  // Reads up to `n` bytes into `dst`; returns how many were read (fewer only at end of stream).
-  virtual Result<size_t> Read(void* dst, size_t n) = 0;
-  // Position in the stream (uncompressed bytes).
-  virtual uint64_t Tell() const = 0;
-  // Moves to `offset`; for compressed streams this re-reads from the start when moving back.
-  virtual Status Seek(uint64_t offset) = 0;
-  virtual const std::string& path() const = 0;
-};
+// A stream of (uncompressed) bytes: an Env file, or a zlib/gzip stream over one, which has the
+// same interface — Read, Tell and Seek count uncompressed bytes, and moving back in a
+// compressed stream re-reads it from the start.
+using InputStream = SequentialFile;
 
 // Opens `path` for sequential reading, inflating when `compression` says so.
 Result<std::unique_ptr<InputStream>> OpenInputStream(const std::string& path,
