@@ -543,12 +543,17 @@ Status Trainer::Parts::CheckFiniteState() const {
 
 Result<TrainSummary> RunTraining(const TrainConfig& config, const ProcessLaunch& launch) {
   const auto started = std::chrono::steady_clock::now();
-  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Setup(config, launch));
-  if (launch.rank == 0 && launch.on_ready) TROUPE_RETURN_IF_ERROR(launch.on_ready());
-  TROUPE_ASSIGN_OR_RETURN(TrainSummary summary, trainer->Run());
-  summary.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (launch.on_end) launch.on_end(summary);
+  Result<std::unique_ptr<Trainer>> trainer = Trainer::Setup(config, launch);
+  Result<TrainSummary> summary = [&]() -> Result<TrainSummary> {
+    if (!trainer.ok()) return trainer.status();
+    if (launch.rank == 0 && launch.on_ready) TROUPE_RETURN_IF_ERROR(launch.on_ready());
+    return (*trainer)->Run();
+  }();
+  if (summary.ok()) {
+    summary->wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  if (launch.on_end) launch.on_end(summary);  // the trainer (and MPI) still up
   return summary;
 }
 

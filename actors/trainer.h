@@ -45,11 +45,12 @@ struct ProcessLaunch {
   // Rank 0 calls it once setup has succeeded (model built, checkpoint restored), before the
   // first step: a job that cannot start leaves the run dir as it was.
   std::function<Status()> on_ready;
-  // Called once the run ended without an error (checkpoint written, the job's end agreed),
-  // before the job's processes are torn down (MPI_Finalize), which an mpirun that was itself
-  // signalled may never let finish: what must reach the log (rank 0's end-of-run line) is
-  // printed here.
-  std::function<void(const TrainSummary&)> on_end;
+  // Called with the run's outcome (its summary, or the error that ended it) while the job's
+  // processes are still up: once the trainer is torn down, MPI_Finalize waits for every rank,
+  // and an mpirun that was signalled, or saw another rank exit, kills the ranks waiting there.
+  // What must reach the log (rank 0's end-of-run line, this rank's error) is printed here. An
+  // error in set-up arrives after set-up's own teardown.
+  std::function<void(const Result<TrainSummary>&)> on_end;
 };
 
 // How a run that did not fail ended.

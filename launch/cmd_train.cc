@@ -175,13 +175,18 @@ int RunTrain(int argc, char** argv) {
   // has been set up, so a config that cannot start writes nothing.
   const TrainConfig& recorded = *config;
   launch.on_ready = [&recorded] { return WriteConfigRecord(recorded); };
-  // Printed before MPI is torn down: after a Ctrl-C mpirun kills ranks stuck in MPI_Finalize.
-  launch.on_end = [rank = env->rank](const actors::TrainSummary& s) {
-    if (rank == 0) PrintEndOfRun(s);
+  // Printed before MPI is torn down: mpirun kills ranks waiting in MPI_Finalize once it was
+  // signalled or another rank exited.
+  const RankIdentity who{env->rank, env->world_size, env->hostname};
+  launch.on_end = [&who](const Result<actors::TrainSummary>& r) {
+    if (!r.ok()) {
+      PrintRunError(who, r.status());
+    } else if (who.rank == 0) {
+      PrintEndOfRun(*r);
+    }
   };
   Result<actors::TrainSummary> summary = actors::RunTraining(*config, launch);
   if (!summary.ok()) {
-    PrintRunError({env->rank, env->world_size, env->hostname}, summary.status());
     if (!IsConfigError(summary.status())) {
       actors::WriteJobNotice(actors::kJobEndFileEnv, env->rank, summary.status().ToString());
     }

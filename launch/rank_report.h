@@ -17,6 +17,10 @@
 //    its message, which that rank printed itself) prints nothing; rank 0 then prints one line
 //    saying which rank stopped the job, without its message.
 //
+// `troupe train` prints a run error and the end-of-run line from ProcessLaunch::on_end, while
+// the job's processes are still up: a rank waiting in MPI_Finalize is killed by mpirun once
+// another rank exited, before it could print.
+//
 // Stops. SIGTERM, SIGINT and SIGUSR2 make every rank stop at the same step and write a
 // checkpoint; rank 0 prints "stopped at step N ...; run the same command to resume (exit
 // code 75)" and, when TROUPE_JOB_STOP_FILE names a file, appends that line to it

@@ -8,7 +8,8 @@
    that; mpirun exits 1), and the ranks still write the checkpoint and rank 0's stop line in
    time, and TROUPE_JOB_STOP_FILE gets that line;
 4. errors under mpirun are printed once: a configuration error and a non-finite loss by rank 0,
-   with its rank; an error only rank 1 finds by rank 1, with its rank.
+   with its rank; an error only rank 1 finds by rank 1, and one only rank 0 finds mid-run (a
+   full disk) by rank 0, each with its rank.
 """
 import os
 import re
@@ -153,5 +154,24 @@ errors = re.findall(r"^\[rank (\d+)\] error: .*$", p.stderr, re.M)
 assert len(errors) == 1 and "/nonexistent/fm" in p.stderr, p.stderr
 assert re.search(r"^\[rank 1\] error: .*/nonexistent/fm", p.stderr, re.M), p.stderr
 assert p.stderr.count("/nonexistent/fm") == 1, p.stderr
+# ... and one rank 0 finds mid-run (its checkpoint does not fit on a 400 KiB file system): it
+# prints the error before tearing down MPI, where mpirun would kill it once rank 1, which lost
+# the coordinator, exits.
+small = os.path.join(base, "small")
+os.makedirs(small)
+if os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs",
+                                         small]).returncode == 0:
+    try:
+        p = run(mpirun() + [BIN, "train", CONFIG] + settings(os.path.join(small, "run"), 1000, 1, [
+            "checkpoint.every_steps=40"]), env=MPI_ENV)
+    finally:
+        subprocess.run(["umount", small])
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    errors = re.findall(r"^\[rank (\d+)\] error: .*$", p.stderr, re.M)
+    assert len(errors) == 1 and errors[0] == "0", p.stderr
+    assert re.search(r"^\[rank 0\] error: ResourceExhausted: cannot write .*ckpt-40.*No space left",
+                     p.stderr, re.M), p.stderr
+else:
+    print("4: skipped the full file system (needs root and tmpfs)")
 print("4 ok: errors printed once with their rank", flush=True)
 print("ok")
