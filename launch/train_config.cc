@@ -462,7 +462,8 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
 Status WriteConfigRecord(const TrainConfig& config) {
   Env* env = Env::Default();
   if (Status s = env->CreateDirectories(config.run_dir); !s.ok()) {
-    return Status(s.code(), "job.run_dir: " + s.message() + "; choose a writable directory");
+    return PermissionDeniedError("job.run_dir: cannot create '" + config.run_dir +
+                                 "': " + s.message() + "; choose a writable directory");
   }
   const std::string path = JoinPath(config.run_dir, "config.toml");
   const auto WithHint = [](Status s) {
