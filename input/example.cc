@@ -253,6 +253,8 @@ Status ParseFeatures(std::string_view payload, Example* ex) {
   });
 }
 
+}  // namespace
+
 std::string KindName(Feature::Kind k) {
   switch (k) {
     case Feature::Kind::kBytes:
@@ -265,8 +267,6 @@ std::string KindName(Feature::Kind k) {
       return "empty";
   }
 }
-
-}  // namespace
 
 std::string SerializeExample(const Example& example) {
   std::string features;

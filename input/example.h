@@ -33,6 +33,9 @@ struct Feature {
 
 using Example = std::map<std::string, Feature>;
 
+// The Feature oneof's field name: "bytes_list", "float_list", "int64_list"; "empty" for kNone.
+std::string KindName(Feature::Kind kind);
+
 std::string SerializeExample(const Example& example);
 Result<Example> ParseExample(std::string_view serialized);
 

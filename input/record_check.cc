@@ -20,17 +20,9 @@ int64_t Product(const std::vector<int64_t>& dims) {
 std::string ShapeText(const std::vector<int64_t>& dims) { return TensorShape(dims).ToString(); }
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-std::string KindName(Feature::Kind k) {
-  switch (k) {
-    case Feature::Kind::kBytes:
-      return "bytes_list";
-    case Feature::Kind::kFloat:
-      return "float_list";
-    case Feature::Kind::kInt64:
-      return "int64_list";
-    default:
-      return "empty feature";
-  }
+// input/example.h's KindName, with "empty feature" for one that holds no list.
+std::string KindText(Feature::Kind k) {
+  return k == Feature::Kind::kNone ? "empty feature" : KindName(k);
 }
 
 size_t Count(const Feature& f) {
@@ -48,7 +40,7 @@ size_t Count(const Feature& f) {
 
 // "bytes_list[1] (682 bytes, PNG image)", "int64_list[1] = [3]", "float_list[784]".
 std::string DescribeFeature(const Feature& f) {
-  std::string s = KindName(f.kind);
+  std::string s = KindText(f.kind);
   if (f.kind == Feature::Kind::kNone) return s;
   s += "[" + std::to_string(Count(f)) + "]";
   if (f.kind == Feature::Kind::kBytes && f.bytes.size() == 1) {
@@ -101,7 +93,7 @@ std::string KeyHint(const Example& ex, Feature::Kind kind, const std::string& ot
     }
   }
   if (n != 1) return "";
-  return " (" + Quoted(only) + " is a " + KindName(kind) + ": set " + config_key + " = " +
+  return " (" + Quoted(only) + " is a " + KindText(kind) + ": set " + config_key + " = " +
          Quoted(only) + "?)";
 }
 
@@ -192,7 +184,7 @@ void CheckImage(const DataSourceSpec& spec, const Example& ex, std::vector<std::
   if (f.kind != want) {
     problems->push_back(
         decode + " reads " +
-        (encoded ? "a bytes_list holding one encoded image" : "a " + KindName(want)) + ", " +
+        (encoded ? "a bytes_list holding one encoded image" : "a " + KindText(want)) + ", " +
         Quoted(im.key) + " is a " + DescribeFeature(f) + KindHint(f, need));
     return;
   }
