@@ -1,6 +1,7 @@
 // Internal to the random .cu files (random_philox_kernels.cu, random_threefry_kernels.cu): the
-// counter-based engines (Philox4x32-10, ThreeFry2x32) as device functions, element conversions
-// and storage types, launch geometry and the launch-error Status. Only .cu files include it, and
+// ThreeFry2x32 engine as a device function (Philox4x32-10 is core/philox.h's, __host__
+// __device__ there), element conversions and storage types, launch geometry and the
+// launch-error Status. Only .cu files include it, and
 // only ones compiled with -fmad=false (kernels/CMakeLists.txt lists them).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/philox.h"
 #include "core/status.h"
 #include "kernels/cuda/random_launch.h"
 #include "kernels/cuda/random_math.h"
@@ -24,58 +26,6 @@ namespace gm = ::troupe::random::gpu_math;
 constexpr bool kGlibcFma = true;
 
 // --- engines ----------------------------------------------------------------------------------
-
-struct Block4 {
-  uint32_t w[4];
-};
-
-__device__ __forceinline__ Block4 PhiloxCompute(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                                                uint32_t k0, uint32_t k1) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    const uint32_t lo0 = kM0 * c0, hi0 = __umulhi(kM0, c0);
-    const uint32_t lo1 = kM1 * c2, hi1 = __umulhi(kM1, c2);
-    const uint32_t n0 = hi1 ^ c1 ^ k0;
-    const uint32_t n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-    k0 += kW0;
-    k1 += kW1;
-  }
-  return {{c0, c1, c2, c3}};
-}
-
-// 128-bit counter + 64-bit delta, full carry (random::PhiloxBlocks' AddToCounter).
-__device__ __forceinline__ void AddToCounter(const uint32_t in[4], uint64_t delta, uint32_t c[4]) {
-  const uint64_t lo = uint64_t{in[0]} | (uint64_t{in[1]} << 32);
-  uint64_t hi = uint64_t{in[2]} | (uint64_t{in[3]} << 32);
-  const uint64_t new_lo = lo + delta;
-  if (new_lo < lo) ++hi;
-  c[0] = static_cast<uint32_t>(new_lo);
-  c[1] = static_cast<uint32_t>(new_lo >> 32);
-  c[2] = static_cast<uint32_t>(hi);
-  c[3] = static_cast<uint32_t>(hi >> 32);
-}
-
-// TF's PhiloxRandom::Skip, carry quirk included (Philox4x32::Skip).
-__device__ __forceinline__ void Skip(uint32_t c[4], uint64_t count) {
-  const uint32_t count_lo = static_cast<uint32_t>(count);
-  uint32_t count_hi = static_cast<uint32_t>(count >> 32);
-  c[0] += count_lo;
-  if (c[0] < count_lo) ++count_hi;
-  c[1] += count_hi;
-  if (c[1] < count_hi) {
-    if (++c[2] == 0) ++c[3];
-  }
-}
-
-__device__ __forceinline__ void Increment(uint32_t c[4]) {
-  if (++c[0] == 0 && ++c[1] == 0 && ++c[2] == 0) ++c[3];
-}
 
 __device__ __forceinline__ void ThreeFry(uint64_t input, uint64_t key, uint32_t& out0,
                                          uint32_t& out1) {

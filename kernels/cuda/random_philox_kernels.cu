@@ -80,11 +80,11 @@ __global__ void PhiloxFixedKernel(PhiloxArgs base, int64_t n, typename Storage<E
   const int64_t n_calls = (n + G - 1) / G;
   for (int64_t g = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < n_calls;
        g += int64_t{gridDim.x} * blockDim.x) {
-    uint32_t c[4];
-    AddToCounter(base.counter, static_cast<uint64_t>(g), c);
-    const Block4 b = PhiloxCompute(c[0], c[1], c[2], c[3], base.key[0], base.key[1]);
+    uint32_t b[4] = {base.counter[0], base.counter[1], base.counter[2], base.counter[3]};
+    PhiloxAddToCounter(b, static_cast<uint64_t>(g));
+    PhiloxRounds(b, base.key[0], base.key[1]);
     T v[G];
-    Conv()(b.w, v, lo, range);
+    Conv()(b, v, lo, range);
     const int64_t e0 = g * G;
     if (e0 + G <= n) {
 #pragma unroll
@@ -105,16 +105,17 @@ __global__ void PhiloxTruncatedNormalKernel(PhiloxArgs base, int64_t n,
   for (int64_t g = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; g < n_groups;
        g += int64_t{gridDim.x} * blockDim.x) {
     uint32_t c[4] = {base.counter[0], base.counter[1], base.counter[2], base.counter[3]};
-    Skip(c, static_cast<uint64_t>(g) * (G * 256 / 4));
-    Block4 block{};
+    PhiloxSkip(c, static_cast<uint64_t>(g) * (G * 256 / 4));
+    uint32_t block[4] = {};
     int used = 4;
     auto next = [&]() -> uint32_t {
       if (used == 4) {
-        block = PhiloxCompute(c[0], c[1], c[2], c[3], base.key[0], base.key[1]);
-        Increment(c);
+        for (int j = 0; j < 4; ++j) block[j] = c[j];
+        PhiloxRounds(block, base.key[0], base.key[1]);
+        PhiloxIncrement(c);
         used = 0;
       }
-      return block.w[used++];
+      return block[used++];
     };
     const int64_t rest = n - g * G;
     const int want = rest < G ? static_cast<int>(rest) : G;
@@ -135,11 +136,11 @@ __global__ void PhiloxTruncatedNormalKernel(PhiloxArgs base, int64_t n,
 __global__ void PhiloxBlocksKernel(PhiloxArgs base, uint64_t first, int64_t n, uint4* out) {
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    uint32_t c0[4], c[4];
-    AddToCounter(base.counter, first, c0);
-    AddToCounter(c0, static_cast<uint64_t>(i), c);
-    const Block4 b = PhiloxCompute(c[0], c[1], c[2], c[3], base.key[0], base.key[1]);
-    out[i] = make_uint4(b.w[0], b.w[1], b.w[2], b.w[3]);
+    uint32_t b[4] = {base.counter[0], base.counter[1], base.counter[2], base.counter[3]};
+    PhiloxAddToCounter(b, first);
+    PhiloxAddToCounter(b, static_cast<uint64_t>(i));
+    PhiloxRounds(b, base.key[0], base.key[1]);
+    out[i] = make_uint4(b[0], b[1], b[2], b[3]);
   }
 }
 

@@ -13,15 +13,6 @@
 namespace troupe::random {
 namespace {
 
-// 128-bit counter + 64-bit delta with full carry.
-Philox4x32::Block AddToCounter(Philox4x32::Block c, uint64_t delta) {
-  uint64_t lo = Philox4x32::Join(c[0], c[1]);
-  uint64_t hi = Philox4x32::Join(c[2], c[3]);
-  const uint64_t new_lo = lo + delta;
-  if (new_lo < lo) ++hi;
-  return {Philox4x32::Lo(new_lo), Philox4x32::Hi(new_lo), Philox4x32::Lo(hi), Philox4x32::Hi(hi)};
-}
-
 #if defined(__AVX2__)
 inline void MulHiLo(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
   const __m256i even = _mm256_mul_epu32(a, m);
@@ -38,8 +29,8 @@ inline void Philox8(const Philox4x32::Block& c, const Philox4x32::Key& key, uint
   __m256i c1 = _mm256_set1_epi32(static_cast<int>(c[1]));
   __m256i c2 = _mm256_set1_epi32(static_cast<int>(c[2]));
   __m256i c3 = _mm256_set1_epi32(static_cast<int>(c[3]));
-  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(Philox4x32::kM0));
-  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(Philox4x32::kM1));
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(kPhiloxM0));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(kPhiloxM1));
   uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
     __m256i hi0, lo0, hi1, lo1;
@@ -53,8 +44,8 @@ inline void Philox8(const Philox4x32::Block& c, const Philox4x32::Key& key, uint
     c1 = lo1;
     c2 = n2;
     c3 = lo0;
-    k0 += Philox4x32::kW0;
-    k1 += Philox4x32::kW1;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
   }
   // Transpose 4 words x 8 blocks into block order.
   const __m256i t0 = _mm256_unpacklo_epi32(c0, c1);
@@ -153,8 +144,8 @@ TROUPE_AVX512 void Philox16(const Philox4x32::Block& c, const Philox4x32::Key& k
   __m512i c1 = _mm512_set1_epi32(static_cast<int>(c[1]));
   __m512i c2 = _mm512_set1_epi32(static_cast<int>(c[2]));
   __m512i c3 = _mm512_set1_epi32(static_cast<int>(c[3]));
-  const __m512i m0 = _mm512_set1_epi32(static_cast<int>(Philox4x32::kM0));
-  const __m512i m1 = _mm512_set1_epi32(static_cast<int>(Philox4x32::kM1));
+  const __m512i m0 = _mm512_set1_epi32(static_cast<int>(kPhiloxM0));
+  const __m512i m1 = _mm512_set1_epi32(static_cast<int>(kPhiloxM1));
   uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
     __m512i hi0, lo0, hi1, lo1;
@@ -168,8 +159,8 @@ TROUPE_AVX512 void Philox16(const Philox4x32::Block& c, const Philox4x32::Key& k
     c1 = lo1;
     c2 = n2;
     c3 = lo0;
-    k0 += Philox4x32::kW0;
-    k1 += Philox4x32::kW1;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
   }
   Transpose8(_mm512_castsi512_si256(c0), _mm512_castsi512_si256(c1), _mm512_castsi512_si256(c2),
              _mm512_castsi512_si256(c3), out);
@@ -187,25 +178,26 @@ bool HasAvx512() {
 }  // namespace
 
 void PhiloxBlocks(const Philox4x32& base, uint64_t first, int64_t n, uint32_t* out) {
-  Philox4x32::Block c = AddToCounter(base.counter(), first);
+  Philox4x32::Block c = base.counter();
+  PhiloxAddToCounter(c.data(), first);
   const Philox4x32::Key key = base.key();
   int64_t i = 0;
 #if defined(__AVX2__)
   if (HasAvx512()) {
     for (; i + 16 <= n && c[0] <= 0xFFFFFFFFu - 15; i += 16) {
       Philox16(c, key, out + 4 * i);
-      c = AddToCounter(c, 16);
+      PhiloxAddToCounter(c.data(), 16);
     }
   }
   for (; i + 8 <= n; i += 8) {
     if (c[0] <= 0xFFFFFFFFu - 7) {
       Philox8(c, key, out + 4 * i);
-      c = AddToCounter(c, 8);
+      PhiloxAddToCounter(c.data(), 8);
     } else {
       for (int j = 0; j < 8; ++j) {
         const Philox4x32::Block b = Philox4x32::Compute(c, key);
         std::memcpy(out + 4 * (i + j), b.data(), sizeof(b));
-        c = AddToCounter(c, 1);
+        PhiloxAddToCounter(c.data(), 1);
       }
     }
   }
@@ -213,7 +205,7 @@ void PhiloxBlocks(const Philox4x32& base, uint64_t first, int64_t n, uint32_t* o
   for (; i < n; ++i) {
     const Philox4x32::Block b = Philox4x32::Compute(c, key);
     std::memcpy(out + 4 * i, b.data(), sizeof(b));
-    c = AddToCounter(c, 1);
+    PhiloxAddToCounter(c.data(), 1);
   }
 }
 
