@@ -146,7 +146,7 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
     }
   }
   TROUPE_ASSIGN_OR_RETURN(int64_t batches, job_min(fewest));
-  const int64_t k = std::max<int64_t>(1, config.accumulate_steps);
+  const int64_t k = std::max<int64_t>(1, config.optimizer.gradient_accumulation_steps);
   d.steps_per_epoch = batches / k;
   d.batches_per_epoch = d.steps_per_epoch * k;
   if (d.steps_per_epoch == 0) {

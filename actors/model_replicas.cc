@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "actors/optimizer_recipe.h"
 #include "core/gpu.h"
 #include "graph/keras/model_json.h"
 #include "graph/keras/model_loss.h"
@@ -187,14 +186,14 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
         "sparse_categorical_crossentropy");
   }
   m->impl_->model->set_loss_spec(loss);
-  TROUPE_ASSIGN_OR_RETURN(m->optimizer_, nn::MakeOptimizer(OptimizerConfigFrom(config)));
+  TROUPE_ASSIGN_OR_RETURN(m->optimizer_, nn::MakeOptimizer(config.optimizer));
   TROUPE_RETURN_IF_ERROR(m->optimizer_->Build(m->trainable_));
   if (!devices.empty() && !devices[0].is_cpu() &&
       std::all_of(devices.begin(), devices.end(),
                   [&](const Device& d) { return d == devices[0]; })) {
     if (m->optimizer_->UsesHostPipeline()) {
       return FailedPreconditionError(
-          "optimizer '" + config.optimizer +
+          "optimizer '" + config.optimizer.name +
           "' with this recipe (clipping, weight decay, a schedule, EMA or accumulation, or an "
           "optimizer other than adam/sgd) updates weights on the host, but on " +
           devices[0].ToString() +

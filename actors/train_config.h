@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/nn/optimizer_config.h"
+
 namespace troupe::actors {
 
 struct TrainConfig {
@@ -72,9 +74,8 @@ struct TrainConfig {
   // Threads running one process's kernels (0: its share of the usable cores, see
   // core/cpu_budget.h). Results do not depend on it.
   int64_t intra_op_threads = 0;
-  // Micro-batches of global_batch_size whose gradients one update applies (summed locally,
-  // allreduced once): the batch per update is accumulate_steps x global_batch_size.
-  int64_t accumulate_steps = 1;
+  // train.accumulate_steps is optimizer.gradient_accumulation_steps: micro-batches of
+  // global_batch_size whose gradients one update applies (summed locally, allreduced once).
   std::string device = "cpu";  // cpu | gpu
   // With device = "gpu": how many replicas share one GPU. Replica r of local rank L runs on
   // gpu:((L * replicas_per_process + r) / replicas_per_gpu).
@@ -92,39 +93,9 @@ struct TrainConfig {
   // Keras' dtype policy: "float32" | "mixed_bfloat16" | "mixed_float16" (graph/precision.h:
   // compute rounded to the low type, variables and optimizer in float32).
   std::string precision = "float32";
-  // [optimizer]: a Keras 3 recipe (graph/nn/optimizer_config.h; actors/optimizer_recipe.h maps
-  // these fields to an nn::OptimizerConfig).
-  std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
-  double learning_rate = 0.001;
-  double momentum = 0.0;                   // sgd, rmsprop
-  double beta_1 = 0.9;                     // adam, adamw, lion
-  double beta_2 = 0.999;                   // adam, adamw; lion: 0.99 unless given (as Keras)
-  double epsilon = 1e-7;                   // adam, adamw, rmsprop, adagrad
-  bool nesterov = false;                   // sgd
-  double rho = 0.9;                        // rmsprop
-  bool centered = false;                   // rmsprop
-  double initial_accumulator_value = 0.1;  // adagrad
-  std::optional<double> weight_decay;      // unset: none (adamw: Keras' 0.004)
-  std::vector<std::string> no_decay;
-  double clipnorm = 0.0;  // 0: off; at most one of the three
-  double global_clipnorm = 0.0;
-  double clipvalue = 0.0;
-  bool ema = false;
-  double ema_momentum = 0.99;
-  int64_t ema_overwrite_frequency = 0;  // 0: never
-  // [optimizer.schedule]
-  std::string schedule_kind = "constant";
-  int64_t schedule_warmup_steps = 0;
-  std::optional<double> schedule_warmup_target;  // unset: no warmup target
-  int64_t schedule_decay_steps = 1000;
-  double schedule_alpha = 0.0;
-  std::vector<int64_t> schedule_boundaries;
-  std::vector<double> schedule_values;
-  double schedule_decay_rate = 0.0;
-  bool schedule_staircase = false;
-  double schedule_end_learning_rate = 0.0001;
-  double schedule_power = 1.0;
-  bool schedule_cycle = false;
+  // [optimizer] and train.accumulate_steps: the Keras 3 recipe itself (its defaults, ranges
+  // and Keras' per-optimizer defaults live in graph/nn/optimizer_config.h).
+  nn::OptimizerConfig optimizer;
   // [checkpoint]
   int64_t checkpoint_every_steps = 500;
   int64_t max_to_keep = 3;

@@ -8,7 +8,6 @@
 
 #include "actors/batches.h"
 #include "actors/keras_weights_init.h"
-#include "actors/optimizer_recipe.h"
 #include "actors/shared_buckets.h"
 #include "actors/trainer_parts.h"
 #include "actors/trainer_setup.h"
@@ -303,7 +302,7 @@ Status RestoreRunDir(Trainer::Parts& p) {
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator, random::Generator::FromSeed(p.config.seed, random::RngAlgorithm::kPhilox));
   JobShape shape{p.total_replicas, p.config.global_batch_size, p.replicas->model_label(),
-                 OptimizerLabelOf(p.config), p.config.name};
+                 nn::OptimizerLabel(p.config.optimizer), p.config.name};
   TROUPE_ASSIGN_OR_RETURN(
       p.state, TrainState::Create(p.replicas->model(), p.replicas->optimizer(),
                                   p.job_generator->state(), shape, p.replicas->loss_scale()));
@@ -336,8 +335,9 @@ Status RestoreRunDir(Trainer::Parts& p) {
                         << saved.total_replicas;
   }
   p.step = p.state->step();
-  TROUPE_RETURN_IF_ERROR(ApplyConfigLearningRate(p.replicas->optimizer(), p.config.learning_rate,
-                                                 p.resumed_from, p.chief)
+  TROUPE_RETURN_IF_ERROR(ApplyConfigLearningRate(p.replicas->optimizer(),
+                                                 p.config.optimizer.learning_rate, p.resumed_from,
+                                                 p.chief)
                              .status());
   TROUPE_ASSIGN_OR_RETURN(
       p.job_generator,
@@ -449,7 +449,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Setup(const TrainConfig& requested,
   p->local_replicas = static_cast<int>(config.replicas_per_process);
   p->total_replicas = launch.world_size * p->local_replicas;
   p->chief = launch.rank == 0;
-  p->accumulate_steps = std::max<int64_t>(1, config.accumulate_steps);
+  p->accumulate_steps = std::max<int64_t>(1, config.optimizer.gradient_accumulation_steps);
   // GPUs are checked before anything is written: a job that cannot place its replicas
   // touches nothing.
   TROUPE_ASSIGN_OR_RETURN(p->devices, ReplicaDevices(config, launch.local_rank));

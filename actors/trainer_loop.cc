@@ -26,12 +26,13 @@ size_t LayerCount(const nn::Model& model) {
 
 // "weight decay 0.1 on 18 of 26 weights (not: dense/bias, ...)", or "" without decay.
 std::string WeightDecayText(const Trainer::Parts& p) {
-  const double wd = p.config.weight_decay.value_or(p.config.optimizer == "adamw" ? 0.004 : 0.0);
+  const double wd = p.config.optimizer.WeightDecay();
   if (wd <= 0) return "";
   std::vector<std::string> excluded;
   const std::vector<Variable>& vars = p.replicas->trainable();
   for (const Variable& v : vars) {
-    if (nn::ExcludedFromWeightDecay(v.name(), p.config.no_decay)) excluded.push_back(v.name());
+    if (nn::ExcludedFromWeightDecay(v.name(), p.config.optimizer.no_decay))
+      excluded.push_back(v.name());
   }
   char head[96];
   std::snprintf(head, sizeof(head), "weight decay %g on %zu of %zu weights", wd,
@@ -108,12 +109,13 @@ void PrintStartup(const Trainer::Parts& p) {
           : ("resuming from " + p.resumed_from + " at step " + std::to_string(p.step) + " (epoch " +
              std::to_string(p.step / p.steps_per_epoch + 1) + ")")
                 .c_str());
-  const nn::Model& model = p.replicas->model();
-  std::printf("loss %s\n", nn::DescribeLoss(model.loss_spec(), model.OutputActivation()).c_str());
   const std::string plan = PlanText(p);
   if (!plan.empty()) std::printf("%s\n", plan.c_str());
+  const nn::Model& model = p.replicas->model();
+  std::printf("loss %s\n", nn::DescribeLoss(model.loss_spec(), model.OutputActivation()).c_str());
   const std::string decay = WeightDecayText(p);
-  if (!decay.empty()) std::printf("optimizer %s: %s\n", p.config.optimizer.c_str(), decay.c_str());
+  if (!decay.empty())
+    std::printf("optimizer %s: %s\n", p.config.optimizer.name.c_str(), decay.c_str());
   if (p.config.precision != "float32") {
     // The rounding is emulated on every CPU (float32 arithmetic on rounded values).
     std::printf(

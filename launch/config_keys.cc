@@ -4,6 +4,7 @@
 #include "launch/config_keys.h"
 
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -19,19 +20,21 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Where a key's value lives: a TrainConfig member, or a member of one of its Features
-// (data.features.image.key is image_feature.key).
+// Where a key's value lives: a TrainConfig member, or a member of one of its members (a
+// Feature's, the optimizer recipe's), or of the recipe's schedule: data.features.image.key is
+// image_feature.key, optimizer.schedule.alpha is optimizer.schedule.alpha.
 template <class T>
 struct Field {
-  Field(T TrainConfig::*f) : top(f) {}  // NOLINT: implicit, so that &C::seed is a Field
-  Field(TrainConfig::Feature TrainConfig::*f, T TrainConfig::Feature::*m) : feature(f), member(m) {}
-  T& operator()(TrainConfig& c) const { return top != nullptr ? c.*top : (c.*feature).*member; }
-  const T& operator()(const TrainConfig& c) const {
-    return top != nullptr ? c.*top : (c.*feature).*member;
-  }
-  T TrainConfig::*top = nullptr;
-  TrainConfig::Feature TrainConfig::*feature = nullptr;
-  T TrainConfig::Feature::*member = nullptr;
+  Field(T TrainConfig::*f)  // NOLINT: implicit, so that &C::seed is a Field
+      : access([f](TrainConfig& c) -> T& { return c.*f; }) {}
+  template <class A>
+  Field(A TrainConfig::*a, T A::*m) : access([a, m](TrainConfig& c) -> T& { return (c.*a).*m; }) {}
+  template <class A, class B>
+  Field(A TrainConfig::*a, B A::*b, T B::*m)
+      : access([a, b, m](TrainConfig& c) -> T& { return ((c.*a).*b).*m; }) {}
+  T& operator()(TrainConfig& c) const { return access(c); }
+  const T& operator()(const TrainConfig& c) const { return access(const_cast<TrainConfig&>(c)); }
+  std::function<T&(TrainConfig&)> access;
 };
 
 template <class T>
@@ -90,18 +93,27 @@ ConfigKey NonNegative(std::string name, Field<double> field, std::string meaning
 }
 
 // A number >= 0 whose field is optional: unset until a config gives it.
-ConfigKey OptionalNonNegative(std::string name, std::optional<double> TrainConfig::*field,
+ConfigKey OptionalNonNegative(std::string name, Field<std::optional<double>> field,
                               std::string meaning) {
   ConfigKey k;
   k.name = std::move(name);
   k.type = ConfigType::kFloat;
   k.meaning = std::move(meaning);
   k.min = 0;
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<double>(v); };
+  k.store = [field](const ConfigValue& v, TrainConfig& c) { field(c) = std::get<double>(v); };
   k.get = [field](const TrainConfig& c) -> ConfigValue {
-    return (c.*field).value_or(std::numeric_limits<double>::quiet_NaN());
+    return field(c).value_or(std::numeric_limits<double>::quiet_NaN());
   };
-  k.is_set = [field](const TrainConfig& c) { return (c.*field).has_value(); };
+  k.is_set = [field](const TrainConfig& c) { return field(c).has_value(); };
+  return k;
+}
+
+// A number in [min, max) whose field is optional: unset until a config gives it.
+ConfigKey OptionalFloat(std::string name, Field<std::optional<double>> field, double min,
+                        double max, std::string meaning) {
+  ConfigKey k = OptionalNonNegative(std::move(name), std::move(field), std::move(meaning));
+  k.min = min;
+  k.max = max;
   return k;
 }
 
@@ -324,7 +336,8 @@ std::vector<ConfigKey> TrainKeys() {
           "Threads that run a process's kernels, shared by its replicas (0: the process's "
           "share of the cores its affinity mask and cgroup quota allow; TROUPE_NUM_THREADS "
           "overrides 0). The bits do not depend on it."),
-      Int("train.accumulate_steps", &C::accumulate_steps, 1,
+      Int("train.accumulate_steps",
+          {&C::optimizer, &nn::OptimizerConfig::gradient_accumulation_steps}, 1,
           "Micro-batches of train.global_batch_size per update: their gradients are summed "
           "locally and allreduced once, as Keras' gradient_accumulation_steps averages them "
           "(schedules count micro-batches, as Keras')."),
@@ -361,6 +374,8 @@ std::vector<ConfigKey> TrainKeys() {
 // [optimizer]: the update rule, its schedule, clipping and averaging.
 std::vector<ConfigKey> OptimizerKeys() {
   using C = TrainConfig;
+  using O = nn::OptimizerConfig;
+  using S = nn::ScheduleConfig;
   const std::vector<std::string> betas = {"adam", "adamw", "lion"};
   const std::string no_betas = "only Adam, AdamW and Lion have betas";
   const std::string no_momentum = "Adam has no momentum term; beta_1 plays that role";
@@ -372,98 +387,105 @@ std::vector<ConfigKey> OptimizerKeys() {
   const std::string piecewise_only = "only the piecewise schedule has it";
   const std::string polynomial_only = "only the polynomial schedule has it";
   return {
-      String("optimizer.name", &C::optimizer,
+      String("optimizer.name", {&C::optimizer, &O::name},
              {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
              "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
              "update."),
-      NonNegative("optimizer.learning_rate", &C::learning_rate,
+      NonNegative("optimizer.learning_rate", {&C::optimizer, &O::learning_rate},
                   "Step size of every update (a schedule's initial learning rate; 0 only as "
                   "the start of a cosine warmup). A resumed run applies a changed value, saying "
                   "so when the checkpoint held another."),
-      OnlyWith(Float("optimizer.momentum", &C::momentum, 0, false, 1,
+      OnlyWith(Float("optimizer.momentum", {&C::optimizer, &O::momentum}, 0, false, 1,
                      "SGD's / RMSprop's momentum (0: none)."),
                "optimizer.name", {"sgd", "rmsprop"}, no_momentum),
-      OnlyWith(Bool("optimizer.nesterov", &C::nesterov, "SGD: Nesterov momentum."),
+      OnlyWith(Bool("optimizer.nesterov", {&C::optimizer, &O::nesterov}, "SGD: Nesterov momentum."),
                "optimizer.name", {"sgd"}, "only SGD has Nesterov momentum"),
-      OnlyWith(Float("optimizer.beta_1", &C::beta_1, 0, false, 1,
+      OnlyWith(Float("optimizer.beta_1", {&C::optimizer, &O::beta_1}, 0, false, 1,
                      "Adam's / Lion's decay rate of the running mean of gradients."),
                "optimizer.name", betas, no_betas),
-      OnlyWith(Float("optimizer.beta_2", &C::beta_2, 0, false, 1,
-                     "Adam's decay rate of the running mean of squared gradients; Lion's "
-                     "momentum decay (default: 0.999 for Adam/AdamW, 0.99 for Lion, as Keras)."),
+      OnlyWith(OptionalFloat("optimizer.beta_2", {&C::optimizer, &O::beta_2}, 0, 1,
+                             "Adam's decay rate of the running mean of squared gradients; Lion's "
+                             "momentum decay (unset: 0.999 for Adam/AdamW, 0.99 for Lion, as "
+                             "Keras)."),
                "optimizer.name", betas, no_betas),
-      OnlyWith(Positive("optimizer.epsilon", &C::epsilon,
+      OnlyWith(Positive("optimizer.epsilon", {&C::optimizer, &O::epsilon},
                         "Term added to the denominator for numerical stability."),
                "optimizer.name", {"adam", "adamw", "rmsprop", "adagrad"},
                "SGD and Lion have no epsilon"),
-      OnlyWith(Float("optimizer.rho", &C::rho, 0, false, 1,
+      OnlyWith(Float("optimizer.rho", {&C::optimizer, &O::rho}, 0, false, 1,
                      "RMSprop's decay rate of the running mean of squared gradients."),
                "optimizer.name", {"rmsprop"}, "only RMSprop has rho"),
-      OnlyWith(Bool("optimizer.centered", &C::centered,
+      OnlyWith(Bool("optimizer.centered", {&C::optimizer, &O::centered},
                     "RMSprop: normalize by the gradient's variance estimate."),
                "optimizer.name", {"rmsprop"}, "only RMSprop can be centered"),
-      OnlyWith(NonNegative("optimizer.initial_accumulator_value", &C::initial_accumulator_value,
+      OnlyWith(NonNegative("optimizer.initial_accumulator_value",
+                           {&C::optimizer, &O::initial_accumulator_value},
                            "Adagrad's initial accumulator."),
                "optimizer.name", {"adagrad"}, "only Adagrad has accumulators"),
-      OptionalNonNegative("optimizer.weight_decay", &C::weight_decay,
+      OptionalNonNegative("optimizer.weight_decay", {&C::optimizer, &O::weight_decay},
                           "Decoupled weight decay w -= w x weight_decay x lr before each update "
                           "(unset: none; adamw: Keras' 0.004)."),
-      StringList("optimizer.no_decay", &C::no_decay,
+      StringList("optimizer.no_decay", {&C::optimizer, &O::no_decay},
                  "Regexes searched in each variable's path (\"dense_1/bias\"); a match gets "
                  "no weight decay."),
-      NonNegative("optimizer.clipnorm", &C::clipnorm,
+      NonNegative("optimizer.clipnorm", {&C::optimizer, &O::clipnorm},
                   "Clip each gradient tensor to this L2 norm (0: off)."),
-      NonNegative("optimizer.global_clipnorm", &C::global_clipnorm,
+      NonNegative("optimizer.global_clipnorm", {&C::optimizer, &O::global_clipnorm},
                   "Clip all gradients together to this global L2 norm (0: off)."),
-      NonNegative("optimizer.clipvalue", &C::clipvalue,
+      NonNegative("optimizer.clipvalue", {&C::optimizer, &O::clipvalue},
                   "Clip each gradient element to [-clipvalue, clipvalue] (0: off)."),
-      Bool("optimizer.ema", &C::ema,
+      Bool("optimizer.ema", {&C::optimizer, &O::use_ema},
            "Keep an exponential moving average of the weights (in the checkpoint)."),
-      Float("optimizer.ema_momentum", &C::ema_momentum, 0, false, 1,
+      Float("optimizer.ema_momentum", {&C::optimizer, &O::ema_momentum}, 0, false, 1,
             "With optimizer.ema: the average's momentum."),
-      Int("optimizer.ema_overwrite_frequency", &C::ema_overwrite_frequency, 0,
+      Int("optimizer.ema_overwrite_frequency", {&C::optimizer, &O::ema_overwrite_frequency}, 0,
           "With optimizer.ema: overwrite the weights with their average every N updates (0: "
           "never)."),
-      String("optimizer.schedule.kind", &C::schedule_kind, schedules,
+      String("optimizer.schedule.kind", {&C::optimizer, &O::schedule, &S::kind}, schedules,
              "Learning-rate schedule (Keras' CosineDecay, PiecewiseConstantDecay, "
              "ExponentialDecay, InverseTimeDecay, PolynomialDecay); constant: none."),
-      OnlyWith(Int("optimizer.schedule.warmup_steps", &C::schedule_warmup_steps, 0,
-                   "Cosine: linear warmup steps from learning_rate to warmup_target (which "
-                   "it needs)."),
-               "optimizer.schedule.kind", {"cosine"}, cosine_only),
-      OnlyWith(OptionalNonNegative("optimizer.schedule.warmup_target", &C::schedule_warmup_target,
+      OnlyWith(
+          Int("optimizer.schedule.warmup_steps", {&C::optimizer, &O::schedule, &S::warmup_steps}, 0,
+              "Cosine: linear warmup steps from learning_rate to warmup_target (which "
+              "it needs)."),
+          "optimizer.schedule.kind", {"cosine"}, cosine_only),
+      OnlyWith(OptionalNonNegative("optimizer.schedule.warmup_target",
+                                   {&C::optimizer, &O::schedule, &S::warmup_target},
                                    "Cosine: the rate warmup reaches and decay starts from "
                                    "(unset: no warmup)."),
                "optimizer.schedule.kind", {"cosine"}, cosine_only),
-      OnlyWith(
-          Int("optimizer.schedule.decay_steps", &C::schedule_decay_steps, 1, "Steps of the decay."),
-          "optimizer.schedule.kind", decaying, no_decay_steps),
-      OnlyWith(Float("optimizer.schedule.alpha", &C::schedule_alpha, 0, false, 1,
-                     "Cosine: the floor, as a fraction of the rate decayed from."),
+      OnlyWith(Int("optimizer.schedule.decay_steps", {&C::optimizer, &O::schedule, &S::decay_steps},
+                   1, "Steps of the decay."),
+               "optimizer.schedule.kind", decaying, no_decay_steps),
+      OnlyWith(Float("optimizer.schedule.alpha", {&C::optimizer, &O::schedule, &S::alpha}, 0, false,
+                     1, "Cosine: the floor, as a fraction of the rate decayed from."),
                "optimizer.schedule.kind", {"cosine"}, cosine_only),
-      OnlyWith(IntList("optimizer.schedule.boundaries", &C::schedule_boundaries, 0,
-                       "Piecewise: steps where the value changes (strictly increasing; a "
-                       "boundary step still has the earlier value)."),
-               "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
-      OnlyWith(FloatList("optimizer.schedule.values", &C::schedule_values, 0,
+      OnlyWith(
+          IntList("optimizer.schedule.boundaries", {&C::optimizer, &O::schedule, &S::boundaries}, 0,
+                  "Piecewise: steps where the value changes (strictly increasing; a "
+                  "boundary step still has the earlier value)."),
+          "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
+      OnlyWith(FloatList("optimizer.schedule.values", {&C::optimizer, &O::schedule, &S::values}, 0,
                          "Piecewise: the learning rates, one more than boundaries."),
                "optimizer.schedule.kind", {"piecewise"}, piecewise_only),
-      OnlyWith(Positive("optimizer.schedule.decay_rate", &C::schedule_decay_rate,
-                        "Exponential: lr x rate^(step/decay_steps); inverse_time: lr / (1 + "
-                        "rate x step/decay_steps)."),
-               "optimizer.schedule.kind", {"exponential", "inverse_time"},
-               "only exponential and inverse_time have a decay rate"),
-      OnlyWith(Bool("optimizer.schedule.staircase", &C::schedule_staircase,
+      OnlyWith(
+          Positive("optimizer.schedule.decay_rate", {&C::optimizer, &O::schedule, &S::decay_rate},
+                   "Exponential: lr x rate^(step/decay_steps); inverse_time: lr / (1 + "
+                   "rate x step/decay_steps)."),
+          "optimizer.schedule.kind", {"exponential", "inverse_time"},
+          "only exponential and inverse_time have a decay rate"),
+      OnlyWith(Bool("optimizer.schedule.staircase", {&C::optimizer, &O::schedule, &S::staircase},
                     "Decay in whole multiples of decay_steps."),
                "optimizer.schedule.kind", {"exponential", "inverse_time"},
                "only exponential and inverse_time have a staircase"),
-      OnlyWith(NonNegative("optimizer.schedule.end_learning_rate", &C::schedule_end_learning_rate,
+      OnlyWith(NonNegative("optimizer.schedule.end_learning_rate",
+                           {&C::optimizer, &O::schedule, &S::end_learning_rate},
                            "Polynomial: the rate reached after decay_steps."),
                "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
-      OnlyWith(NonNegative("optimizer.schedule.power", &C::schedule_power,
+      OnlyWith(NonNegative("optimizer.schedule.power", {&C::optimizer, &O::schedule, &S::power},
                            "Polynomial: the decay's exponent."),
                "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
-      OnlyWith(Bool("optimizer.schedule.cycle", &C::schedule_cycle,
+      OnlyWith(Bool("optimizer.schedule.cycle", {&C::optimizer, &O::schedule, &S::cycle},
                     "Polynomial: restart the decay every decay_steps instead of staying at the "
                     "end."),
                "optimizer.schedule.kind", {"polynomial"}, polynomial_only),

@@ -15,7 +15,6 @@
 #include <sstream>
 #include <type_traits>
 
-#include "actors/optimizer_recipe.h"
 #include "core/env.h"
 #include "graph/keras/model_json.h"
 #include "input/file_io.h"
@@ -218,13 +217,11 @@ Status CheckKeepBest(const TrainConfig& config, const std::string& origin) {
   return Status::OK();
 }
 
-// Defaults that depend on the optimizer, and keys that depend on a bool (OnlyWith tests strings).
-Status ApplyOptimizerKeys(const PresentKeys& present, TrainConfig& config) {
-  // Keras' Lion(beta_2=0.99), where Adam's is 0.999.
-  if (config.optimizer == "lion" && present.count("optimizer.beta_2") == 0) config.beta_2 = 0.99;
+// Keys that depend on a bool (OnlyWith tests strings).
+Status CheckOptimizerKeys(const PresentKeys& present, const TrainConfig& config) {
   for (const char* key : {"optimizer.ema_momentum", "optimizer.ema_overwrite_frequency"}) {
     auto given = present.find(key);
-    if (given != present.end() && !config.ema) {
+    if (given != present.end() && !config.optimizer.use_ema) {
       return InvalidArgumentError(given->second + ": " + key +
                                   " applies only with optimizer.ema = true, and optimizer.ema is "
                                   "false; set optimizer.ema = true or remove " +
@@ -260,8 +257,7 @@ Status AdoptModelPrecision(const PresentKeys& present, TrainConfig& config) {
 Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   // The optimizer recipe as Keras would check it (schedule boundaries/values, one clipping
   // mode, ...), before anything is written.
-  TROUPE_RETURN_IF_ERROR(
-      nn::ValidateOptimizerConfig(actors::OptimizerConfigFrom(config)).WithContext(origin));
+  TROUPE_RETURN_IF_ERROR(nn::ValidateOptimizerConfig(config.optimizer).WithContext(origin));
   if (config.precision != "float32" && config.device == "gpu") {
     return UnimplementedError(origin + ": train.precision = \"" + config.precision +
                               "\" runs on CPUs only so far (emulated rounding); use "
@@ -392,7 +388,7 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
   }
   TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
   TROUPE_RETURN_IF_ERROR(CheckModelSource(present, config, doc));
-  TROUPE_RETURN_IF_ERROR(ApplyOptimizerKeys(present, config));
+  TROUPE_RETURN_IF_ERROR(CheckOptimizerKeys(present, config));
   TROUPE_RETURN_IF_ERROR(AdoptModelPrecision(present, config));
   TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));
   if (overrides.empty()) {

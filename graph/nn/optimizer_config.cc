@@ -33,7 +33,7 @@ Status ValidateOptimizerConfig(const OptimizerConfig& c) {
     return Bad("learning_rate", "must be a finite number >= 0, got " + Num(c.learning_rate));
   }
   const bool adam_like = c.name == "adam" || c.name == "adamw";
-  if ((adam_like || c.name == "lion") && !(In01(c.beta_1) && In01(c.beta_2))) {
+  if ((adam_like || c.name == "lion") && !(In01(c.beta_1) && In01(c.Beta2()))) {
     return Bad("beta_1", "beta_1 and beta_2 must be in [0, 1]");
   }
   if (c.name == "lion" && c.beta_1 <= 0) {
@@ -48,9 +48,6 @@ Status ValidateOptimizerConfig(const OptimizerConfig& c) {
     return Bad("initial_accumulator_value", "must be >= 0");
   }
   if (!(c.epsilon >= 0)) return Bad("epsilon", "must be >= 0");
-  if (c.name == "adamw" && c.weight_decay && !(*c.weight_decay >= 0)) {
-    return Bad("weight_decay", "must be >= 0");
-  }
   if (c.weight_decay && !(*c.weight_decay >= 0)) return Bad("weight_decay", "must be >= 0");
   for (const std::string& p : c.no_decay) {
     try {
@@ -93,8 +90,8 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& c) {
   TROUPE_RETURN_IF_ERROR(ValidateOptimizerConfig(c));
   std::unique_ptr<Optimizer> opt;
   if (c.name == "adam" || c.name == "adamw") {
-    opt =
-        std::make_unique<Adam>(AdamOptions{c.learning_rate, c.beta_1, c.beta_2, c.epsilon}, c.name);
+    opt = std::make_unique<Adam>(AdamOptions{c.learning_rate, c.beta_1, c.Beta2(), c.epsilon},
+                                 c.name);
   } else if (c.name == "sgd") {
     opt = std::make_unique<SGD>(SgdOptions{c.learning_rate, c.momentum, c.nesterov}, "sgd");
   } else if (c.name == "rmsprop") {
@@ -104,11 +101,10 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& c) {
     opt = std::make_unique<Adagrad>(
         AdagradOptions{c.learning_rate, c.initial_accumulator_value, c.epsilon});
   } else {
-    opt = std::make_unique<Lion>(LionOptions{c.learning_rate, c.beta_1, c.beta_2});
+    opt = std::make_unique<Lion>(LionOptions{c.learning_rate, c.beta_1, c.Beta2()});
   }
   OptimizerPipeline p;
-  p.weight_decay = c.weight_decay;
-  if (c.name == "adamw" && !p.weight_decay) p.weight_decay = 0.004;
+  if (c.DecaysWeights()) p.weight_decay = c.WeightDecay();
   p.no_decay = c.no_decay;
   p.clipnorm = c.clipnorm;
   p.global_clipnorm = c.global_clipnorm;
@@ -129,7 +125,7 @@ std::string OptimizerLabel(const OptimizerConfig& c) {
   if (c.name == "sgd" && c.momentum != 0) parts.push_back("momentum");
   if (c.name == "rmsprop" && c.momentum > 0) parts.push_back("momentum");
   if (c.name == "rmsprop" && c.centered) parts.push_back("centered");
-  if (c.weight_decay || c.name == "adamw") parts.push_back("wd");
+  if (c.DecaysWeights()) parts.push_back("wd");
   if (c.use_ema) parts.push_back("ema");
   if (c.schedule.kind != "constant") parts.push_back("schedule=" + c.schedule.kind);
   if (c.gradient_accumulation_steps > 1) {

@@ -20,7 +20,7 @@ struct OptimizerConfig {
   std::string name = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
   double learning_rate = 0.001;
   double beta_1 = 0.9;                     // adam, adamw, lion
-  double beta_2 = 0.999;                   // adam, adamw (Lion's Keras default is 0.99: set it)
+  std::optional<double> beta_2;            // adam, adamw, lion; unset: Beta2()
   double epsilon = 1e-7;                   // adam, adamw, rmsprop, adagrad
   double momentum = 0.0;                   // sgd, rmsprop
   bool nesterov = false;                   // sgd
@@ -41,6 +41,12 @@ struct OptimizerConfig {
   ScheduleConfig schedule;              // kind "constant": a learning_rate variable
   // K >= 1; see optimizers.h for the caller's side of the contract.
   int64_t gradient_accumulation_steps = 1;
+
+  // Keras' defaults where they depend on the optimizer, in one place: beta_2 is 0.999 for Adam
+  // and AdamW, 0.99 for Lion; the weight decay is AdamW's 0.004, else none (0).
+  double Beta2() const { return beta_2.value_or(name == "lion" ? 0.99 : 0.999); }
+  double WeightDecay() const { return weight_decay.value_or(name == "adamw" ? 0.004 : 0.0); }
+  bool DecaysWeights() const { return weight_decay.has_value() || name == "adamw"; }
 };
 
 // InvalidArgument when Keras would refuse `config` (or Troupe cannot run it), or when it could

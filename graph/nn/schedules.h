@@ -24,7 +24,7 @@ struct ScheduleConfig {
   // learning rate to warmup_target over warmup_steps.
   int64_t warmup_steps = 0;
   std::optional<double> warmup_target;
-  int64_t decay_steps = 0;  // cosine, exponential, inverse_time, polynomial: > 0
+  int64_t decay_steps = 1000;  // cosine, exponential, inverse_time, polynomial: > 0
   double alpha = 0.0;
   // piecewise (PiecewiseConstantDecay): strictly increasing boundaries, values one longer;
   // values[i] applies while boundaries[i-1] < step <= boundaries[i].

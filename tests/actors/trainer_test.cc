@@ -82,7 +82,7 @@ TEST(Trainer, StepsThenResumeFromASavedStepGiveTheUninterruptedBits) {
 
 TEST(Trainer, ANonFiniteLossStopsTheJobNamingTheStep) {
   TrainConfig c = SmallJob("nan");
-  c.learning_rate = 1e9;
+  c.optimizer.learning_rate = 1e9;
   auto t = Start(c);
   ASSERT_NE(t, nullptr);
   Status failed;
@@ -96,7 +96,7 @@ TEST(Trainer, ANonFiniteLossStopsTheJobNamingTheStep) {
 
 TEST(Trainer, SkipNonfiniteSkipsTheUpdateAndCountsOn) {
   TrainConfig c = SmallJob("skip");
-  c.learning_rate = 1e9;
+  c.optimizer.learning_rate = 1e9;
   c.skip_nonfinite = true;
   auto t = Start(c);
   ASSERT_NE(t, nullptr);
@@ -193,7 +193,7 @@ TEST(Trainer, AccumulatedMicroBatchesEqualOneLargeBatchAndReduceOncePerUpdate) {
   TrainConfig micro = SmallJob("accumulate_4");
   micro.max_steps = 3;
   micro.global_batch_size = 16;
-  micro.accumulate_steps = 4;
+  micro.optimizer.gradient_accumulation_steps = 4;
   auto b = Start(micro);
   ASSERT_NE(b, nullptr);
   for (int i = 0; i < 3; ++i) {
@@ -216,7 +216,7 @@ TEST(Trainer, AccumulationAdvancesMovingStatisticsEveryMicroBatch) {
   TrainConfig c = SmallJob("accumulate_bn");
   c.model = "resnet20";
   c.global_batch_size = 8;
-  c.accumulate_steps = 2;
+  c.optimizer.gradient_accumulation_steps = 2;
   c.max_steps = 1;
   auto t = Start(c);
   ASSERT_NE(t, nullptr);

@@ -29,7 +29,7 @@ nn::OptimizerConfig ParseConfig(const json& j) {
   c.name = j.value("name", c.name);
   c.learning_rate = j.value("learning_rate", c.learning_rate);
   c.beta_1 = j.value("beta_1", c.beta_1);
-  c.beta_2 = j.value("beta_2", c.beta_2);
+  if (j.contains("beta_2")) c.beta_2 = j["beta_2"].get<double>();
   c.epsilon = j.value("epsilon", c.epsilon);
   c.momentum = j.value("momentum", c.momentum);
   c.nesterov = j.value("nesterov", c.nesterov);

@@ -35,8 +35,8 @@ momentum = 0.9
   EXPECT_EQ(c->seed, 7);
   EXPECT_EQ(c->epochs, 2);
   EXPECT_EQ(c->run_dir, "/tmp/x");
-  EXPECT_EQ(c->optimizer, "sgd");
-  EXPECT_DOUBLE_EQ(c->momentum, 0.9);
+  EXPECT_EQ(c->optimizer.name, "sgd");
+  EXPECT_DOUBLE_EQ(c->optimizer.momentum, 0.9);
 }
 
 TEST(TrainConfigTest, UnknownKeySuggestsNearest) {
@@ -85,7 +85,7 @@ TEST(TrainConfigTest, MomentumUnderAdamIsAnError) {
   // Switching the optimizer with --set makes an SGD key in the file apply.
   auto sgd = ParseTrainConfig("[optimizer]\nmomentum = 0.9\n", "t.toml", {"optimizer.name=sgd"});
   ASSERT_TRUE(sgd.ok()) << sgd.status();
-  EXPECT_DOUBLE_EQ(sgd->momentum, 0.9);
+  EXPECT_DOUBLE_EQ(sgd->optimizer.momentum, 0.9);
 }
 
 TEST(TrainConfigTest, AdamKeysUnderSgdAreErrors) {
@@ -115,8 +115,8 @@ TEST(TrainConfigTest, BetasAreInZeroOne) {
   }
   auto c = ParseTrainConfig("", "t", {"optimizer.beta_1=0.5", "optimizer.beta_2=0.75"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->beta_1, 0.5);
-  EXPECT_EQ(c->beta_2, 0.75);
+  EXPECT_EQ(c->optimizer.beta_1, 0.5);
+  EXPECT_EQ(c->optimizer.Beta2(), 0.75);
   EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {"optimizer.name=sgd", "optimizer.momentum=1"}),
                        "optimizer.momentum: must be a number in [0, 1)"));
 }
@@ -299,8 +299,8 @@ TEST(TrainConfigTest, SourceTextIsTheConfigThatRuns) {
   auto again = ParseTrainConfig(c->source_text, "config.toml");
   ASSERT_TRUE(again.ok()) << again.status() << "\n" << c->source_text;
   EXPECT_EQ(again->epochs, 2);
-  EXPECT_EQ(again->momentum, 0.25);
-  EXPECT_EQ(again->optimizer, "sgd");
+  EXPECT_EQ(again->optimizer.momentum, 0.25);
+  EXPECT_EQ(again->optimizer.name, "sgd");
   EXPECT_EQ(again->run_dir, "/tmp/x y");
   EXPECT_EQ(again->peer_timeout_s, 3.0);
 }
@@ -383,11 +383,11 @@ TEST(TrainConfigTest, PrecisionPolicies) {
 // Lion's beta_2 defaults to Keras' 0.99 (Adam's stays 0.999); a given value wins. EMA's
 // settings without optimizer.ema = true are refused naming the key.
 TEST(TrainConfigTest, OptimizerDependentDefaultsAndEmaKeys) {
-  EXPECT_EQ(ParseTrainConfig("", "t.toml")->beta_2, 0.999);
-  EXPECT_EQ(ParseTrainConfig("", "t.toml", {"optimizer.name=lion"})->beta_2, 0.99);
-  EXPECT_EQ(
-      ParseTrainConfig("", "t.toml", {"optimizer.name=lion", "optimizer.beta_2=0.95"})->beta_2,
-      0.95);
+  EXPECT_EQ(ParseTrainConfig("", "t.toml")->optimizer.Beta2(), 0.999);
+  EXPECT_EQ(ParseTrainConfig("", "t.toml", {"optimizer.name=lion"})->optimizer.Beta2(), 0.99);
+  EXPECT_EQ(ParseTrainConfig("", "t.toml", {"optimizer.name=lion", "optimizer.beta_2=0.95"})
+                ->optimizer.Beta2(),
+            0.95);
   for (const char* key : {"optimizer.ema_momentum=0.9", "optimizer.ema_overwrite_frequency=5"}) {
     auto bad = ParseTrainConfig("", "t.toml", {key});
     EXPECT_TRUE(Mentions(bad, "optimizer.ema = true")) << bad.status();

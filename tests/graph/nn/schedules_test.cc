@@ -88,6 +88,8 @@ TEST(ScheduleTest, Validation) {
   EXPECT_TRUE(ValidateSchedule(s).ok());
   s = {};
   s.kind = "cosine";
+  EXPECT_TRUE(ValidateSchedule(s).ok());  // decay_steps defaults to 1000
+  s.decay_steps = 0;
   EXPECT_NE(ValidateSchedule(s).message().find("optimizer.schedule.decay_steps"),
             std::string::npos);
   s.decay_steps = 10;
