@@ -128,24 +128,10 @@ class ZlibInputStream final : public InputStream {
   bool saw_member_ = false;
 };
 
-// A file written through the Env, seen as an OutputStream.
-class FileOutputStream final : public OutputStream {
- public:
-  explicit FileOutputStream(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
-  Status Append(std::string_view data) override { return file_->Append(data); }
-  Status Flush() override { return file_->Flush(); }
-  Status Close() override { return file_->Close(); }
-
- private:
-  std::unique_ptr<WritableFile> file_;
-};
-
 class ZlibOutputStream final : public OutputStream {
  public:
-  ZlibOutputStream(std::unique_ptr<OutputStream> raw, std::string path, int window_bits,
-                   const ZlibOptions& options)
+  ZlibOutputStream(std::unique_ptr<WritableFile> raw, int window_bits, const ZlibOptions& options)
       : raw_(std::move(raw)),
-        path_(std::move(path)),
         window_bits_(window_bits),
         options_(options),
         out_(std::max<size_t>(options.buffer_bytes, 4096)) {}
@@ -156,22 +142,28 @@ class ZlibOutputStream final : public OutputStream {
     std::memset(&z_, 0, sizeof(z_));
     if (deflateInit2(&z_, options_.level, Z_DEFLATED, window_bits_, options_.mem_level,
                      Z_DEFAULT_STRATEGY) != Z_OK) {
-      return InvalidArgumentError("deflateInit2 failed for " + path_ + " (level " +
+      return InvalidArgumentError("deflateInit2 failed for " + path() + " (level " +
                                   std::to_string(options_.level) + ")");
     }
     initialized_ = true;
     return Status::OK();
   }
+  using WritableFile::Append;
   Status Append(std::string_view data) override {
-    if (!initialized_) return FailedPreconditionError("append to closed file " + path_);
+    if (!initialized_) return FailedPreconditionError("append to closed file " + path());
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
     z_.avail_in = static_cast<uInt>(data.size());
+    size_ += data.size();
     return Deflate(Z_NO_FLUSH);
   }
   Status Flush() override {
-    if (!initialized_) return FailedPreconditionError("flush of closed file " + path_);
+    if (!initialized_) return FailedPreconditionError("flush of closed file " + path());
     TROUPE_RETURN_IF_ERROR(Deflate(Z_SYNC_FLUSH));
     return raw_->Flush();
+  }
+  Status Sync() override {
+    TROUPE_RETURN_IF_ERROR(Flush());
+    return raw_->Sync();
   }
   Status Close() override {
     if (!initialized_) return Status::OK();
@@ -181,6 +173,8 @@ class ZlibOutputStream final : public OutputStream {
     Status c = raw_->Close();
     return s.ok() ? c : s;
   }
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return raw_->path(); }
 
  private:
   Status Deflate(int flush) {
@@ -188,7 +182,7 @@ class ZlibOutputStream final : public OutputStream {
       z_.next_out = reinterpret_cast<Bytef*>(out_.data());
       z_.avail_out = static_cast<uInt>(out_.size());
       int rc = deflate(&z_, flush);
-      if (rc == Z_STREAM_ERROR) return InternalError("deflate failed for " + path_);
+      if (rc == Z_STREAM_ERROR) return InternalError("deflate failed for " + path());
       size_t have = out_.size() - z_.avail_out;
       if (have > 0) TROUPE_RETURN_IF_ERROR(raw_->Append({out_.data(), have}));
       if (flush == Z_FINISH) {
@@ -199,9 +193,10 @@ class ZlibOutputStream final : public OutputStream {
     }
     return Status::OK();
   }
-  std::unique_ptr<OutputStream> raw_;
-  std::string path_;
+
+  std::unique_ptr<WritableFile> raw_;
   int window_bits_;
+  uint64_t size_ = 0;  // uncompressed bytes appended
   ZlibOptions options_;
   z_stream z_;
   bool initialized_ = false;
@@ -267,9 +262,9 @@ Result<std::unique_ptr<OutputStream>> OpenOutputStream(const std::string& path,
   // A 4 MiB buffer: few, large write() calls for record files.
   TROUPE_ASSIGN_OR_RETURN(auto file,
                           Env::Default()->NewWritableFile(path, {.buffer_bytes = 4 << 20}));
-  std::unique_ptr<OutputStream> raw(new FileOutputStream(std::move(file)));
+  std::unique_ptr<OutputStream> raw = std::move(file);
   if (compression == Compression::kNone) return raw;
-  auto z = std::make_unique<ZlibOutputStream>(std::move(raw), path, WindowBits(compression), zlib);
+  auto z = std::make_unique<ZlibOutputStream>(std::move(raw), WindowBits(compression), zlib);
   TROUPE_RETURN_IF_ERROR(z->Init());
   return std::unique_ptr<OutputStream>(std::move(z));
 }

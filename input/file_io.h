@@ -34,15 +34,10 @@ Result<std::unique_ptr<InputStream>> OpenInputStream(const std::string& path,
 Result<std::unique_ptr<InputStream>> OpenMaybeGzipped(
     const std::string& path, size_t buffer_bytes = kDefaultReadBufferBytes);
 
-class OutputStream {
- public:
-  virtual ~OutputStream() = default;
-  virtual Status Append(std::string_view data) = 0;
-  // Pushes buffered bytes (and a zlib sync point) to the OS.
-  virtual Status Flush() = 0;
-  // Finishes the stream (zlib trailer) and closes the file; later calls fail.
-  virtual Status Close() = 0;
-};
+// Bytes being written: an Env file, or a zlib/gzip stream into one, which has the same
+// interface — Flush also writes a zlib sync point, Close the zlib trailer, size() counts
+// uncompressed bytes.
+using OutputStream = WritableFile;
 
 struct ZlibOptions {
   int level = -1;     // Z_DEFAULT_COMPRESSION, as TF
