@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "actors"))
@@ -148,7 +147,7 @@ errors = re.findall(r"^\[rank (\d+)\] error: .*the loss is not finite.*$", p.std
 assert errors == ["0"] and p.stderr.count("not finite") == 1, p.stderr
 # ... and one only rank 1 finds (its data directory does not exist).
 p = run(mpirun(1) + [BIN, "train", CONFIG] + settings(d, 10, 1) + [":", "-np", "1"] +
-                   [BIN, "train", CONFIG] + settings(d, 10, 1, ["data.dir=/nonexistent/fm"]), env=MPI_ENV)
+        [BIN, "train", CONFIG] + settings(d, 10, 1, ["data.dir=/nonexistent/fm"]), env=MPI_ENV)
 assert p.returncode != 0, (p.returncode, p.stdout, p.stderr)
 errors = re.findall(r"^\[rank (\d+)\] error: .*$", p.stderr, re.M)
 assert len(errors) == 1 and "/nonexistent/fm" in p.stderr, p.stderr

@@ -104,7 +104,7 @@ TEST(SupervisorTest, ReportsAStopAsExit75) {
   o.stop_signal = SIGUSR2;
   std::string script =
       "trap 'echo \"h rank 0 pid 1: stopped at step 7\" >> \"$TROUPE_JOB_STOP_FILE\"; exit 1' "
-      "USR2; sleep 0.3; kill -INT $PPID; sleep 5 & wait $!";
+      "USR2; sleep 0.3; kill -INT $PPID; sleep 5 >/dev/null 2>&1 & wait $!";
   auto r = *Supervise({"sh", "-c", script}, o);
   EXPECT_EQ(r.exit_code, 75) << r.summary;
   EXPECT_EQ(r.restarts, 0);
@@ -114,7 +114,8 @@ TEST(SupervisorTest, ReportsAStopAsExit75) {
 // Stopped before the job reported a checkpoint: the command's own exit code, no restart.
 TEST(SupervisorTest, AStopWithoutACheckpointKeepsTheExitCode) {
   SupervisorOptions o = Fast(3);
-  std::string script = "trap 'exit 1' INT; sleep 0.3; kill -INT $PPID; sleep 5 & wait $!";
+  std::string script =
+      "trap 'exit 1' TERM; sleep 0.3; kill -TERM $PPID; sleep 5 >/dev/null 2>&1 & wait $!";
   auto r = *Supervise({"sh", "-c", script}, o);
   EXPECT_EQ(r.exit_code, 1) << r.summary;
   EXPECT_EQ(r.restarts, 0);
