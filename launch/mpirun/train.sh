@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     -r|--replicas-per-process) replicas=$2; shift 2 ;;
     --max-restarts) restarts=$2; shift 2 ;;
     --start-timeout|--launcher-grace) supervise+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
