@@ -10,10 +10,6 @@
 namespace troupe::actors {
 namespace {
 
-input::FeatureSpec Feature(const TrainConfig::Feature& f) {
-  return input::FeatureSpec{f.key, f.decode, f.dtype, f.shape, f.scale, f.offset};
-}
-
 // The files pipeline i of the job reads (FILE: every R-th of the source's, from i).
 std::vector<std::string> PipelineFiles(const TrainingData& d, int64_t i) {
   if (d.policy != input::AutoShardPolicy::kFile) return d.source.files;
@@ -60,25 +56,14 @@ Result<input::Element> Augmented(input::Element batch, const input::AugmentOptio
 }  // namespace
 
 input::DataSourceSpec SourceSpec(const TrainConfig& config) {
-  input::DataSourceSpec spec;
-  spec.source = config.data_source;
-  spec.dir = config.data_dir;
-  spec.files = config.data_files;
-  spec.eval_files = config.data_eval_files;
-  spec.compression = config.compression;
-  spec.sequence_length = config.sequence_length;
-  spec.num_classes = config.num_classes;
-  spec.synthetic_examples = config.synthetic_examples;
+  input::DataSourceSpec spec = config.data;
   spec.seed = config.seed;
-  spec.decode_threads = static_cast<int>(config.decode_threads);
   if (spec.decode_threads == 0) {
     // Automatic: half the cores this process's replicas leave free of their own compute.
     const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-    spec.decode_threads = static_cast<int>(
-        std::clamp<int64_t>(cores / (2 * std::max<int64_t>(1, config.replicas_per_process)), 1, 8));
+    spec.decode_threads =
+        std::clamp<int64_t>(cores / (2 * std::max<int64_t>(1, config.replicas_per_process)), 1, 8);
   }
-  spec.image = Feature(config.image_feature);
-  spec.label = Feature(config.label_feature);
   return spec;
 }
 
@@ -110,13 +95,13 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
       d.source, input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole));
   // The evaluation files are opened now too (the tfrecord source checks their first record
   // against data.features), so a wrong one stops the job at set-up, not after epoch 1.
-  if (!config.data_eval_files.empty()) {
+  if (!config.data.eval_files.empty()) {
     TROUPE_RETURN_IF_ERROR(
         input::OpenDataSource(SourceSpec(config), input::DataSplit::kTest, whole).status());
   }
   if (d.replica_ids.front() == 0) {
     if (!d.source.input_range.empty()) {
-      std::printf("data %s: %s\n", config.data_source.c_str(), d.source.input_range.c_str());
+      std::printf("data %s: %s\n", config.data.source.c_str(), d.source.input_range.c_str());
     }
     for (const std::string& w : d.source.warnings) TROUPE_LOG(WARNING) << w;
   }
@@ -125,7 +110,7 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
       return InvalidArgumentError(
           "data.augment.resize applies to images [height, width, "
           "channels]; data.source = \"" +
-          config.data_source + "\" gives examples of shape " + d.source.feature_shape.ToString());
+          config.data.source + "\" gives examples of shape " + d.source.feature_shape.ToString());
     }
     d.source.feature_shape =
         TensorShape{config.resize[0], config.resize[1], d.source.feature_shape.dim(2)};

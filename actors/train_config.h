@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/nn/optimizer_config.h"
+#include "input/data_source.h"
 
 namespace troupe::actors {
 
@@ -33,33 +34,12 @@ struct TrainConfig {
   // Whether the outputs are logits; unset: the compiled loss's, else logits (a softmax or
   // sigmoid output layer's logits are used whatever this says, as in Keras).
   std::optional<bool> from_logits;
-  // [data]
-  // fashion_mnist | tfrecord | text | synthetic, or a source a program registered
-  // (input/data_source.h RegisterDataSource)
-  std::string data_source = "fashion_mnist";
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string data_files;              // text, tfrecord: a glob of the training files (sorted)
-  std::string data_eval_files;         // tfrecord: a glob of the evaluation files
-  std::string compression;             // tfrecord: "" | "GZIP" | "ZLIB"
-  int64_t sequence_length = 0;         // text: characters per example
-  int64_t num_classes = 0;             // tfrecord, synthetic: labels are in [0, num_classes)
-  int64_t synthetic_examples = 60000;  // synthetic: examples per epoch
+  // [data] and [data.features.*]: the data source spec itself (input/data_source.h); its seed
+  // is job.seed, set when the source is opened.
+  input::DataSourceSpec data;
   int64_t shuffle_buffer = 10000;
   std::string auto_shard = "AUTO";  // AUTO | FILE | DATA | OFF
   int64_t prefetch = 2;             // batches each replica's input thread keeps ready
-  int64_t decode_threads = 0;       // threads decoding one replica's batch (0: automatic)
-  // [data.features.image]: the model's input as a tf.train.Example feature (tfrecord), and the
-  // shape of synthetic examples.
-  struct Feature {
-    std::string key;
-    std::string decode;          // image: raw | png | jpeg | int64 | float
-    std::string dtype;           // label: int64 | float
-    std::vector<int64_t> shape;  // one example's shape ([] for a scalar label)
-    double scale = 1.0;          // image: x * scale + offset, in float32
-    double offset = 0.0;
-  };
-  Feature image_feature{"image", "raw", "", {28, 28, 1}, 1.0, 0.0};
-  Feature label_feature{"label", "", "int64", {}, 1.0, 0.0};
   // [data.augment]: drawn per replica and step from stateless RNG (training only).
   std::vector<int64_t> resize;      // [height, width]: bilinear resize first (empty: off)
   int64_t random_crop_padding = 0;  // pad by this many pixels, then crop back at random

@@ -98,7 +98,7 @@ void PrintStartup(const Trainer::Parts& p) {
       "job '%s': model %s (%zu layers, %lld trainable parameters); data %s, %lld steps per epoch "
       "of global batch %s; %d replica(s) in %d process(es) (rank 0: %s); collectives %s; %s\n",
       p.config.name.c_str(), p.replicas->model_label().c_str(), LayerCount(p.replicas->model()),
-      static_cast<long long>(parameters), p.config.data_source.c_str(),
+      static_cast<long long>(parameters), p.config.data.source.c_str(),
       static_cast<long long>(p.steps_per_epoch), batch.c_str(), p.total_replicas,
       p.launch.world_size, devices.c_str(), CollectivesText(p).c_str(),
       p.resumed_from.empty()

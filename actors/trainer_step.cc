@@ -249,8 +249,8 @@ Result<EvalResult> Trainer::Evaluate() {
   if (p.no_eval_split) return none;
   if (!p.eval_input) {
     Result<JobInput> eval = EvaluationInput(p.config);
-    if (eval.status().code() == StatusCode::kNotFound && p.config.data_eval_files.empty() &&
-        p.config.data_source == "tfrecord") {
+    if (eval.status().code() == StatusCode::kNotFound && p.config.data.eval_files.empty() &&
+        p.config.data.source == "tfrecord") {
       p.no_eval_split = true;
       return none;
     }

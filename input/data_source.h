@@ -29,19 +29,26 @@ struct FeatureSpec {
   double offset = 0.0;
 };
 
+// What `troupe train`'s [data] table describes (launch/ binds its keys to these fields, so the
+// defaults here are the config's).
 struct DataSourceSpec {
-  std::string source;              // the registered name
-  std::string dir;                 // where its files are
-  std::string files;               // a glob of its files (sources that read files by name)
-  std::string eval_files;          // a glob of the evaluation split's files (tfrecord)
-  std::string compression;         // tfrecord: "", "GZIP", "ZLIB"
-  int64_t sequence_length = 0;     // characters or tokens per example (sequence sources)
-  int64_t num_classes = 0;         // tfrecord, synthetic: labels are in [0, num_classes)
-  int64_t synthetic_examples = 0;  // synthetic: examples per epoch
-  int64_t seed = 0;                // synthetic: the job seed its values derive from
-  int decode_threads = 1;          // threads turning one batch into the model's tensors
-  FeatureSpec image;               // tfrecord: the model's input; synthetic: its shape
-  FeatureSpec label;
+  // The registered name: fashion_mnist | tfrecord | text | synthetic, or a source a program
+  // registered (RegisterDataSource below).
+  std::string source = "fashion_mnist";
+  std::string dir = "/usr/share/datasets/fashion-mnist";  // where its files are
+  std::string files;                   // a glob of its files (sources that read files by name)
+  std::string eval_files;              // a glob of the evaluation split's files (tfrecord)
+  std::string compression;             // tfrecord: "", "GZIP", "ZLIB"
+  int64_t sequence_length = 0;         // characters or tokens per example (sequence sources)
+  int64_t num_classes = 0;             // tfrecord, synthetic: labels are in [0, num_classes)
+  int64_t synthetic_examples = 60000;  // synthetic: examples per epoch
+  int64_t seed = 0;                    // synthetic: the job seed its values derive from
+  // Threads turning one batch into the model's tensors; 0: automatic (the training loop gives
+  // each replica its share of the cores), read as 1 by a source opened with it.
+  int64_t decode_threads = 0;
+  // tfrecord: the model's input; synthetic: its shape.
+  FeatureSpec image{"image", "raw", "", {28, 28, 1}, 1.0, 0.0};
+  FeatureSpec label{"label", "", "int64", {}, 1.0, 0.0};
 };
 
 enum class DataSplit { kTrain, kTest };

@@ -60,7 +60,7 @@ Status Peek(const TrainConfig& config, int64_t replicas, int64_t replica, int64_
   std::printf(
       "data.source %s: replica %lld of %lld reads %s input, %zu file(s), %lld batches "
       "of %lld an epoch\n",
-      config.data_source.c_str(), static_cast<long long>(replica), static_cast<long long>(replicas),
+      config.data.source.c_str(), static_cast<long long>(replica), static_cast<long long>(replicas),
       std::string(input::AutoShardPolicyName(data.policy)).c_str(), data.plans[0].files.size(),
       static_cast<long long>(data.steps_per_epoch),
       static_cast<long long>(config.global_batch_size / replicas));

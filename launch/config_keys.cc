@@ -20,9 +20,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Where a key's value lives: a TrainConfig member, or a member of one of its members (a
-// Feature's, the optimizer recipe's), or of the recipe's schedule: data.features.image.key is
-// image_feature.key, optimizer.schedule.alpha is optimizer.schedule.alpha.
+// Where a key's value lives: a TrainConfig member, a member of one of its members (the data
+// source spec's, the optimizer recipe's) or one level deeper: data.features.image.key is
+// data.image.key, optimizer.schedule.alpha is optimizer.schedule.alpha.
 template <class T>
 struct Field {
   Field(T TrainConfig::*f)  // NOLINT: implicit, so that &C::seed is a Field
@@ -229,37 +229,38 @@ std::vector<ConfigKey> JobAndModelKeys() {
 // [data] and its [data.features.*] tables.
 std::vector<ConfigKey> DataKeys() {
   using C = TrainConfig;
-  using F = TrainConfig::Feature;
+  using D = input::DataSourceSpec;
+  using F = input::FeatureSpec;
   const std::string tfrecord_only = "only the tfrecord source reads tf.train.Example features";
   const std::vector<std::string> image_sources = {"fashion_mnist", "tfrecord", "synthetic"};
   const std::string no_images = "the text source has no images";
   return {
-      FromRegistry(String("data.source", &C::data_source, {},
+      FromRegistry(String("data.source", {&C::data, &D::source}, {},
                           "Where examples come from: fashion_mnist reads the IDX files in "
                           "data.dir; text makes character-level language-model windows of the "
                           "files data.files matches; tfrecord reads tf.train.Example records "
                           "(data.features.*); synthetic makes random examples."),
                    input::RegisteredDataSourceNames),
-      String("data.dir", &C::data_dir, {},
+      String("data.dir", {&C::data, &D::dir}, {},
              "Directory of the dataset's files (Fashion-MNIST: the four IDX .gz files)."),
-      OnlyWith(String("data.files", &C::data_files, {},
+      OnlyWith(String("data.files", {&C::data, &D::files}, {},
                       "A glob of the training files, read in sorted order (text: plain text; "
                       "tfrecord: TFRecord files)."),
                "data.source", {"text", "tfrecord"}, "only these sources read files by glob"),
-      OnlyWith(String("data.eval_files", &C::data_eval_files, {},
+      OnlyWith(String("data.eval_files", {&C::data, &D::eval_files}, {},
                       "A glob of the evaluation TFRecord files, read in sorted order."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.compression", &C::compression, {"", "GZIP", "ZLIB"},
+      OnlyWith(String("data.compression", {&C::data, &D::compression}, {"", "GZIP", "ZLIB"},
                       "The TFRecord files' compression (tf.data's compression_type; \"\": "
                       "none)."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(Int("data.sequence_length", &C::sequence_length, 1,
+      OnlyWith(Int("data.sequence_length", {&C::data, &D::sequence_length}, 1,
                    "text: characters per example (the model's context length)."),
                "data.source", {"text"}, "only the text source makes sequences"),
-      OnlyWith(Int("data.num_classes", &C::num_classes, 1,
+      OnlyWith(Int("data.num_classes", {&C::data, &D::num_classes}, 1,
                    "Labels are in [0, num_classes); tfrecord and synthetic need it."),
                "data.source", {"tfrecord", "synthetic"}, "the other sources know their classes"),
-      OnlyWith(Int("data.synthetic_examples", &C::synthetic_examples, 1,
+      OnlyWith(Int("data.synthetic_examples", {&C::data, &D::synthetic_examples}, 1,
                    "Random examples per epoch of the synthetic source."),
                "data.source", {"synthetic"}, "only the synthetic source makes examples up"),
       Int("data.shuffle_buffer", &C::shuffle_buffer, 0,
@@ -268,35 +269,35 @@ std::vector<ConfigKey> DataKeys() {
              "How input is split across processes (tf.data's AutoShardPolicy), as the "
              "coordinator assigns it."),
       Int("data.prefetch", &C::prefetch, 1, "Batches each replica's input thread keeps ready."),
-      Int("data.decode_threads", &C::decode_threads, 0,
+      Int("data.decode_threads", {&C::data, &D::decode_threads}, 0,
           "Threads decoding one replica's batch (0: automatic)."),
-      OnlyWith(String("data.features.image.key", {&C::image_feature, &F::key}, {},
+      OnlyWith(String("data.features.image.key", {&C::data, &D::image, &F::key}, {},
                       "The tf.train.Example feature holding the model's input."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.features.image.decode", {&C::image_feature, &F::decode},
+      OnlyWith(String("data.features.image.decode", {&C::data, &D::image, &F::decode},
                       {"raw", "png", "jpeg", "int64", "float"},
                       "How the input is stored: raw uint8 bytes, an encoded png or jpeg, or an "
                       "int64_list or float_list of values."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(WithCheck(IntList("data.features.image.shape", {&C::image_feature, &F::shape}, 1,
+      OnlyWith(WithCheck(IntList("data.features.image.shape", {&C::data, &D::image, &F::shape}, 1,
                                  "One example's input shape, [height, width, channels] for an "
                                  "image (synthetic examples have it too)."),
                          NonEmptyList),
                "data.source", {"tfrecord", "synthetic"},
                "only these sources take the shape from the config"),
-      OnlyWith(AnyNumber("data.features.image.scale", {&C::image_feature, &F::scale},
+      OnlyWith(AnyNumber("data.features.image.scale", {&C::data, &D::image, &F::scale},
                          "The input is x * scale + offset, in float32."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(AnyNumber("data.features.image.offset", {&C::image_feature, &F::offset},
+      OnlyWith(AnyNumber("data.features.image.offset", {&C::data, &D::image, &F::offset},
                          "Added to the input after scale."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.features.label.key", {&C::label_feature, &F::key}, {},
+      OnlyWith(String("data.features.label.key", {&C::data, &D::label, &F::key}, {},
                       "The tf.train.Example feature holding the label."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.features.label.dtype", {&C::label_feature, &F::dtype},
+      OnlyWith(String("data.features.label.dtype", {&C::data, &D::label, &F::dtype},
                       {"int64", "float"}, "The label feature's list: int64_list or float_list."),
                "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(IntList("data.features.label.shape", {&C::label_feature, &F::shape}, 1,
+      OnlyWith(IntList("data.features.label.shape", {&C::data, &D::label, &F::shape}, 1,
                        "One example's label shape ([]: a scalar, the class id)."),
                "data.source", {"tfrecord"}, tfrecord_only),
       OnlyWith(WithCheck(IntList("data.augment.resize", &C::resize, 1,

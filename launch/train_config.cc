@@ -202,16 +202,16 @@ Status CheckModelSource(const PresentKeys& present, TrainConfig& config, toml::t
 Status CheckKeepBest(const TrainConfig& config, const std::string& origin) {
   if (config.keep_best.empty()) return Status::OK();
   const std::string key = "checkpoint.keep_best = \"" + config.keep_best + "\"";
-  if (config.data_source == "tfrecord" && config.data_eval_files.empty()) {
+  if (config.data.source == "tfrecord" && config.data.eval_files.empty()) {
     return InvalidArgumentError(origin + ": " + key +
                                 " needs a test split: data.source = \"tfrecord\" evaluates "
                                 "only with data.eval_files; set it or drop keep_best");
   }
-  if (config.keep_best == "test_top5_accuracy" && config.num_classes > 0 &&
-      config.num_classes < 5 && config.data_source != "fashion_mnist") {
+  if (config.keep_best == "test_top5_accuracy" && config.data.num_classes > 0 &&
+      config.data.num_classes < 5 && config.data.source != "fashion_mnist") {
     return InvalidArgumentError(origin + ": " + key +
                                 " needs at least 5 classes, data.num_classes is " +
-                                std::to_string(config.num_classes) +
+                                std::to_string(config.data.num_classes) +
                                 "; keep the best by test_accuracy or test_loss instead");
   }
   return Status::OK();
@@ -274,14 +274,14 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
         "two ranks on one GPU); set train.replicas_per_process = 1 and start one "
         "process per GPU");
   }
-  const std::string source = "data.source = \"" + config.data_source + "\"";
-  if ((config.data_source == "tfrecord" || config.data_source == "synthetic") &&
-      config.num_classes == 0) {
+  const std::string source = "data.source = \"" + config.data.source + "\"";
+  if ((config.data.source == "tfrecord" || config.data.source == "synthetic") &&
+      config.data.num_classes == 0) {
     return InvalidArgumentError(origin + ": " + source +
                                 " needs data.num_classes: set it to the number of classes "
                                 "(labels are in [0, num_classes))");
   }
-  if (config.data_source == "tfrecord" && config.data_files.empty()) {
+  if (config.data.source == "tfrecord" && config.data.files.empty()) {
     return InvalidArgumentError(origin + ": " + source +
                                 " needs data.files: set it to a glob of the training TFRecord "
                                 "files");
@@ -420,16 +420,16 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
         ") is not divisible by the job's " + std::to_string(total_replicas) +
         " replicas; choose a multiple of the replica count");
   }
-  if (config.data_source == "tfrecord") {
-    TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data_files, "data.files").status());
-    if (!config.data_eval_files.empty()) {
-      TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data_eval_files, "data.eval_files").status());
+  if (config.data.source == "tfrecord") {
+    TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data.files, "data.files").status());
+    if (!config.data.eval_files.empty()) {
+      TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data.eval_files, "data.eval_files").status());
     }
   }
-  if (config.data_source == "fashion_mnist") {
+  if (config.data.source == "fashion_mnist") {
     for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-      fs::path p = fs::path(config.data_dir) / f;
+      fs::path p = fs::path(config.data.dir) / f;
       if (!fs::exists(p)) {
         return NotFoundError("data.dir: dataset file '" + p.string() +
                              "' is missing; install it with `apt-get install "

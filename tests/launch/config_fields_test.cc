@@ -1,16 +1,18 @@
 // Every TrainConfig field is read by the code that trains, not only parsed by launch/.
 //
 // Method (a source scan, so that it needs no training run): the fields are the member lines of
-// `struct TrainConfig` in actors/train_config.h; a member whose type is a struct nested in it
-// (`Feature image_feature`) stands for that struct's fields, `image_feature.key` and so on. In
-// each C++ file of the source tree outside launch/ and tests/, the names of TrainConfig
-// variables are found from their declarations (`const TrainConfig& config`, `TrainConfig c;`),
-// and a field counts as read when it appears as `<one of those names>.field` or `->field`. A
-// nested field `image_feature.key` counts as read when it appears as
-// `<name>.image_feature.key`, or when `<name>.image_feature` is read whole and `key` is read
-// through a `TrainConfig::Feature` variable. A field the trainer does not read yet must be
-// listed below with the reason; the test also fails once a listed field is read, so the list
-// only shrinks.
+// `struct TrainConfig` in actors/train_config.h. A member whose type is one of the libraries'
+// spec structs (the optimizer recipe, its schedule, the data source spec, a feature) stands for
+// that struct's fields, found in the library's header: `optimizer.schedule.decay_steps`,
+// `data.image.key`. In each C++ file of the source tree outside launch/ and tests/, variables
+// are found from their declarations (`const TrainConfig& config`, `const OptimizerConfig& c`).
+// A field counts as read when some variable of the struct that holds it reads it
+// (`c.learning_rate` with `c` an OptimizerConfig), or when a TrainConfig variable reads it by its
+// whole path (`config.optimizer.learning_rate`). TrainConfig variables are gathered over every
+// file (a struct's `TrainConfig config;` member is read as `p.config.seed` elsewhere); the spec
+// structs' variables per file, where their short names (`c`, `s`) are declared and used. A field
+// the trainer does not read yet must be listed below with the reason; the test also fails once
+// a listed field is read, so the list only shrinks.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -31,16 +33,30 @@ namespace fs = std::filesystem;
 
 // Fields not read outside launch/ yet, and why that is honest for now (none today).
 const std::map<std::string, std::string> kNotReadYet = {};
-// Nested fields no key sets: a Feature's members that only the other Feature uses.
+// Fields no key sets.
 const std::map<std::string, std::string> kNoKey = {
-    {"image_feature.dtype", "labels only: the image's type comes from its decode"},
-    {"label_feature.decode", "images only: a label is an int64_list or float_list"},
-    {"label_feature.scale", "images only"},
-    {"label_feature.offset", "images only"},
+    {"data.image.dtype", "labels only: the image's type comes from its decode"},
+    {"data.label.decode", "images only: a label is an int64_list or float_list"},
+    {"data.label.scale", "images only"},
+    {"data.label.offset", "images only"},
+    {"data.seed", "job.seed, set when the source is opened"},
 };
 // Fields meant for launch/ itself.
 const std::map<std::string, std::string> kReadByLaunch = {
     {"source_text", "written to <run_dir>/config.toml by launch/ (WriteConfigRecord)"},
+};
+
+// The spec structs a TrainConfig member may be, by the type name its declaration uses, with the
+// header that declares them (relative to the source tree) and their unqualified name.
+struct SpecStruct {
+  std::string header;
+  std::string name;
+};
+const std::map<std::string, SpecStruct> kSpecStructs = {
+    {"nn::OptimizerConfig", {"graph/nn/optimizer_config.h", "OptimizerConfig"}},
+    {"ScheduleConfig", {"graph/nn/schedules.h", "ScheduleConfig"}},
+    {"input::DataSourceSpec", {"input/data_source.h", "DataSourceSpec"}},
+    {"FeatureSpec", {"input/data_source.h", "FeatureSpec"}},
 };
 
 std::string ReadFile(const fs::path& path) {
@@ -55,97 +71,110 @@ fs::path SourceDir() {
   return dir != nullptr ? fs::path(dir) : fs::path();
 }
 
-// The fields of `struct TrainConfig`: its members, and "member.field" for each field of a
-// member whose type is a struct declared inside TrainConfig.
-std::set<std::string> TrainConfigFields() {
-  std::istringstream header(ReadFile(SourceDir() / "actors" / "train_config.h"));
+// (type, name) of each data member of `struct name` in `text` (member functions skipped).
+std::vector<std::pair<std::string, std::string>> StructMembers(const std::string& text,
+                                                               const std::string& name) {
   // `type name;`, `type name = value;` or `type name{values};`; the type may be a template.
   static const std::regex member(R"(^\s+([\w:]+(<[\w:, ]*>)?)\s+(\w+)\s*(=[^;]*|\{[^;]*\})?;)");
-  static const std::regex nested_begin(R"(^\s+struct\s+(\w+)\s*\{)");
-  std::map<std::string, std::vector<std::string>> nested;    // struct -> its fields
-  std::vector<std::pair<std::string, std::string>> members;  // (type, name)
+  std::istringstream lines(text);
+  std::vector<std::pair<std::string, std::string>> members;
   bool inside = false;
-  std::string in_nested;
-  for (std::string line; std::getline(header, line);) {
-    if (line.rfind("struct TrainConfig", 0) == 0) inside = true;
-    if (inside && line.rfind("};", 0) == 0) break;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("struct " + name + " {", 0) == 0) inside = true;
     if (!inside) continue;
+    if (line.rfind("};", 0) == 0) break;
     std::smatch m;
-    if (std::regex_search(line, m, nested_begin)) {
-      in_nested = m[1];
-      nested[in_nested];
-    } else if (!in_nested.empty() && std::regex_search(line, std::regex(R"(^\s+\};)"))) {
-      in_nested.clear();
-    } else if (std::regex_search(line, m, member)) {
-      if (in_nested.empty()) {
-        members.emplace_back(m[1], m[3]);
-      } else {
-        nested[in_nested].push_back(m[3]);
+    if (std::regex_search(line, m, member)) members.emplace_back(m[1], m[3]);
+  }
+  return members;
+}
+
+// A field: its path from TrainConfig ("optimizer.schedule.alpha"), and how each struct on the
+// way reaches it: {TrainConfig, "optimizer.schedule.alpha"}, {OptimizerConfig,
+// "schedule.alpha"}, {ScheduleConfig, "alpha"}; `own_use` when the struct holding it reads it
+// in one of its own inline member functions (OptimizerConfig::Beta2() reads beta_2).
+struct Field {
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> reached_from;
+  bool own_use = false;
+};
+
+// Whether `name` appears in the body of `struct holder` (in `text`) other than where it is
+// declared: a read by the struct's own inline member functions. Comments do not count.
+bool UsedByItsStruct(const std::string& text, const std::string& holder, const std::string& name) {
+  std::istringstream lines(text);
+  bool inside = false;
+  int uses = 0;
+  const std::regex word("\\b" + name + "\\b");
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("struct " + holder + " {", 0) == 0) inside = true;
+    if (!inside) continue;
+    if (line.rfind("};", 0) == 0) break;
+    const std::string code = line.substr(0, line.find("//"));
+    uses += static_cast<int>(std::distance(std::sregex_iterator(code.begin(), code.end(), word),
+                                           std::sregex_iterator()));
+  }
+  return uses > 1;
+}
+
+// Adds the fields of `holder`'s `members` (read from `text`), reached from the structs of `via`
+// by the paths there plus `.name`.
+void AddFields(const std::string& holder, const std::string& text,
+               const std::vector<std::pair<std::string, std::string>>& via,
+               std::vector<Field>* out) {
+  for (const auto& [type, name] : StructMembers(text, holder)) {
+    std::vector<std::pair<std::string, std::string>> reached = via;
+    for (auto& [from, path] : reached) path += "." + name;
+    reached.emplace_back(holder, name);
+    auto spec = kSpecStructs.find(type);
+    if (spec == kSpecStructs.end()) {
+      out->push_back({reached.front().second, reached, UsedByItsStruct(text, holder, name)});
+      continue;
+    }
+    const SpecStruct& s = spec->second;
+    AddFields(s.name, ReadFile(SourceDir() / s.header), reached, out);
+  }
+}
+
+std::vector<Field> TrainConfigFields() {
+  std::vector<Field> fields;
+  AddFields("TrainConfig", ReadFile(SourceDir() / "actors" / "train_config.h"), {}, &fields);
+  return fields;
+}
+
+// Names of variables (and members) of struct `type` declared in `text`.
+std::set<std::string> VariablesOf(const std::string& text, const std::string& type) {
+  const std::regex declared(R"(\b)" + type + R"(\s*[&*]?\s*(\w+)\s*[,;)={])");
+  std::set<std::string> names;
+  for (std::sregex_iterator it(text.begin(), text.end(), declared), end; it != end; ++it) {
+    names.insert((*it)[1]);
+  }
+  return names;
+}
+
+// Paths read through variables named `names` in `text`: `name.a` gives "a", `name.a.b` also
+// "a.b", `name.a.b.c` also "a.b.c" (a method call after a path, `name.a.size()`, reads "a").
+// With `members`, `x.name.a` counts too (`p.config.seed`: a TrainConfig member of a struct);
+// without, only a variable itself (`c.data.label` is no read through a variable named `label`).
+std::set<std::string> PathsRead(const std::string& text, const std::set<std::string>& names,
+                                bool members = true) {
+  std::set<std::string> paths;
+  for (const std::string& name : names) {
+    // Not preceded by `.` or `->`: `c.data.label` is no read through a variable named `label`.
+    const std::regex use(
+        std::string(members ? "(\\b)" : "(^|[^.>\\w])") + name +
+        R"(\s*(\.|->)\s*(\w+)(\s*\.\s*(\w+)\b(?!\s*\())?(\s*\.\s*(\w+)\b(?!\s*\())?)");
+    for (std::sregex_iterator it(text.begin(), text.end(), use), end; it != end; ++it) {
+      std::string path = (*it)[3].str();
+      paths.insert(path);
+      for (int g : {5, 7}) {
+        if (!(*it)[g].matched) break;
+        path += "." + (*it)[g].str();
+        paths.insert(path);
       }
     }
   }
-  std::set<std::string> fields;
-  for (const auto& [type, name] : members) {
-    auto it = nested.find(type);
-    if (it == nested.end()) {
-      fields.insert(name);
-      continue;
-    }
-    for (const std::string& field : it->second) fields.insert(name + "." + field);
-  }
-  return fields;
-}
-
-// Names of TrainConfig variables and members declared in `text`.
-std::set<std::string> TrainConfigNames(const std::string& text) {
-  static const std::regex declared(R"(\bTrainConfig\s*[&*]?\s*(\w+)\s*[,;)={])");
-  std::set<std::string> names;
-  for (std::sregex_iterator it(text.begin(), text.end(), declared), end; it != end; ++it) {
-    names.insert((*it)[1]);
-  }
-  return names;
-}
-
-// Names of TrainConfig::Feature variables declared in `text`.
-std::set<std::string> FeatureNames(const std::string& text) {
-  static const std::regex declared(R"(\bTrainConfig::Feature\s*[&*]?\s*(\w+)\s*[,;)={])");
-  std::set<std::string> names;
-  for (std::sregex_iterator it(text.begin(), text.end(), declared), end; it != end; ++it) {
-    names.insert((*it)[1]);
-  }
-  return names;
-}
-
-// Fields accessed through variables named `names` in `text`: "field" for `name.field` (or
-// `name.field.method(`), "field.sub" for `name.field.sub`.
-std::set<std::string> FieldsRead(const std::string& text, const std::set<std::string>& names) {
-  std::set<std::string> fields;
-  for (const std::string& name : names) {
-    const std::regex use("\\b" + name + R"(\s*(\.|->)\s*(\w+)(\s*\.\s*(\w+)(\s*\()?)?)");
-    for (std::sregex_iterator it(text.begin(), text.end(), use), end; it != end; ++it) {
-      const bool path = (*it)[4].matched && !(*it)[5].matched;
-      fields.insert(path ? (*it)[2].str() + "." + (*it)[4].str() : (*it)[2].str());
-    }
-  }
-  return fields;
-}
-
-// Fields accessed through TrainConfig variables declared in `text`.
-std::set<std::string> FieldsRead(const std::string& text) {
-  return FieldsRead(text, TrainConfigNames(text));
-}
-
-// Whether `field` counts as read, given the fields read through TrainConfig variables and
-// the Feature fields read through TrainConfig::Feature variables.
-bool IsRead(const std::string& field, const std::set<std::string>& read,
-            const std::set<std::string>& feature_read) {
-  if (read.count(field)) return true;
-  const size_t dot = field.find('.');
-  if (dot == std::string::npos) {  // `c.data_files.size`: a member's member is still a read
-    auto it = read.lower_bound(field + ".");
-    return it != read.end() && it->rfind(field + ".", 0) == 0;
-  }
-  return read.count(field.substr(0, dot)) && feature_read.count(field.substr(dot + 1));
+  return paths;
 }
 
 bool IsSource(const fs::path& p) {
@@ -153,18 +182,23 @@ bool IsSource(const fs::path& p) {
   return ext == ".cc" || ext == ".h" || ext == ".cu";
 }
 
+// What the code under the top-level folders `keep` accepts reads: by struct, the paths read
+// through its variables.
 struct Reads {
-  std::set<std::string> fields;          // through TrainConfig variables
-  std::set<std::string> feature_fields;  // through TrainConfig::Feature variables
+  std::map<std::string, std::set<std::string>> by_struct;
 
-  bool Has(const std::string& field) const { return IsRead(field, fields, feature_fields); }
+  bool Has(const Field& f) const {
+    if (f.own_use) return true;
+    for (const auto& [holder, path] : f.reached_from) {
+      auto it = by_struct.find(holder);
+      if (it != by_struct.end() && it->second.count(path) > 0) return true;
+    }
+    return false;
+  }
 };
 
-// Fields read in the top-level folders `keep` accepts. A TrainConfig member declared in one
-// file (a struct's `TrainConfig config;`) is read in others (`p.config.seed`), so names are
-// gathered over every file first.
 template <class Keep>
-Reads FieldsReadUnder(Keep keep) {
+Reads ReadsUnder(Keep keep) {
   std::vector<std::string> texts;
   for (const auto& top : fs::directory_iterator(SourceDir())) {
     const std::string name = top.path().filename().string();
@@ -178,68 +212,80 @@ Reads FieldsReadUnder(Keep keep) {
       }
     }
   }
-  std::set<std::string> names, feature_names;
-  for (const std::string& text : texts) {
-    for (const std::string& n : TrainConfigNames(text)) names.insert(n);
-    for (const std::string& n : FeatureNames(text)) feature_names.insert(n);
-  }
   Reads read;
+  std::set<std::string> config_names;
   for (const std::string& text : texts) {
-    for (const std::string& f : FieldsRead(text, names)) read.fields.insert(f);
-    for (const std::string& f : FieldsRead(text, feature_names)) read.feature_fields.insert(f);
+    for (const std::string& n : VariablesOf(text, "TrainConfig")) config_names.insert(n);
+  }
+  for (const std::string& text : texts) {
+    for (const std::string& p : PathsRead(text, config_names))
+      read.by_struct["TrainConfig"].insert(p);
+    for (const auto& [type, spec] : kSpecStructs) {
+      for (const std::string& p : PathsRead(text, VariablesOf(text, spec.name), false)) {
+        read.by_struct[spec.name].insert(p);
+      }
+    }
   }
   return read;
 }
 
 TEST(ConfigFieldsTest, EveryFieldIsReadOutsideLaunch) {
   ASSERT_FALSE(SourceDir().empty()) << "TROUPE_SOURCE_DIR is not set";
-  const std::set<std::string> fields = TrainConfigFields();
+  const std::vector<Field> fields = TrainConfigFields();
+  std::set<std::string> paths;
+  for (const Field& f : fields) paths.insert(f.path);
   ASSERT_GE(fields.size(), 30u) << "actors/train_config.h no longer parses as expected";
-  ASSERT_TRUE(fields.count("seed") && fields.count("source_text") && fields.count("resize"));
-  ASSERT_TRUE(fields.count("image_feature.shape") && fields.count("label_feature.dtype"));
-  EXPECT_FALSE(fields.count("image_feature") || fields.count("key") || fields.count("scale"));
-  // Every field but those launch/ keeps for itself and the Feature members no key sets is
-  // some key's.
-  for (const auto& [field, why] : kNoKey) EXPECT_TRUE(fields.count(field)) << field;
+  ASSERT_TRUE(paths.count("seed") && paths.count("source_text") && paths.count("resize"));
+  ASSERT_TRUE(paths.count("data.image.shape") && paths.count("data.label.dtype"));
+  ASSERT_TRUE(paths.count("optimizer.learning_rate") &&
+              paths.count("optimizer.schedule.decay_steps"));
+  EXPECT_FALSE(paths.count("data") || paths.count("optimizer") || paths.count("key"));
+  // Every field but those launch/ keeps for itself and those no key sets is some key's.
+  for (const auto& [field, why] : kNoKey) EXPECT_TRUE(paths.count(field)) << field;
   EXPECT_EQ(troupe::launch::ConfigSchema().size() + kReadByLaunch.size() + kNoKey.size(),
             fields.size());
   const Reads read =
-      FieldsReadUnder([](const std::string& top) { return top != "launch" && top != "tests"; });
-  for (const std::string& field : fields) {
-    if (kNoKey.count(field)) continue;
-    if (kNotReadYet.count(field)) {
-      EXPECT_FALSE(read.Has(field)) << field << " is read now: remove it from kNotReadYet";
-    } else if (!kReadByLaunch.count(field)) {
+      ReadsUnder([](const std::string& top) { return top != "launch" && top != "tests"; });
+  for (const Field& field : fields) {
+    if (kNoKey.count(field.path)) continue;
+    if (kNotReadYet.count(field.path)) {
+      EXPECT_FALSE(read.Has(field)) << field.path << " is read now: remove it from kNotReadYet";
+    } else if (!kReadByLaunch.count(field.path)) {
       EXPECT_TRUE(read.Has(field))
-          << "TrainConfig::" << field << " is parsed but nothing outside launch/ reads it";
+          << "TrainConfig::" << field.path << " is parsed but nothing outside launch/ reads it";
     }
   }
-  const Reads launch_reads =
-      FieldsReadUnder([](const std::string& top) { return top == "launch"; });
-  for (const auto& [field, why] : kReadByLaunch) {
-    EXPECT_TRUE(launch_reads.Has(field)) << field << ": " << why;
+  const Reads launch_reads = ReadsUnder([](const std::string& top) { return top == "launch"; });
+  for (const auto& [path, why] : kReadByLaunch) {
+    EXPECT_TRUE(launch_reads.Has(Field{path, {{"TrainConfig", path}}})) << path << ": " << why;
   }
 }
 
 // The scan itself: declarations found, member accesses through them counted, others not.
-TEST(ConfigFieldsTest, ScanFindsAccessesThroughTrainConfigVariables) {
+TEST(ConfigFieldsTest, ScanFindsAccessesThroughDeclaredVariables) {
   const std::string code =
       "int F(const TrainConfig& c, const Other& o) { return c.seed + o.epochs; }\n"
       "void G(const actors::TrainConfig &config) { Use(config.run_dir, p->x); }\n";
-  EXPECT_EQ(FieldsRead(code), (std::set<std::string>{"run_dir", "seed"}));
-  // Nested fields: read by path, or whole and then through a Feature variable.
+  EXPECT_EQ(PathsRead(code, VariablesOf(code, "TrainConfig")),
+            (std::set<std::string>{"run_dir", "seed"}));
+  // Paths: every prefix of a path is read; a method call ends it.
   const std::string nested =
-      "void H(const TrainConfig& c) { Use(c.image_feature.key, c.label_feature, "
-      "c.run_dir.c_str()); }\n"
-      "void I(const actors::TrainConfig::Feature& label) { Use(label.dtype); }\n";
-  const std::set<std::string> read = FieldsRead(nested);
-  EXPECT_EQ(read, (std::set<std::string>{"image_feature.key", "label_feature", "run_dir"}));
-  const std::set<std::string> feature_read = FieldsRead(nested, FeatureNames(nested));
-  EXPECT_EQ(feature_read, (std::set<std::string>{"dtype"}));
-  EXPECT_TRUE(IsRead("image_feature.key", read, feature_read));
-  EXPECT_TRUE(IsRead("label_feature.dtype", read, feature_read));
-  EXPECT_FALSE(IsRead("label_feature.key", read, feature_read));
-  EXPECT_FALSE(IsRead("image_feature.dtype", read, feature_read));  // image_feature: by path only
+      "void H(const TrainConfig& c) { Use(c.data.image.key, c.data.label.shape.size()); }\n"
+      "void I(const input::FeatureSpec& label) { Use(label.dtype); }\n";
+  EXPECT_EQ(PathsRead(nested, VariablesOf(nested, "TrainConfig")),
+            (std::set<std::string>{"data", "data.image", "data.image.key", "data.label",
+                                   "data.label.shape"}));
+  EXPECT_EQ(PathsRead(nested, VariablesOf(nested, "FeatureSpec"), false),
+            (std::set<std::string>{"dtype"}));
+  Reads read;
+  read.by_struct["TrainConfig"] = PathsRead(nested, VariablesOf(nested, "TrainConfig"));
+  read.by_struct["FeatureSpec"] = PathsRead(nested, VariablesOf(nested, "FeatureSpec"), false);
+  auto field = [](const std::string& path, const std::string& name) {
+    return Field{path, {{"TrainConfig", path}, {"FeatureSpec", name}}};
+  };
+  EXPECT_TRUE(read.Has(field("data.image.key", "key")));      // by its path
+  EXPECT_TRUE(read.Has(field("data.label.dtype", "dtype")));  // through a FeatureSpec
+  EXPECT_FALSE(read.Has(field("data.label.offset", "offset")));
 }
 
 }  // namespace

@@ -200,20 +200,20 @@ TEST(ConfigSchemaTest, IntListsAreChecked) {
   EXPECT_EQ(shape.type, ConfigType::kIntList);
   EXPECT_EQ(TypeText(shape), "list of integers >= 1");
   ASSERT_TRUE(SetConfigValue(shape, ConfigValue(List{32, 32, 3}), c).ok());
-  EXPECT_EQ(c.image_feature.shape, (List{32, 32, 3}));
+  EXPECT_EQ(c.data.image.shape, (List{32, 32, 3}));
   EXPECT_EQ(SetConfigValue(shape, ConfigValue(List{32, 0, 3}), c).message(),
             "data.features.image.shape: every entry must be >= 1, got [32, 0, 3]");
   EXPECT_EQ(SetConfigValue(shape, ConfigValue(List{}), c).message(),
             "data.features.image.shape: must not be empty, got []");
   EXPECT_EQ(SetConfigValue(shape, ConfigValue(int64_t{28}), c).message(),
             "data.features.image.shape: expected a list of integers ([a, b, ...]), got integer");
-  EXPECT_EQ(c.image_feature.shape, (List{32, 32, 3}));  // refused values store nothing
+  EXPECT_EQ(c.data.image.shape, (List{32, 32, 3}));  // refused values store nothing
   // A label's shape may be empty: a scalar.
   const ConfigKey& label = *FindConfigKey("data.features.label.shape");
   ASSERT_TRUE(SetConfigValue(label, ConfigValue(List{}), c).ok());
-  EXPECT_TRUE(c.label_feature.shape.empty());
+  EXPECT_TRUE(c.data.label.shape.empty());
   ASSERT_TRUE(SetConfigValue(label, ConfigValue(List{4}), c).ok());
-  EXPECT_EQ(c.label_feature.shape, (List{4}));
+  EXPECT_EQ(c.data.label.shape, (List{4}));
   // resize: [] or [height, width] (the key's extra check).
   const ConfigKey& resize = *FindConfigKey("data.augment.resize");
   ASSERT_TRUE(resize.extra_check);

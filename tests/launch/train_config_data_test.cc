@@ -30,9 +30,9 @@ TEST(TrainConfigTest, OnlyRegisteredSourcesAreAccepted) {
   auto tf = ParseTrainConfig(
       "[data]\nsource = \"tfrecord\"\nfiles = \"a-*.tfrecord\"\nnum_classes = 10\n", "t.toml");
   ASSERT_TRUE(tf.ok()) << tf.status();
-  EXPECT_EQ(tf->data_source, "tfrecord");
-  EXPECT_EQ(tf->data_files, "a-*.tfrecord");
-  EXPECT_EQ(tf->num_classes, 10);
+  EXPECT_EQ(tf->data.source, "tfrecord");
+  EXPECT_EQ(tf->data.files, "a-*.tfrecord");
+  EXPECT_EQ(tf->data.num_classes, 10);
   // data.files goes with text and tfrecord only; the error names both.
   auto files = ParseTrainConfig("[data]\nfiles = \"*.txt\"\n", "t.toml");
   EXPECT_TRUE(Mentions(files,
@@ -87,9 +87,9 @@ TEST(TrainConfigTest, SourcesNeedTheirKeys) {
   auto ok = ParseTrainConfig("[data]\nsource = \"synthetic\"\nnum_classes = 3\n", "t.toml",
                              {"data.synthetic_examples=100", "data.features.image.shape=[8,8,3]"});
   ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_EQ(ok->synthetic_examples, 100);
-  EXPECT_EQ(ok->image_feature.shape, (std::vector<int64_t>{8, 8, 3}));
-  EXPECT_EQ(TrainConfig{}.synthetic_examples, 60000);
+  EXPECT_EQ(ok->data.synthetic_examples, 100);
+  EXPECT_EQ(ok->data.image.shape, (std::vector<int64_t>{8, 8, 3}));
+  EXPECT_EQ(TrainConfig{}.data.synthetic_examples, 60000);
 }
 
 // only_with lists: a key names every source it goes with.
@@ -135,28 +135,28 @@ TEST(TrainConfigTest, FashionFilesOnlyForFashionMnist) {
   fs::remove_all(base);
   fs::create_directories(base / "data");
   TrainConfig c;
-  c.data_dir = "/nonexistent-dataset";
+  c.data.dir = "/nonexistent-dataset";
   c.run_dir = (base / "run").string();
   EXPECT_EQ(ValidateTrainEnvironment(c, 1).code(), StatusCode::kNotFound);
   for (std::string source : {"text", "synthetic"}) {
-    c.data_source = source;
+    c.data.source = source;
     Status s = ValidateTrainEnvironment(c, 1);
     EXPECT_TRUE(s.ok()) << source << ": " << s;
   }
   // tfrecord: each glob must match a file.
-  c.data_source = "tfrecord";
-  c.data_files = (base / "data" / "train-*.tfrecord").string();
+  c.data.source = "tfrecord";
+  c.data.files = (base / "data" / "train-*.tfrecord").string();
   Status none = ValidateTrainEnvironment(c, 1);
   EXPECT_EQ(none.code(), StatusCode::kNotFound);
-  EXPECT_NE(none.message().find("data.files = \"" + c.data_files + "\" matches no file"),
+  EXPECT_NE(none.message().find("data.files = \"" + c.data.files + "\" matches no file"),
             std::string::npos)
       << none;
   std::ofstream(base / "data" / "train-0.tfrecord") << "x";
   EXPECT_TRUE(ValidateTrainEnvironment(c, 1).ok());  // no eval_files: nothing more to check
-  c.data_eval_files = (base / "data" / "test-*.tfrecord").string();
+  c.data.eval_files = (base / "data" / "test-*.tfrecord").string();
   Status eval = ValidateTrainEnvironment(c, 1);
   EXPECT_EQ(eval.code(), StatusCode::kNotFound);
-  EXPECT_NE(eval.message().find("data.eval_files = \"" + c.data_eval_files + "\" matches no file"),
+  EXPECT_NE(eval.message().find("data.eval_files = \"" + c.data.eval_files + "\" matches no file"),
             std::string::npos)
       << eval;
   std::ofstream(base / "data" / "test-0.tfrecord") << "x";

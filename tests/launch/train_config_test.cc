@@ -154,18 +154,18 @@ random_flip = true
 TEST(TrainConfigTest, NestedTables) {
   auto c = ParseTrainConfig(kTfRecordConfig, "t.toml");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->data_eval_files, "/data/test-*.tfrecord");
-  EXPECT_EQ(c->compression, "GZIP");
+  EXPECT_EQ(c->data.eval_files, "/data/test-*.tfrecord");
+  EXPECT_EQ(c->data.compression, "GZIP");
   EXPECT_EQ(c->prefetch, 4);
-  EXPECT_EQ(c->decode_threads, 3);
-  EXPECT_EQ(c->image_feature.key, "image/encoded");
-  EXPECT_EQ(c->image_feature.decode, "png");
-  EXPECT_EQ(c->image_feature.shape, (std::vector<int64_t>{32, 32, 3}));
-  EXPECT_DOUBLE_EQ(c->image_feature.scale, 1.0 / 255);
-  EXPECT_DOUBLE_EQ(c->image_feature.offset, -0.5);
-  EXPECT_EQ(c->label_feature.key, "image/class/label");
-  EXPECT_EQ(c->label_feature.dtype, "int64");
-  EXPECT_TRUE(c->label_feature.shape.empty());
+  EXPECT_EQ(c->data.decode_threads, 3);
+  EXPECT_EQ(c->data.image.key, "image/encoded");
+  EXPECT_EQ(c->data.image.decode, "png");
+  EXPECT_EQ(c->data.image.shape, (std::vector<int64_t>{32, 32, 3}));
+  EXPECT_DOUBLE_EQ(c->data.image.scale, 1.0 / 255);
+  EXPECT_DOUBLE_EQ(c->data.image.offset, -0.5);
+  EXPECT_EQ(c->data.label.key, "image/class/label");
+  EXPECT_EQ(c->data.label.dtype, "int64");
+  EXPECT_TRUE(c->data.label.shape.empty());
   EXPECT_EQ(c->resize, (std::vector<int64_t>{36, 36}));
   EXPECT_EQ(c->random_crop_padding, 2);
   EXPECT_TRUE(c->random_flip);
@@ -175,7 +175,7 @@ TEST(TrainConfigTest, NestedTables) {
       "num_classes = 2\naugment.random_crop_padding = 1\n",
       "t.toml");
   ASSERT_TRUE(inline_table.ok()) << inline_table.status();
-  EXPECT_EQ(inline_table->label_feature.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(inline_table->data.label.shape, (std::vector<int64_t>{2}));
   EXPECT_EQ(inline_table->random_crop_padding, 1);
 }
 
@@ -246,12 +246,12 @@ TEST(TrainConfigTest, OverridesOfNestedKeysRoundTrip) {
   };
   auto c = ParseTrainConfig(kTfRecordConfig, "t.toml", overrides);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->image_feature.shape, (std::vector<int64_t>{28, 28, 1}));
-  EXPECT_EQ(c->label_feature.shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(c->data.image.shape, (std::vector<int64_t>{28, 28, 1}));
+  EXPECT_EQ(c->data.label.shape, (std::vector<int64_t>{3}));
   EXPECT_FALSE(c->random_flip);
-  EXPECT_EQ(c->image_feature.scale, 0.5);
-  EXPECT_EQ(c->num_classes, 7);
-  EXPECT_EQ(c->image_feature.key, "image/encoded");  // the file's, kept
+  EXPECT_EQ(c->data.image.scale, 0.5);
+  EXPECT_EQ(c->data.num_classes, 7);
+  EXPECT_EQ(c->data.image.key, "image/encoded");  // the file's, kept
   auto again = ParseTrainConfig(c->source_text, "config.toml");
   ASSERT_TRUE(again.ok()) << again.status() << "\n" << c->source_text;
   EXPECT_EQ(Snapshot(*again), Snapshot(*c)) << c->source_text;
@@ -275,8 +275,8 @@ TEST(TrainConfigTest, OverridesOfNestedKeysRoundTrip) {
   auto dotted_again = ParseTrainConfig(dotted->source_text, "config.toml");
   ASSERT_TRUE(dotted_again.ok()) << dotted_again.status() << "\n" << dotted->source_text;
   EXPECT_EQ(Snapshot(*dotted_again), Snapshot(*dotted)) << dotted->source_text;
-  EXPECT_EQ(dotted_again->label_feature.key, "y");
-  EXPECT_EQ(dotted_again->label_feature.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(dotted_again->data.label.key, "y");
+  EXPECT_EQ(dotted_again->data.label.shape, (std::vector<int64_t>{2}));
   EXPECT_EQ(dotted_again->resize, (std::vector<int64_t>{4, 4}));
 }
 
@@ -342,12 +342,12 @@ TEST(TrainConfigTest, ConfigRecordIsWrittenWhole) {
 TEST(TrainConfigTest, EnvironmentChecksWriteNothing) {
   namespace fs = std::filesystem;
   TrainConfig c;
-  c.data_dir = "/nonexistent-dataset";
+  c.data.dir = "/nonexistent-dataset";
   Status s = ValidateTrainEnvironment(c, 1);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find("apt-get install dataset-fashion-mnist"), std::string::npos);
-  c.data_dir = "/usr/share/datasets/fashion-mnist";
-  if (!fs::exists(c.data_dir)) GTEST_SKIP() << "dataset package not installed";
+  c.data.dir = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(c.data.dir)) GTEST_SKIP() << "dataset package not installed";
   fs::path base = fs::temp_directory_path() / "troupe_cfg_test";
   fs::remove_all(base);
   fs::create_directories(base);
