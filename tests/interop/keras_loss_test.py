@@ -11,7 +11,6 @@
 - The start-up line names the loss; a bad model.loss and a loss key that does not apply fail
   before anything is written (exit 2).
 """
-import glob
 import os
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ import keras
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fashion_mnist import DATA, read_idx  # noqa: E402
+from keras_twins import event_losses, float64_twin  # noqa: E402
 
 BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "troupe")
 CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lenet.toml")
@@ -68,32 +68,9 @@ def run_troupe(run, sets, check=True):
     return p
 
 
-def event_losses(run, steps):
-    losses = {}
-    for f in glob.glob(os.path.join(run, "events", "*")):
-        for e in tf.compat.v1.train.summary_iterator(f):
-            for v in e.summary.value:
-                if v.tag == "loss":
-                    losses[e.step] = v.simple_value
-    return np.array([losses[s] for s in range(1, steps + 1)])
-
-
 def keras_losses(model, loss, optimizer, batches):
     model.compile(optimizer=optimizer, loss=loss)
     return np.array([float(model.train_on_batch(x, y)) for x, y in batches])
-
-
-def float64_twin(model):
-    keras.config.set_floatx("float64")
-    keras.config.set_dtype_policy("float64")
-    try:
-        twin = keras.models.model_from_json(model.to_json().replace('"float32"', '"float64"'))
-    finally:
-        keras.config.set_floatx("float32")
-        keras.config.set_dtype_policy("float32")
-    for dst, src in zip(twin.weights, model.weights):
-        dst.assign(src.numpy().astype(dst.dtype))
-    return twin
 
 
 def softmax_output_tracks_keras(base):

@@ -38,6 +38,7 @@ import keras
 sys.path.insert(0, os.path.dirname(__file__))
 import troupe_keras  # noqa: E402,F401
 from fashion_mnist import DATA, read_idx  # noqa: E402
+from keras_twins import event_losses, float64_twin  # noqa: E402
 
 BIN = os.path.join(os.environ["TROUPE_BINARY_DIR"], "troupe")
 CONFIG = os.path.join(os.environ["TROUPE_SOURCE_DIR"], "examples", "fashion_lenet.toml")
@@ -99,28 +100,7 @@ def troupe_losses(run, init, sets):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "initial values kept): none" in p.stdout, p.stdout
-    losses = {}
-    for f in glob.glob(os.path.join(run, "events", "*")):
-        for e in tf.compat.v1.train.summary_iterator(f):
-            for v in e.summary.value:
-                if v.tag == "loss":
-                    losses[e.step] = v.simple_value
-    return np.array([losses[s] for s in range(1, STEPS + 1)])
-
-
-def float64_twin(model, spec):
-    """The same model and weights in float64: Keras' own arithmetic without float32 rounding."""
-    keras.config.set_floatx("float64")
-    keras.config.set_dtype_policy("float64")
-    try:
-        twin = keras.models.model_from_json(spec.replace('"float32"', '"float64"'))
-    finally:
-        keras.config.set_floatx("float32")
-        keras.config.set_dtype_policy("float32")
-    for dst, src in zip(twin.weights, model.weights):
-        dst.assign(src.numpy().astype(dst.dtype))
-    assert twin.trainable_variables[0].dtype == "float64", twin.trainable_variables[0].dtype
-    return twin
+    return event_losses(run, STEPS)
 
 
 def track(name, base, batches, sets, show_args=(), dense_gradients=False):
