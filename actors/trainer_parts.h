@@ -1,4 +1,5 @@
-// Internal to actors/: what a Trainer holds, shared by trainer.cc (set-up, resume, save),
+// Internal to actors/: what a Trainer holds and the steps that set it up, shared by trainer.cc
+// (Setup), trainer_processes.cc and trainer_restore.cc (set-up steps), trainer_save.cc (Save),
 // trainer_step.cc (a step, evaluation) and trainer_loop.cc (the run).
 #pragma once
 
@@ -115,5 +116,20 @@ struct Trainer::Parts {
   // Whether this evaluation became the best (written); every rank joins the positions' gather.
   Result<bool> KeepBest(const EvalResult& test);
 };
+
+// The set-up steps Trainer::Setup (trainer.cc) runs, in this order.
+// trainer_processes.cc: the job's communicator and process group.
+Status CreateCollectives(Trainer::Parts& p);
+// trainer_restore.cc: the training data, model replicas, job generator, train state and
+// checkpoint manager, restored from the run dir (or the initial weights of a new run).
+Status RestoreRunDir(Trainer::Parts& p);
+// trainer_processes.cc: the coordinator (rank 0) and this process's assignment.
+Status JoinControlPlane(Trainer::Parts& p);
+// trainer_processes.cc: the assignment checked against what this process built.
+Status HonourAssignment(Trainer::Parts& p);
+// trainer_restore.cc: the input feed at the restored positions.
+Status OpenTrainingStream(Trainer::Parts& p);
+// trainer_processes.cc: the gradient buckets and their communicator.
+Status CreateGradientReduction(Trainer::Parts& p);
 
 }  // namespace troupe::actors
