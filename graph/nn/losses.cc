@@ -50,6 +50,14 @@ Value OneHot(const Value& labels, int64_t classes) {
   return ops::Cast(hit, DType::kFloat32);
 }
 
+// Keras' smoothed categorical targets one_hot(labels) * (1 - ls) + ls / C (one-hot for ls = 0).
+Value SmoothedOneHot(const Value& labels, int64_t classes, double ls) {
+  Value y = OneHot(labels, classes);
+  if (ls == 0) return y;
+  return ops::Add(ops::Mul(y, ops::ScalarOf(1.0 - ls, DType::kFloat32)),
+                  ops::ScalarOf(ls / static_cast<double>(classes), DType::kFloat32));
+}
+
 // Keras' categorical_crossentropy(one_hot(y) * (1 - ls) + ls / C, logits, from_logits=True).
 Value SmoothedCrossentropy(const Value& labels, const Value& logits, double ls) {
   if (!logits.ok()) return logits;
@@ -60,9 +68,7 @@ Value SmoothedCrossentropy(const Value& labels, const Value& logits, double ls) 
                              "known class count, got " +
                              s.ToString()));
   }
-  const int64_t classes = s.dim(1);
-  Value y = ops::Add(ops::Mul(OneHot(labels, classes), ops::ScalarOf(1.0 - ls, DType::kFloat32)),
-                     ops::ScalarOf(ls / static_cast<double>(classes), DType::kFloat32));
+  Value y = SmoothedOneHot(labels, s.dim(1), ls);
   Value log_p = ops::LogSoftmax(ops::Cast(logits, DType::kFloat32));
   return ops::Neg(ops::Sum(ops::Mul(y, log_p), {-1}));
 }
@@ -110,13 +116,7 @@ Value CategoricalCrossentropyPerExample(const Value& labels, const Value& predic
     // One-hot rows: the same sum as the sparse form, which the smoothed form generalizes.
     return SparseCategoricalCrossentropyPerExample(labels, predictions, /*from_logits=*/true);
   }
-  const int64_t classes = s.dim(1);
-  const double ls = LabelSmoothingScope::Current();
-  Value y = OneHot(SqueezeLabels(labels), classes);
-  if (ls != 0) {
-    y = ops::Add(ops::Mul(y, ops::ScalarOf(1.0 - ls, DType::kFloat32)),
-                 ops::ScalarOf(ls / static_cast<double>(classes), DType::kFloat32));
-  }
+  Value y = SmoothedOneHot(SqueezeLabels(labels), s.dim(1), LabelSmoothingScope::Current());
   const DType dt = predictions.dtype();
   Value p = ops::Div(predictions, ops::Sum(predictions, {-1}, /*keep_dims=*/true));
   p = ops::Minimum(ops::Maximum(p, ops::ScalarOf(kEpsilon, dt)), ops::ScalarOf(1.0 - kEpsilon, dt));
