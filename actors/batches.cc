@@ -91,8 +91,9 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
                config.seed};
   // Each replica's pipeline needs its own InputContext; OFF's global stream is pipeline 0 of 1.
   const input::InputContext whole{1, 0, 1};
-  TROUPE_ASSIGN_OR_RETURN(
-      d.source, input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole));
+  TROUPE_ASSIGN_OR_RETURN(d.source,
+                          input::OpenDataSource(SourceSpec(config), input::DataSplit::kTrain, whole,
+                                                /*check_first_record=*/false));
   // The evaluation files are opened now too (the tfrecord source checks their first record
   // against data.features), so a wrong one stops the job at set-up, not after epoch 1.
   if (!config.data.eval_files.empty()) {
@@ -116,6 +117,10 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
         TensorShape{config.resize[0], config.resize[1], d.source.feature_shape.dim(2)};
   }
   TROUPE_ASSIGN_OR_RETURN(d.policy, input::ResolveShardPolicy(d.source, d.options));
+  // The set-up check reads a file this process reads anyway (its first pipeline's).
+  if (d.source.check_first_record) {
+    TROUPE_RETURN_IF_ERROR(d.source.check_first_record(PipelineFiles(d, d.replica_ids.front())));
+  }
   int64_t fewest = INT64_MAX;
   if (d.global()) {
     TROUPE_ASSIGN_OR_RETURN(input::ReplicaPlan plan,

@@ -66,10 +66,14 @@ Status RegisterDataSource(const std::string& name, DataSourceFn fn) {
 }
 
 Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
-                                  const InputContext& context) {
+                                  const InputContext& context, bool check_first_record) {
   TROUPE_ASSIGN_OR_RETURN(DataSourceFn fn, TheRegistry().Find(spec.source));
   TROUPE_RETURN_IF_ERROR(context.Validate());
-  return fn(spec, split, context);
+  TROUPE_ASSIGN_OR_RETURN(SourceData data, fn(spec, split, context));
+  if (check_first_record && data.check_first_record) {
+    TROUPE_RETURN_IF_ERROR(data.check_first_record(data.files));
+  }
+  return data;
 }
 
 std::vector<std::string> RegisteredDataSourceNames() { return TheRegistry().Names(); }

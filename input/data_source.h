@@ -67,6 +67,11 @@ struct SourceData {
   // scale 1 -> 0..255"), and warnings about it (pixels fed as 0..255); empty: nothing to say.
   std::string input_range;
   std::vector<std::string> warnings;
+  // Sources with a record format (tfrecord): the set-up check that the first record of the first
+  // of `files` holding one fits the spec, refusing with FailedPrecondition (input/record_check.h);
+  // null for the others. OpenDataSource runs it on `files` unless told to leave it to the caller,
+  // who then runs it on the files it reads (FILE sharding opens no other process's file).
+  std::function<Status(const std::vector<std::string>& files)> check_first_record;
 };
 
 using DataSourceFn =
@@ -74,9 +79,10 @@ using DataSourceFn =
 
 // AlreadyExists when `name` is taken.
 Status RegisterDataSource(const std::string& name, DataSourceFn fn);
-// NotFound listing the registered names when `spec.source` is not one of them.
+// NotFound listing the registered names when `spec.source` is not one of them. With
+// `check_first_record`, the source's set-up check runs on all its files before it returns.
 Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
-                                  const InputContext& context);
+                                  const InputContext& context, bool check_first_record = true);
 std::vector<std::string> RegisteredDataSourceNames();
 
 // Rows of a batch of `n` that replica `replica` of `replicas` gets: TF splits a batch as evenly

@@ -296,17 +296,20 @@ Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit spli
   options.compression_type = spec.compression;
   Dataset records = Dataset::TFRecord(Dataset::FromFiles(files), options);
   TROUPE_RETURN_IF_ERROR(records.status());
+  auto decoder = std::make_shared<ExampleDecoder>(spec, compression, files);
+  SourceData out;
   // Set-up check: the first record fits data.features (every problem in one message), and
   // decodes as every later record will.
-  TROUPE_ASSIGN_OR_RETURN(std::string first, CheckFirstRecord(spec, files, compression, key));
-  auto decoder = std::make_shared<ExampleDecoder>(spec, compression, files);
-  if (!first.empty()) {
+  out.check_first_record = [spec, compression, key,
+                            decoder](const std::vector<std::string>& some) -> Status {
+    TROUPE_ASSIGN_OR_RETURN(std::string first, CheckFirstRecord(spec, some, compression, key));
+    if (first.empty()) return Status::OK();
     TROUPE_ASSIGN_OR_RETURN(Tensor one, Tensor::Allocate(DType::kString, TensorShape{1}));
     one.data<std::string>()[0] = std::move(first);
     Result<Element> decoded = decoder->Decode({one});
     if (!decoded.ok()) return FailedPreconditionError(key + ": " + decoded.status().message());
-  }
-  SourceData out;
+    return Status::OK();
+  };
   out.examples = std::move(records);
   out.to_model = [decoder](const Element& batch) { return decoder->Decode(batch); };
   out.feature_shape = TensorShape(spec.image.shape);
