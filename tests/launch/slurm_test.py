@@ -76,19 +76,27 @@ try:
             "--set", "job.run_dir=" + run2, "--set", "train.epochs=50",
             "--set", "train.replicas_per_process=1", "--set", "checkpoint.every_steps=0",
             "--set", "data.shuffle_buffer=1000", "--set", "train.log_every=5"]
-    jid2 = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout.strip()
-    end = time.time() + 300
-    while not (os.path.exists(log2) and re.search(r"^epoch 1/50  step", open(log2).read(), re.M)):
-        assert time.time() < end and job_state(jid2) in ("PENDING", "RUNNING"), (
-            job_state(jid2), open(log2).read() if os.path.exists(log2) else "")
-        time.sleep(0.2)
-    subprocess.run(["scancel", jid2], check=True)
-    wait_done(jid2)
-    out = open(log2).read()
-    m = re.search(r"stopped at step (\d+) \(SIGTERM/SIGINT.*\); checkpoint written", out)
-    assert m, out
+    def stop_running_job(args, env, log, run, stop):
+        """Submits `args`, waits for its first progress line, runs `stop` (a command naming the
+        job id), and returns the log once the job's stop line names a written checkpoint."""
+        jid = subprocess.run(args, env=env, check=True, capture_output=True,
+                             text=True).stdout.strip()
+        end = time.time() + 300
+        while not (os.path.exists(log) and re.search(r"^epoch 1/50  step", open(log).read(),
+                                                     re.M)):
+            assert time.time() < end and job_state(jid) in ("PENDING", "RUNNING"), (
+                job_state(jid), open(log).read() if os.path.exists(log) else "")
+            time.sleep(0.2)
+        subprocess.run(stop + [jid], check=True)
+        wait_done(jid)
+        out = open(log).read()
+        m = re.search(r"stopped at step (\d+) \(SIGTERM/SIGINT.*\); checkpoint written", out)
+        assert m, out
+        assert os.path.exists(os.path.join(run, "checkpoints", "ckpt-%s.index" % m.group(1))), out
+        return out
+
+    out = stop_running_job(args, env, log2, run2, ["scancel"])
     assert "troupe: the run stopped with a checkpoint (launcher exit code" in out, out
-    assert os.path.exists(os.path.join(run2, "checkpoints", "ckpt-%s.index" % m.group(1))), out
     assert not re.search(r"[\r\x1b]", out), repr(out)
     print(out[-800:])
 
@@ -98,20 +106,9 @@ try:
     run3, log3 = os.path.join(work, "run3"), os.path.join(work, "job3.out")
     args[args.index(log2)] = log3
     args[args.index("job.run_dir=" + run2)] = "job.run_dir=" + run3
-    jid3 = subprocess.run(args, env=dict(env, TROUPE_LAUNCHER="mpirun"), check=True,
-                          capture_output=True, text=True).stdout.strip()
-    end = time.time() + 300
-    while not (os.path.exists(log3) and re.search(r"^epoch 1/50  step", open(log3).read(), re.M)):
-        assert time.time() < end and job_state(jid3) in ("PENDING", "RUNNING"), (
-            job_state(jid3), open(log3).read() if os.path.exists(log3) else "")
-        time.sleep(0.2)
-    subprocess.run(["scancel", "--batch", "--signal=USR2", jid3], check=True)
-    wait_done(jid3)
-    out = open(log3).read()
-    m = re.search(r"stopped at step (\d+) \(SIGTERM/SIGINT.*\); checkpoint written", out)
-    assert m, out
+    out = stop_running_job(args, dict(env, TROUPE_LAUNCHER="mpirun"), log3, run3,
+                           ["scancel", "--batch", "--signal=USR2"])
     assert "troupe: the run stopped with a checkpoint (launcher exit code 75)" in out, out
-    assert os.path.exists(os.path.join(run3, "checkpoints", "ckpt-%s.index" % m.group(1))), out
 finally:
     subprocess.run([CLUSTER, "stop"])
     shutil.rmtree(work, ignore_errors=True)
