@@ -48,6 +48,23 @@ GRAD_TOL = {"mixed_bfloat16": 32 * 2.0**-9, "mixed_float16": 32 * 2.0**-12}
 LOW = {"mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
 L = keras.layers
 
+
+def cpu_has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
+# TF's CPU kernels take another bfloat16 path for Dense + softmax on CPUs without AVX-512
+# (measured on an AMD EPYC VM without it: Keras' mixed_bfloat16 output is then closer to
+# float32 than any rounding order of the emulation, at up to 4 units of 2^-7 from it; with
+# AVX-512 it agrees within TOL). Keras' own result depends on the CPU there, Troupe's does not
+# (its bits are the same on every ISA), so on such CPUs that case is held to 2 x TOL and its
+# closer-than-float32 check is left out.
+ISA_DEPENDENT = set() if cpu_has_avx512() else {("dense_softmax", "mixed_bfloat16")}
+
 # (name, factory(dtype), input shape, input scale, compare with float32 and check rounding?)
 CASES = [
     ("dense_relu", lambda dt: L.Dense(32, activation="relu", dtype=dt), (8, 48), 1.0, True),
@@ -119,12 +136,16 @@ def run_case(name, make, shape, scale, rounded, policy, seed=3, weight_scale=0.5
         problems.append(f"{name}/{policy}: inf/nan positions differ from Keras")
     if finite.any():
         err = np.abs(got[finite] - want[finite])
-        lim = TOL[policy] * np.max(np.abs(want[finite]))
+        loose = (name, policy) in ISA_DEPENDENT
+        lim = (2 if loose else 1) * TOL[policy] * np.max(np.abs(want[finite]))
         if np.max(err) > lim:
             problems.append(f"{name}/{policy}: max|diff| {np.max(err):.3e} > {lim:.3e}")
+        if loose:
+            print(f"{name}/{policy}: this CPU has no AVX-512, where TF's kernels round "
+                  "differently (see ISA_DEPENDENT): limit 2 x TOL, no float32 comparison")
         if rounded:
             err32 = np.abs(got32[finite] - want[finite])
-            if not np.mean(err) < np.mean(err32):
+            if not loose and not np.mean(err) < np.mean(err32):
                 problems.append(f"{name}/{policy}: mixed mean|diff| {np.mean(err):.3e} not below "
                                 f"float32's {np.mean(err32):.3e}")
             back = tf.cast(tf.cast(got, LOW[policy]), tf.float32).numpy()
