@@ -24,6 +24,7 @@ class NamedRegistry {
     if (!entries_.emplace(name, std::move(fn)).second) {
       return AlreadyExistsError(what_ + " '" + name + "' is already registered");
     }
+    order_.push_back(name);
     return Status::OK();
   }
 
@@ -45,10 +46,25 @@ class NamedRegistry {
     return names;
   }
 
+  // In registration order.
+  std::vector<std::string> NamesInOrder() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return order_;
+  }
+
+  // Every entry, in registration order.
+  std::vector<std::pair<std::string, Fn>> Entries() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<std::string, Fn>> entries;
+    for (const std::string& n : order_) entries.emplace_back(n, entries_.at(n));
+    return entries;
+  }
+
  private:
   std::string what_, key_;
   mutable std::mutex mu_;
   std::map<std::string, Fn> entries_;
+  std::vector<std::string> order_;  // registration order
 };
 
 }  // namespace troupe

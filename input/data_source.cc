@@ -1,6 +1,7 @@
 #include "input/data_source.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/named_registry.h"
 #include "input/synthetic_source.h"
@@ -45,38 +46,80 @@ Result<SourceData> FashionMnist(const DataSourceSpec& spec, DataSplit split, con
   return out;
 }
 
+// The four IDX files in spec.dir.
+Status FashionMnistFilesExist(const DataSourceSpec& spec) {
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    const std::filesystem::path p = std::filesystem::path(spec.dir) / f;
+    if (!std::filesystem::exists(p)) {
+      return NotFoundError("dir: dataset file '" + p.string() +
+                           "' is missing; install it with `apt-get install "
+                           "dataset-fashion-mnist` or point dir at the IDX files");
+    }
+  }
+  return Status::OK();
+}
+
 // Built-ins are registered here rather than by static initializers, which a static library
 // would drop when nothing references them.
-NamedRegistry<DataSourceFn>& TheRegistry() {
+NamedRegistry<DataSource>& TheRegistry() {
   static auto* registry = [] {
-    auto* r = new NamedRegistry<DataSourceFn>("source", "data.source");
-    (void)r->Register("fashion_mnist", FashionMnist);
-    (void)r->Register("text", OpenTextSource);
-    (void)r->Register("tfrecord", OpenTFRecordSource);
-    (void)r->Register("synthetic", OpenSyntheticSource);
+    auto* r = new NamedRegistry<DataSource>("source", "source");
+    DataSource fashion_mnist;
+    fashion_mnist.open = FashionMnist;
+    fashion_mnist.check_files = FashionMnistFilesExist;
+    (void)r->Register("fashion_mnist", std::move(fashion_mnist));
+    (void)r->Register("text", TextSource());
+    (void)r->Register("tfrecord", TFRecordSource());
+    (void)r->Register("synthetic", SyntheticSource());
     return r;
   }();
   return *registry;
 }
 
+// "" when every key of `source` agrees in type with the registered keys of its name.
+std::string KeyTypeConflict(const DataSource& source) {
+  std::vector<DataKey> have = CommonDataKeys();
+  for (const auto& [name, registered] : TheRegistry().Entries()) {
+    have.insert(have.end(), registered.keys.begin(), registered.keys.end());
+  }
+  return config::TypeConflict(have, source.keys);
+}
+
 }  // namespace
 
+Status RegisterDataSource(const std::string& name, DataSource source) {
+  if (const std::string key = KeyTypeConflict(source); !key.empty()) {
+    return InvalidArgumentError("source '" + name + "': its key " + key +
+                                " has another type than the registered key of that name");
+  }
+  return TheRegistry().Register(name, std::move(source));
+}
+
 Status RegisterDataSource(const std::string& name, DataSourceFn fn) {
-  return TheRegistry().Register(name, std::move(fn));
+  DataSource source;
+  source.open = std::move(fn);
+  return RegisterDataSource(name, std::move(source));
+}
+
+Result<DataSource> FindDataSource(const std::string& name) { return TheRegistry().Find(name); }
+
+std::vector<std::pair<std::string, DataSource>> RegisteredDataSources() {
+  return TheRegistry().Entries();
 }
 
 Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
                                   const InputContext& context, bool check_first_record) {
-  TROUPE_ASSIGN_OR_RETURN(DataSourceFn fn, TheRegistry().Find(spec.source));
+  TROUPE_ASSIGN_OR_RETURN(DataSource source, TheRegistry().Find(spec.source));
   TROUPE_RETURN_IF_ERROR(context.Validate());
-  TROUPE_ASSIGN_OR_RETURN(SourceData data, fn(spec, split, context));
+  TROUPE_ASSIGN_OR_RETURN(SourceData data, source.open(spec, split, context));
   if (check_first_record && data.check_first_record) {
     TROUPE_RETURN_IF_ERROR(data.check_first_record(data.files));
   }
   return data;
 }
 
-std::vector<std::string> RegisteredDataSourceNames() { return TheRegistry().Names(); }
+std::vector<std::string> RegisteredDataSourceNames() { return TheRegistry().NamesInOrder(); }
 
 std::pair<int64_t, int64_t> ReplicaRows(int64_t n, int replicas, int replica) {
   const int64_t base = n / replicas;

@@ -1,9 +1,11 @@
 // Data sources: `[data] source` names a function of (spec, split, InputContext) that opens a
 // dataset of examples as they are stored (compact: the training loop shuffles, batches and
 // checkpoints them so) and says how a batch of them becomes the model's (features, labels).
-// The built-ins (fashion_mnist, tfrecord, text, synthetic) are registered on first use; a program
-// registers its own with RegisterDataSource. Replicas take rows of each global batch (ReplicaRows /
-// BatchRows).
+// A source declares its own config keys, relative to the [data] table (core/config_key.h): the
+// config shows and takes each only with the sources declaring it, and a key with no field in
+// DataSourceSpec lives in its `options`. The built-ins (fashion_mnist, text, tfrecord,
+// synthetic) are registered on first use; a program registers its own with RegisterDataSource.
+// Replicas take rows of each global batch (ReplicaRows / BatchRows).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/config_key.h"
 #include "core/result.h"
 #include "core/tensor_shape.h"
 #include "input/dataset.h"
@@ -49,7 +52,12 @@ struct DataSourceSpec {
   // tfrecord: the model's input; synthetic: its shape.
   FeatureSpec image{"image", "raw", "", {28, 28, 1}, 1.0, 0.0};
   FeatureSpec label{"label", "", "int64", {}, 1.0, 0.0};
+  // The values of keys a registered source declares without a field here (config::Option).
+  config::ConfigOptions options;
 };
+
+// A key of the [data] table, named relative to it ("files", "features.image.key").
+using DataKey = config::SpecKey<DataSourceSpec>;
 
 enum class DataSplit { kTrain, kTest };
 
@@ -77,12 +85,41 @@ struct SourceData {
 using DataSourceFn =
     std::function<Result<SourceData>(const DataSourceSpec&, DataSplit, const InputContext&)>;
 
-// AlreadyExists when `name` is taken.
+// A data source as registered: how it opens and what the config may say about it. Its errors
+// name keys relative to [data] ("num_classes: ..."); the caller places them in the table.
+struct DataSource {
+  DataSourceFn open;
+  // The keys only it (and other sources declaring the same name) takes; keys of one name must
+  // agree on their type. CommonDataKeys() are every source's.
+  std::vector<DataKey> keys;
+  // Whether its examples are images (the training loop's image augmentations apply).
+  bool images = true;
+  // Checks of the spec that reading the config can make (a key the source needs), beyond each
+  // key's own; empty: none.
+  std::function<Status(const DataSourceSpec&)> check;
+  // Whether the files the spec names exist, before a job starts; empty: nothing to check.
+  std::function<Status(const DataSourceSpec&)> check_files;
+  // Whether the spec gives it a test split: OK, or an error naming the key it needs for one;
+  // empty: it always has one.
+  std::function<Status(const DataSourceSpec&)> test_split;
+};
+
+// AlreadyExists when `name` is taken; InvalidArgument when one of its keys has another type than
+// a registered key of that name.
+Status RegisterDataSource(const std::string& name, DataSource source);
+// A source with no keys of its own.
 Status RegisterDataSource(const std::string& name, DataSourceFn fn);
+// NotFound listing the registered names.
+Result<DataSource> FindDataSource(const std::string& name);
+// In registration order (the built-ins first).
+std::vector<std::pair<std::string, DataSource>> RegisteredDataSources();
+// The keys every source takes: source, dir, decode_threads.
+std::vector<DataKey> CommonDataKeys();
 // NotFound listing the registered names when `spec.source` is not one of them. With
 // `check_first_record`, the source's set-up check runs on all its files before it returns.
 Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
                                   const InputContext& context, bool check_first_record = true);
+// In registration order.
 std::vector<std::string> RegisteredDataSourceNames();
 
 // Rows of a batch of `n` that replica `replica` of `replicas` gets: TF splits a batch as evenly

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/philox.h"
+#include "input/source_keys.h"
 
 namespace troupe::input {
 namespace {
@@ -61,6 +62,22 @@ Result<SourceData> OpenSyntheticSource(const DataSourceSpec& spec, DataSplit spl
   out.num_classes = spec.num_classes;
   out.input_range = "random float32 values in [0, 1)";
   return out;
+}
+
+DataSource SyntheticSource() {
+  DataSource source;
+  source.open = OpenSyntheticSource;
+  source.keys = {
+      NumClassesKey(),
+      config::Only(
+          config::Int<DataSourceSpec>("synthetic_examples", &DataSourceSpec::synthetic_examples, 1,
+                                      "Random examples per epoch of the synthetic "
+                                      "source."),
+          "only the synthetic source makes examples up"),
+      ImageShapeKey(),
+  };
+  source.check = NeedNumClasses;
+  return source;
 }
 
 }  // namespace troupe::input

@@ -11,5 +11,8 @@ namespace troupe::input {
 
 Result<SourceData> OpenSyntheticSource(const DataSourceSpec& spec, DataSplit split,
                                        const InputContext& context);
+// The source as registered: OpenSyntheticSource with its keys (num_classes,
+// synthetic_examples, features.image.shape).
+DataSource SyntheticSource();
 
 }  // namespace troupe::input

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "input/file_io.h"
+#include "input/source_keys.h"
 
 namespace troupe::input {
 namespace {
@@ -85,6 +86,19 @@ Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
   out.num_classes = vocab;
   out.input_range = "characters as int32 ids in [0, " + std::to_string(vocab) + ")";
   return out;
+}
+
+DataSource TextSource() {
+  DataSource source;
+  source.open = OpenTextSource;
+  source.keys = {FilesKey(),
+                 config::Only(config::Int<DataSourceSpec>(
+                                  "sequence_length", &DataSourceSpec::sequence_length, 1,
+                                  "text: characters per example (the model's "
+                                  "context length)."),
+                              "only the text source makes sequences")};
+  source.images = false;
+  return source;
 }
 
 }  // namespace troupe::input

@@ -12,5 +12,7 @@ namespace troupe::input {
 
 Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
                                   const InputContext& context);
+// The source as registered: OpenTextSource with its keys (files, sequence_length).
+DataSource TextSource();
 
 }  // namespace troupe::input

@@ -10,6 +10,7 @@
 #include "input/example.h"
 #include "input/image_decode.h"
 #include "input/record_check.h"
+#include "input/source_keys.h"
 #include "input/tfrecord.h"
 
 namespace troupe::input {
@@ -321,6 +322,57 @@ Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit spli
   out.input_range = InputRange(spec.image);
   out.warnings = InputWarnings(spec.image);
   return out;
+}
+
+DataSource TFRecordSource() {
+  using D = DataSourceSpec;
+  using F = FeatureSpec;
+  const std::string only = "only the tfrecord source reads tf.train.Example features";
+  auto own = [&only](DataKey key) { return config::Only(std::move(key), only); };
+  DataSource source;
+  source.open = OpenTFRecordSource;
+  source.keys = {
+      FilesKey(),
+      own(config::String<D>("eval_files", &D::eval_files, {},
+                            "A glob of the evaluation TFRecord files, read in sorted order.")),
+      own(config::String<D>("compression", &D::compression, {"", "GZIP", "ZLIB"},
+                            "The TFRecord files' compression (tf.data's compression_type; \"\": "
+                            "none).")),
+      NumClassesKey(),
+      own(config::String<D>("features.image.key", {&D::image, &F::key}, {},
+                            "The tf.train.Example feature holding the model's input.")),
+      own(config::String<D>("features.image.decode", {&D::image, &F::decode},
+                            {"raw", "png", "jpeg", "int64", "float"},
+                            "How the input is stored: raw uint8 bytes, an encoded png or jpeg, or "
+                            "an int64_list or float_list of values.")),
+      ImageShapeKey(),
+      own(config::AnyNumber<D>("features.image.scale", {&D::image, &F::scale},
+                               "The input is x * scale + offset, in float32.")),
+      own(config::AnyNumber<D>("features.image.offset", {&D::image, &F::offset},
+                               "Added to the input after scale.")),
+      own(config::String<D>("features.label.key", {&D::label, &F::key}, {},
+                            "The tf.train.Example feature holding the label.")),
+      own(config::String<D>("features.label.dtype", {&D::label, &F::dtype}, {"int64", "float"},
+                            "The label feature's list: int64_list or float_list.")),
+      own(config::IntList<D>("features.label.shape", {&D::label, &F::shape}, 1,
+                             "One example's label shape ([]: a scalar, the class id).")),
+  };
+  source.check = [](const DataSourceSpec& spec) -> Status {
+    TROUPE_RETURN_IF_ERROR(NeedNumClasses(spec));
+    if (!spec.files.empty()) return Status::OK();
+    return InvalidArgumentError(
+        "files: the tfrecord source needs it: set it to a glob of the training TFRecord files");
+  };
+  source.check_files = [](const DataSourceSpec& spec) -> Status {
+    TROUPE_RETURN_IF_ERROR(MatchFiles(spec.files, "files").status());
+    if (spec.eval_files.empty()) return Status::OK();
+    return MatchFiles(spec.eval_files, "eval_files").status();
+  };
+  source.test_split = [](const DataSourceSpec& spec) -> Status {
+    if (!spec.eval_files.empty()) return Status::OK();
+    return InvalidArgumentError("eval_files: the tfrecord source evaluates only with it");
+  };
+  return source;
 }
 
 }  // namespace troupe::input

@@ -20,6 +20,10 @@ namespace troupe::input {
 Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit split,
                                       const InputContext& context);
 
+// The source as registered: OpenTFRecordSource with its keys (files, eval_files, compression,
+// num_classes, features.*), its config checks and whether its files exist.
+DataSource TFRecordSource();
+
 // Records in one TFRecord file (every checksum verified).
 Result<int64_t> CountTFRecords(const std::string& path, Compression compression);
 

@@ -13,136 +13,93 @@
 
 #include "graph/models/registry.h"
 #include "graph/nn/compiled_loss.h"
+#include "graph/nn/optimizer_registry.h"
 #include "input/data_source.h"
+#include "launch/component_keys.h"
 
 namespace troupe::launch {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Where a key's value lives: a TrainConfig member, a member of one of its members (the data
-// source spec's, the optimizer recipe's) or one level deeper: data.features.image.key is
-// data.image.key, optimizer.schedule.alpha is optimizer.schedule.alpha.
+// Where a key's value lives: a TrainConfig member, a member of one of its members or one level
+// deeper (core/config_key.h).
 template <class T>
-struct Field {
-  Field(T TrainConfig::*f)  // NOLINT: implicit, so that &C::seed is a Field
-      : access([f](TrainConfig& c) -> T& { return c.*f; }) {}
-  template <class A>
-  Field(A TrainConfig::*a, T A::*m) : access([a, m](TrainConfig& c) -> T& { return (c.*a).*m; }) {}
-  template <class A, class B>
-  Field(A TrainConfig::*a, B A::*b, T B::*m)
-      : access([a, b, m](TrainConfig& c) -> T& { return ((c.*a).*b).*m; }) {}
-  T& operator()(TrainConfig& c) const { return access(c); }
-  const T& operator()(const TrainConfig& c) const { return access(const_cast<TrainConfig&>(c)); }
-  std::function<T&(TrainConfig&)> access;
-};
+using Field = config::Field<TrainConfig, T>;
 
-template <class T>
-ConfigKey Key(std::string name, ConfigType type, Field<T> field, std::string meaning) {
+// launch/'s own keys are core/config_key.h's, on TrainConfig.
+ConfigKey Launch(config::SpecKey<TrainConfig> key) {
   ConfigKey k;
-  k.name = std::move(name);
-  k.type = type;
-  k.meaning = std::move(meaning);
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { field(c) = std::get<T>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue { return field(c); };
+  static_cast<config::SpecKey<TrainConfig>&>(k) = std::move(key);
   return k;
 }
 
+template <class T>
+ConfigKey Key(std::string name, ConfigType type, Field<T> field, std::string meaning) {
+  return Launch(
+      config::Key<TrainConfig, T>(std::move(name), type, std::move(field), std::move(meaning)));
+}
+
 ConfigKey Int(std::string name, Field<int64_t> field, double min, std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kInt, field, std::move(meaning));
-  k.min = min;
-  return k;
+  return Launch(
+      config::Int<TrainConfig>(std::move(name), std::move(field), min, std::move(meaning)));
 }
 
 // A list of integers, each >= min.
 ConfigKey IntList(std::string name, Field<std::vector<int64_t>> field, double min,
                   std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kIntList, field, std::move(meaning));
-  k.min = min;
-  return k;
+  return Launch(
+      config::IntList<TrainConfig>(std::move(name), std::move(field), min, std::move(meaning)));
 }
 
 ConfigKey StringList(std::string name, Field<std::vector<std::string>> field, std::string meaning) {
-  return Key(std::move(name), ConfigType::kStringList, field, std::move(meaning));
+  return Launch(
+      config::StringList<TrainConfig>(std::move(name), std::move(field), std::move(meaning)));
 }
 
 // A list of numbers, each in [min, max).
 ConfigKey FloatList(std::string name, Field<std::vector<double>> field, double min,
                     std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kFloatList, field, std::move(meaning));
-  k.min = min;
-  return k;
+  return Launch(
+      config::FloatList<TrainConfig>(std::move(name), std::move(field), min, std::move(meaning)));
 }
 
 // A number in [min, max), or in (min, max) with min_exclusive.
 ConfigKey Float(std::string name, Field<double> field, double min, bool min_exclusive, double max,
                 std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kFloat, field, std::move(meaning));
-  k.min = min;
-  k.min_exclusive = min_exclusive;
-  k.max = max;
-  return k;
+  return Launch(config::Float<TrainConfig>(std::move(name), std::move(field), min, min_exclusive,
+                                           max, std::move(meaning)));
 }
 
 ConfigKey Positive(std::string name, Field<double> field, std::string meaning) {
-  return Float(std::move(name), field, 0, true, kInf, std::move(meaning));
+  return Float(std::move(name), std::move(field), 0, true, kInf, std::move(meaning));
 }
 
 ConfigKey NonNegative(std::string name, Field<double> field, std::string meaning) {
-  return Float(std::move(name), field, 0, false, kInf, std::move(meaning));
+  return Float(std::move(name), std::move(field), 0, false, kInf, std::move(meaning));
 }
 
 // A number >= 0 whose field is optional: unset until a config gives it.
 ConfigKey OptionalNonNegative(std::string name, Field<std::optional<double>> field,
                               std::string meaning) {
-  ConfigKey k;
-  k.name = std::move(name);
-  k.type = ConfigType::kFloat;
-  k.meaning = std::move(meaning);
-  k.min = 0;
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { field(c) = std::get<double>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue {
-    return field(c).value_or(std::numeric_limits<double>::quiet_NaN());
-  };
-  k.is_set = [field](const TrainConfig& c) { return field(c).has_value(); };
-  return k;
-}
-
-// A number in [min, max) whose field is optional: unset until a config gives it.
-ConfigKey OptionalFloat(std::string name, Field<std::optional<double>> field, double min,
-                        double max, std::string meaning) {
-  ConfigKey k = OptionalNonNegative(std::move(name), std::move(field), std::move(meaning));
-  k.min = min;
-  k.max = max;
-  return k;
-}
-
-ConfigKey AnyNumber(std::string name, Field<double> field, std::string meaning) {
-  return Float(std::move(name), field, -kInf, false, kInf, std::move(meaning));
+  return Launch(config::OptionalNonNegative<TrainConfig>(std::move(name), std::move(field),
+                                                         std::move(meaning)));
 }
 
 ConfigKey Bool(std::string name, Field<bool> field, std::string meaning) {
-  return Key(std::move(name), ConfigType::kBool, field, std::move(meaning));
+  return Launch(config::Bool<TrainConfig>(std::move(name), std::move(field), std::move(meaning)));
 }
 
 // A true/false whose field is optional: unset until a config gives it.
-ConfigKey OptionalBool(std::string name, std::optional<bool> TrainConfig::*field,
-                       std::string meaning) {
-  ConfigKey k;
-  k.name = std::move(name);
-  k.type = ConfigType::kBool;
-  k.meaning = std::move(meaning);
-  k.store = [field](const ConfigValue& v, TrainConfig& c) { c.*field = std::get<bool>(v); };
-  k.get = [field](const TrainConfig& c) -> ConfigValue { return (c.*field).value_or(false); };
-  k.is_set = [field](const TrainConfig& c) { return (c.*field).has_value(); };
-  return k;
+ConfigKey OptionalBool(std::string name, Field<std::optional<bool>> field, std::string meaning) {
+  return Launch(
+      config::OptionalBool<TrainConfig>(std::move(name), std::move(field), std::move(meaning)));
 }
 
 ConfigKey String(std::string name, Field<std::string> field, std::vector<std::string> choices,
                  std::string meaning) {
-  ConfigKey k = Key(std::move(name), ConfigType::kString, field, std::move(meaning));
-  k.choices = std::move(choices);
-  return k;
+  return Launch(config::String<TrainConfig>(std::move(name), std::move(field), std::move(choices),
+                                            std::move(meaning)));
 }
 
 ConfigKey OnlyWith(ConfigKey k, std::string key, std::vector<std::string> values, std::string why) {
@@ -169,10 +126,6 @@ std::function<std::string(const ConfigValue&)> ListSizeIn(std::vector<size_t> si
     if (std::find(sizes.begin(), sizes.end(), n) != sizes.end()) return std::string();
     return "must be " + want + ", got " + ValueText(v);
   };
-}
-
-std::string NonEmptyList(const ConfigValue& v) {
-  return std::get<std::vector<int64_t>>(v).empty() ? "must not be empty, got []" : "";
 }
 
 // "" (the default: a .keras file's compiled loss, else sparse_categorical_crossentropy) and
@@ -226,80 +179,38 @@ std::vector<ConfigKey> JobAndModelKeys() {
   };
 }
 
-// [data] and its [data.features.*] tables.
+// The sources of `names` as prose: "the text source", "the text and lines sources".
+std::string Sources(const std::vector<std::string>& names) {
+  std::string out = "the ";
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out + (names.size() == 1 ? " source" : " sources");
+}
+
+// [data]: the keys every data source takes, each registered source's own
+// (input/data_source.h), then the training loop's input and augmentation keys.
 std::vector<ConfigKey> DataKeys() {
   using C = TrainConfig;
-  using D = input::DataSourceSpec;
-  using F = input::FeatureSpec;
-  const std::string tfrecord_only = "only the tfrecord source reads tf.train.Example features";
-  const std::vector<std::string> image_sources = {"fashion_mnist", "tfrecord", "synthetic"};
-  const std::string no_images = "the text source has no images";
-  return {
-      FromRegistry(String("data.source", {&C::data, &D::source}, {},
-                          "Where examples come from: fashion_mnist reads the IDX files in "
-                          "data.dir; text makes character-level language-model windows of the "
-                          "files data.files matches; tfrecord reads tf.train.Example records "
-                          "(data.features.*); synthetic makes random examples."),
-                   input::RegisteredDataSourceNames),
-      String("data.dir", {&C::data, &D::dir}, {},
-             "Directory of the dataset's files (Fashion-MNIST: the four IDX .gz files)."),
-      OnlyWith(String("data.files", {&C::data, &D::files}, {},
-                      "A glob of the training files, read in sorted order (text: plain text; "
-                      "tfrecord: TFRecord files)."),
-               "data.source", {"text", "tfrecord"}, "only these sources read files by glob"),
-      OnlyWith(String("data.eval_files", {&C::data, &D::eval_files}, {},
-                      "A glob of the evaluation TFRecord files, read in sorted order."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.compression", {&C::data, &D::compression}, {"", "GZIP", "ZLIB"},
-                      "The TFRecord files' compression (tf.data's compression_type; \"\": "
-                      "none)."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(Int("data.sequence_length", {&C::data, &D::sequence_length}, 1,
-                   "text: characters per example (the model's context length)."),
-               "data.source", {"text"}, "only the text source makes sequences"),
-      OnlyWith(Int("data.num_classes", {&C::data, &D::num_classes}, 1,
-                   "Labels are in [0, num_classes); tfrecord and synthetic need it."),
-               "data.source", {"tfrecord", "synthetic"}, "the other sources know their classes"),
-      OnlyWith(Int("data.synthetic_examples", {&C::data, &D::synthetic_examples}, 1,
-                   "Random examples per epoch of the synthetic source."),
-               "data.source", {"synthetic"}, "only the synthetic source makes examples up"),
+  std::vector<ConfigKey> keys = PlaceKeys(input::CommonDataKeys(), "data", &C::data);
+  std::vector<std::pair<std::string, std::vector<input::DataKey>>> sources;
+  std::vector<std::string> image_sources, imageless;
+  for (const auto& [name, source] : input::RegisteredDataSources()) {
+    sources.emplace_back(name, source.keys);
+    (source.images ? image_sources : imageless).push_back(name);
+  }
+  for (ConfigKey& k : ComponentKeys(sources, "data", &C::data, "data.source")) {
+    keys.push_back(std::move(k));
+  }
+  const std::string no_images =
+      Sources(imageless) + (imageless.size() == 1 ? " has" : " have") + " no images";
+  std::vector<ConfigKey> loop = {
       Int("data.shuffle_buffer", &C::shuffle_buffer, 0,
           "Training examples in the shuffle buffer (0: no shuffling)."),
       String("data.auto_shard", &C::auto_shard, {"AUTO", "FILE", "DATA", "OFF"},
              "How input is split across processes (tf.data's AutoShardPolicy), as the "
              "coordinator assigns it."),
       Int("data.prefetch", &C::prefetch, 1, "Batches each replica's input thread keeps ready."),
-      Int("data.decode_threads", {&C::data, &D::decode_threads}, 0,
-          "Threads decoding one replica's batch (0: automatic)."),
-      OnlyWith(String("data.features.image.key", {&C::data, &D::image, &F::key}, {},
-                      "The tf.train.Example feature holding the model's input."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.features.image.decode", {&C::data, &D::image, &F::decode},
-                      {"raw", "png", "jpeg", "int64", "float"},
-                      "How the input is stored: raw uint8 bytes, an encoded png or jpeg, or an "
-                      "int64_list or float_list of values."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(WithCheck(IntList("data.features.image.shape", {&C::data, &D::image, &F::shape}, 1,
-                                 "One example's input shape, [height, width, channels] for an "
-                                 "image (synthetic examples have it too)."),
-                         NonEmptyList),
-               "data.source", {"tfrecord", "synthetic"},
-               "only these sources take the shape from the config"),
-      OnlyWith(AnyNumber("data.features.image.scale", {&C::data, &D::image, &F::scale},
-                         "The input is x * scale + offset, in float32."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(AnyNumber("data.features.image.offset", {&C::data, &D::image, &F::offset},
-                         "Added to the input after scale."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.features.label.key", {&C::data, &D::label, &F::key}, {},
-                      "The tf.train.Example feature holding the label."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(String("data.features.label.dtype", {&C::data, &D::label, &F::dtype},
-                      {"int64", "float"}, "The label feature's list: int64_list or float_list."),
-               "data.source", {"tfrecord"}, tfrecord_only),
-      OnlyWith(IntList("data.features.label.shape", {&C::data, &D::label, &F::shape}, 1,
-                       "One example's label shape ([]: a scalar, the class id)."),
-               "data.source", {"tfrecord"}, tfrecord_only),
       OnlyWith(WithCheck(IntList("data.augment.resize", &C::resize, 1,
                                  "Resize training images to [height, width] (bilinear) before "
                                  "the other augmentations ([]: off)."),
@@ -313,6 +224,9 @@ std::vector<ConfigKey> DataKeys() {
                     "Flip training images left-right with probability 1/2."),
                "data.source", image_sources, no_images),
   };
+  keys.insert(keys.end(), std::make_move_iterator(loop.begin()),
+              std::make_move_iterator(loop.end()));
+  return keys;
 }
 
 // [train].
@@ -372,14 +286,12 @@ std::vector<ConfigKey> TrainKeys() {
   };
 }
 
-// [optimizer]: the update rule, its schedule, clipping and averaging.
+// [optimizer]: the update rule (the registered optimizers' own keys, graph/nn/
+// optimizer_registry.h), its schedule, clipping and averaging.
 std::vector<ConfigKey> OptimizerKeys() {
   using C = TrainConfig;
   using O = nn::OptimizerConfig;
   using S = nn::ScheduleConfig;
-  const std::vector<std::string> betas = {"adam", "adamw", "lion"};
-  const std::string no_betas = "only Adam, AdamW and Lion have betas";
-  const std::string no_momentum = "Adam has no momentum term; beta_1 plays that role";
   const std::vector<std::string> schedules = {"constant",    "cosine",       "piecewise",
                                               "exponential", "inverse_time", "polynomial"};
   const std::vector<std::string> decaying = {"cosine", "exponential", "inverse_time", "polynomial"};
@@ -387,45 +299,33 @@ std::vector<ConfigKey> OptimizerKeys() {
   const std::string cosine_only = "only the cosine schedule has it";
   const std::string piecewise_only = "only the piecewise schedule has it";
   const std::string polynomial_only = "only the polynomial schedule has it";
-  return {
-      String("optimizer.name", {&C::optimizer, &O::name},
-             {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"},
-             "The optimizer: Keras 3's Adam, AdamW, SGD, RMSprop, Adagrad or Lion, update for "
-             "update."),
+  const std::string ema_only = "only the average has it";
+  std::vector<ConfigKey> keys = {
+      FromRegistry(String("optimizer.name", {&C::optimizer, &O::name}, {},
+                          "The optimizer, by its registered name: Keras 3's, update for update, "
+                          "or one the program registered (graph/nn/optimizer_registry.h)."),
+                   nn::RegisteredOptimizerNames),
       NonNegative("optimizer.learning_rate", {&C::optimizer, &O::learning_rate},
                   "Step size of every update (a schedule's initial learning rate; 0 only as "
                   "the start of a cosine warmup). A resumed run applies a changed value, saying "
                   "so when the checkpoint held another."),
-      OnlyWith(Float("optimizer.momentum", {&C::optimizer, &O::momentum}, 0, false, 1,
-                     "SGD's / RMSprop's momentum (0: none)."),
-               "optimizer.name", {"sgd", "rmsprop"}, no_momentum),
-      OnlyWith(Bool("optimizer.nesterov", {&C::optimizer, &O::nesterov}, "SGD: Nesterov momentum."),
-               "optimizer.name", {"sgd"}, "only SGD has Nesterov momentum"),
-      OnlyWith(Float("optimizer.beta_1", {&C::optimizer, &O::beta_1}, 0, false, 1,
-                     "Adam's / Lion's decay rate of the running mean of gradients."),
-               "optimizer.name", betas, no_betas),
-      OnlyWith(OptionalFloat("optimizer.beta_2", {&C::optimizer, &O::beta_2}, 0, 1,
-                             "Adam's decay rate of the running mean of squared gradients; Lion's "
-                             "momentum decay (unset: 0.999 for Adam/AdamW, 0.99 for Lion, as "
-                             "Keras)."),
-               "optimizer.name", betas, no_betas),
-      OnlyWith(Positive("optimizer.epsilon", {&C::optimizer, &O::epsilon},
-                        "Term added to the denominator for numerical stability."),
-               "optimizer.name", {"adam", "adamw", "rmsprop", "adagrad"},
-               "SGD and Lion have no epsilon"),
-      OnlyWith(Float("optimizer.rho", {&C::optimizer, &O::rho}, 0, false, 1,
-                     "RMSprop's decay rate of the running mean of squared gradients."),
-               "optimizer.name", {"rmsprop"}, "only RMSprop has rho"),
-      OnlyWith(Bool("optimizer.centered", {&C::optimizer, &O::centered},
-                    "RMSprop: normalize by the gradient's variance estimate."),
-               "optimizer.name", {"rmsprop"}, "only RMSprop can be centered"),
-      OnlyWith(NonNegative("optimizer.initial_accumulator_value",
-                           {&C::optimizer, &O::initial_accumulator_value},
-                           "Adagrad's initial accumulator."),
-               "optimizer.name", {"adagrad"}, "only Adagrad has accumulators"),
+  };
+  std::vector<std::pair<std::string, std::vector<nn::OptimizerKey>>> optimizers;
+  std::string decay_defaults = "none";  // "none; adamw: 0.004"
+  for (const auto& [name, def] : nn::RegisteredOptimizers()) {
+    optimizers.emplace_back(name, def.keys);
+    if (def.default_weight_decay) {
+      decay_defaults += "; " + name + ": " + ValueText(*def.default_weight_decay) + ", as Keras";
+    }
+  }
+  for (ConfigKey& k : ComponentKeys(optimizers, "optimizer", &C::optimizer, "optimizer.name")) {
+    keys.push_back(std::move(k));
+  }
+  std::vector<ConfigKey> common = {
       OptionalNonNegative("optimizer.weight_decay", {&C::optimizer, &O::weight_decay},
                           "Decoupled weight decay w -= w x weight_decay x lr before each update "
-                          "(unset: none; adamw: Keras' 0.004)."),
+                          "(unset: " +
+                              decay_defaults + ")."),
       StringList("optimizer.no_decay", {&C::optimizer, &O::no_decay},
                  "Regexes searched in each variable's path (\"dense_1/bias\"); a match gets "
                  "no weight decay."),
@@ -437,11 +337,14 @@ std::vector<ConfigKey> OptimizerKeys() {
                   "Clip each gradient element to [-clipvalue, clipvalue] (0: off)."),
       Bool("optimizer.ema", {&C::optimizer, &O::use_ema},
            "Keep an exponential moving average of the weights (in the checkpoint)."),
-      Float("optimizer.ema_momentum", {&C::optimizer, &O::ema_momentum}, 0, false, 1,
-            "With optimizer.ema: the average's momentum."),
-      Int("optimizer.ema_overwrite_frequency", {&C::optimizer, &O::ema_overwrite_frequency}, 0,
-          "With optimizer.ema: overwrite the weights with their average every N updates (0: "
-          "never)."),
+      OnlyWith(Float("optimizer.ema_momentum", {&C::optimizer, &O::ema_momentum}, 0, false, 1,
+                     "With optimizer.ema: the average's momentum."),
+               "optimizer.ema", {"true"}, ema_only),
+      OnlyWith(
+          Int("optimizer.ema_overwrite_frequency", {&C::optimizer, &O::ema_overwrite_frequency}, 0,
+              "With optimizer.ema: overwrite the weights with their average every N updates "
+              "(0: never)."),
+          "optimizer.ema", {"true"}, ema_only),
       String("optimizer.schedule.kind", {&C::optimizer, &O::schedule, &S::kind}, schedules,
              "Learning-rate schedule (Keras' CosineDecay, PiecewiseConstantDecay, "
              "ExponentialDecay, InverseTimeDecay, PolynomialDecay); constant: none."),
@@ -491,6 +394,9 @@ std::vector<ConfigKey> OptimizerKeys() {
                     "end."),
                "optimizer.schedule.kind", {"polynomial"}, polynomial_only),
   };
+  keys.insert(keys.end(), std::make_move_iterator(common.begin()),
+              std::make_move_iterator(common.end()));
+  return keys;
 }
 
 // [checkpoint], [collectives] and [control].
@@ -532,6 +438,10 @@ std::vector<ConfigKey> RunKeys() {
 }
 
 }  // namespace
+
+size_t RegisteredComponents() {
+  return input::RegisteredDataSourceNames().size() + nn::RegisteredOptimizerNames().size();
+}
 
 std::vector<ConfigKey> BuildConfigSchema() {
   std::vector<ConfigKey> keys;

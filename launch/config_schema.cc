@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <sstream>
 
 #include "launch/config_keys.h"
@@ -70,8 +71,18 @@ std::vector<std::string> ConfigChoices(const ConfigKey& key) {
   return key.choices_from ? key.choices_from() : key.choices;
 }
 
+// Built again when a program registers another data source or optimizer (whose keys join it);
+// earlier schemas stay alive, as callers may hold their keys.
 const std::vector<ConfigKey>& ConfigSchema() {
-  static const auto* schema = new std::vector<ConfigKey>(BuildConfigSchema());
+  static std::mutex mu;
+  static const std::vector<ConfigKey>* schema = nullptr;
+  static size_t built_for = 0;
+  const size_t components = RegisteredComponents();
+  std::lock_guard<std::mutex> lock(mu);
+  if (schema == nullptr || built_for != components) {
+    schema = new std::vector<ConfigKey>(BuildConfigSchema());
+    built_for = components;
+  }
   return *schema;
 }
 
@@ -209,11 +220,13 @@ std::string ValueText(const ConfigValue& value) {
 }
 
 std::string ConditionValuesText(const ConfigKey::Condition& condition) {
+  const ConfigKey* key = FindConfigKey(condition.key);
+  const bool boolean = key != nullptr && key->type == ConfigType::kBool;
   std::string out;
   const size_t n = condition.values.size();
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out += i + 1 == n ? " or " : ", ";
-    out += Quoted(condition.values[i]);
+    out += boolean ? condition.values[i] : Quoted(condition.values[i]);
   }
   return out;
 }

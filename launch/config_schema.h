@@ -14,55 +14,32 @@
 #include <vector>
 
 #include "actors/train_config.h"
+#include "core/config_key.h"
 #include "core/result.h"
 
 namespace troupe::launch {
 
 using actors::TrainConfig;
 
-// kIntList: a TOML array of integers (a shape, a size); [] is a valid value. kStringList and
-// kFloatList likewise (a kFloatList accepts integers).
-enum class ConfigType { kInt, kFloat, kBool, kString, kIntList, kStringList, kFloatList };
+using config::ConfigType;
+using config::ConfigValue;
 
-// One value as TOML gives it (integers stay integers; kFloat keys accept both).
-using ConfigValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
-                                 std::vector<std::string>, std::vector<double>>;
-
-struct ConfigKey {
-  // "table.key": the TOML table is the name up to its last dot ("data.features.image.key" is
-  // `key` in [data.features.image]).
-  std::string name;
-  ConfigType type = ConfigType::kString;
-  std::string meaning;  // one line, for `troupe config keys`
-  // Numbers, and each entry of a kIntList, must lie in [min, max), or (min, max) when
-  // min_exclusive.
-  double min = -std::numeric_limits<double>::infinity();
-  bool min_exclusive = false;
-  double max = std::numeric_limits<double>::infinity();
-  // Strings: the accepted values (empty: any).
-  std::vector<std::string> choices;
-  // When set, the accepted values as they are when the key is checked (a registry that the
-  // program may extend, like model.name's); replaces `choices`.
-  std::function<std::vector<std::string>()> choices_from;
-  // When set, a check beyond type, range and choices, run on a value of the right type: ""
-  // when the value is fine, else what is wrong with it ("must be empty or [height, width], got
-  // [1, 2, 3]"); SetConfigValue prefixes the key's name.
-  std::function<std::string(const ConfigValue&)> extra_check;
-  // A key that only means something while another (string) key has one of some values
+// A key of the config, named by its whole path ("table.key": the TOML table is the name up to
+// its last dot, so "data.features.image.key" is `key` in [data.features.image]). Its type,
+// range, choices, checks, meaning and field are core/config_key.h's SpecKey, on TrainConfig:
+// launch/ declares its own keys so, and places the keys the libraries declare on their spec
+// structs (a data source's, an optimizer's) under their tables (component_keys.h).
+struct ConfigKey : config::SpecKey<TrainConfig> {
+  // A key that only means something while another key has one of some values: a string key
   // (optimizer.momentum with optimizer.name = "sgd"; data.files with data.source = "text" or
-  // "tfrecord"); setting it otherwise is an error ending in `why`.
+  // "tfrecord") or a boolean one (optimizer.ema_momentum with optimizer.ema = true: values
+  // {"true"}); setting it otherwise is an error ending in `why`.
   struct Condition {
     std::string key;
     std::vector<std::string> values;
     std::string why;
   };
   std::optional<Condition> only_with;
-  // Write and read the key's TrainConfig field; `store` checks nothing (SetConfigValue does).
-  std::function<void(const ConfigValue&, TrainConfig&)> store;
-  std::function<ConfigValue(const TrainConfig&)> get;
-  // Keys whose field is optional (optimizer.weight_decay): whether it holds a value; `get` of
-  // an unset one gives NaN. Empty for keys that always have a value.
-  std::function<bool(const TrainConfig&)> is_set;
 };
 
 // Every key, in the order `troupe config keys` lists them (by section).

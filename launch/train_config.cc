@@ -17,7 +17,7 @@
 
 #include "core/env.h"
 #include "graph/keras/model_json.h"
-#include "input/file_io.h"
+#include "input/data_source.h"
 #include "launch/config_schema.h"
 
 namespace troupe::launch {
@@ -156,8 +156,8 @@ Status CheckApplicable(const PresentKeys& present, const TrainConfig& config) {
     const ConfigKey::Condition& want = *key->only_with;
     const ConfigValue have_value = FindConfigKey(want.key)->get(config);
     const std::string* have_string = std::get_if<std::string>(&have_value);
-    if (have_string != nullptr &&
-        std::find(want.values.begin(), want.values.end(), *have_string) != want.values.end()) {
+    const std::string have_word = have_string != nullptr ? *have_string : ValueText(have_value);
+    if (std::find(want.values.begin(), want.values.end(), have_word) != want.values.end()) {
       continue;
     }
     const std::string have = ValueText(have_value);
@@ -197,36 +197,32 @@ Status CheckModelSource(const PresentKeys& present, TrainConfig& config, toml::t
       ", or model.keras");
 }
 
+// An error of a library's spec (the data source's, the optimizer's), whose message starts with
+// a key relative to the spec's table ("num_classes: ..."), with the key placed in `table`.
+Status InTable(const Status& status, const std::string& table) {
+  if (status.ok()) return status;
+  return Status(status.code(), table + "." + status.message());
+}
+
 // checkpoint.keep_best needs a test split, and top-5 accuracy at least 5 classes (when the
-// config gives the class count; the model's own count is checked when the job starts).
-Status CheckKeepBest(const TrainConfig& config, const std::string& origin) {
+// config gives the class count, which only the sources that take it from the config can; the
+// model's own count is checked when the job starts).
+Status CheckKeepBest(const TrainConfig& config, const input::DataSource& source,
+                     const std::string& origin) {
   if (config.keep_best.empty()) return Status::OK();
   const std::string key = "checkpoint.keep_best = \"" + config.keep_best + "\"";
-  if (config.data.source == "tfrecord" && config.data.eval_files.empty()) {
-    return InvalidArgumentError(origin + ": " + key +
-                                " needs a test split: data.source = \"tfrecord\" evaluates "
-                                "only with data.eval_files; set it or drop keep_best");
+  if (source.test_split) {
+    if (Status split = InTable(source.test_split(config.data), "data"); !split.ok()) {
+      return InvalidArgumentError(origin + ": " + key + " needs a test split: " + split.message() +
+                                  "; set it or drop keep_best");
+    }
   }
   if (config.keep_best == "test_top5_accuracy" && config.data.num_classes > 0 &&
-      config.data.num_classes < 5 && config.data.source != "fashion_mnist") {
+      config.data.num_classes < 5) {
     return InvalidArgumentError(origin + ": " + key +
                                 " needs at least 5 classes, data.num_classes is " +
                                 std::to_string(config.data.num_classes) +
                                 "; keep the best by test_accuracy or test_loss instead");
-  }
-  return Status::OK();
-}
-
-// Keys that depend on a bool (OnlyWith tests strings).
-Status CheckOptimizerKeys(const PresentKeys& present, const TrainConfig& config) {
-  for (const char* key : {"optimizer.ema_momentum", "optimizer.ema_overwrite_frequency"}) {
-    auto given = present.find(key);
-    if (given != present.end() && !config.optimizer.use_ema) {
-      return InvalidArgumentError(given->second + ": " + key +
-                                  " applies only with optimizer.ema = true, and optimizer.ema is "
-                                  "false; set optimizer.ema = true or remove " +
-                                  key);
-    }
   }
   return Status::OK();
 }
@@ -257,7 +253,8 @@ Status AdoptModelPrecision(const PresentKeys& present, TrainConfig& config) {
 Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   // The optimizer recipe as Keras would check it (schedule boundaries/values, one clipping
   // mode, ...), before anything is written.
-  TROUPE_RETURN_IF_ERROR(nn::ValidateOptimizerConfig(config.optimizer).WithContext(origin));
+  TROUPE_RETURN_IF_ERROR(
+      InTable(nn::ValidateOptimizerConfig(config.optimizer), "optimizer").WithContext(origin));
   if (config.precision != "float32" && config.device == "gpu") {
     return UnimplementedError(origin + ": train.precision = \"" + config.precision +
                               "\" runs on CPUs only so far (emulated rounding); use "
@@ -274,19 +271,11 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
         "two ranks on one GPU); set train.replicas_per_process = 1 and start one "
         "process per GPU");
   }
-  const std::string source = "data.source = \"" + config.data.source + "\"";
-  if ((config.data.source == "tfrecord" || config.data.source == "synthetic") &&
-      config.data.num_classes == 0) {
-    return InvalidArgumentError(origin + ": " + source +
-                                " needs data.num_classes: set it to the number of classes "
-                                "(labels are in [0, num_classes))");
+  TROUPE_ASSIGN_OR_RETURN(input::DataSource source, input::FindDataSource(config.data.source));
+  if (source.check) {
+    TROUPE_RETURN_IF_ERROR(InTable(source.check(config.data), "data").WithContext(origin));
   }
-  if (config.data.source == "tfrecord" && config.data.files.empty()) {
-    return InvalidArgumentError(origin + ": " + source +
-                                " needs data.files: set it to a glob of the training TFRecord "
-                                "files");
-  }
-  TROUPE_RETURN_IF_ERROR(CheckKeepBest(config, origin));
+  TROUPE_RETURN_IF_ERROR(CheckKeepBest(config, source, origin));
   if (!config.advertise_address.empty() && !config.advertise_interface.empty()) {
     return InvalidArgumentError(origin +
                                 ": control.advertise_address and control.advertise_interface "
@@ -388,7 +377,6 @@ Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string&
   }
   TROUPE_RETURN_IF_ERROR(CheckApplicable(present, config));
   TROUPE_RETURN_IF_ERROR(CheckModelSource(present, config, doc));
-  TROUPE_RETURN_IF_ERROR(CheckOptimizerKeys(present, config));
   TROUPE_RETURN_IF_ERROR(AdoptModelPrecision(present, config));
   TROUPE_RETURN_IF_ERROR(CheckCombinations(config, origin));
   if (overrides.empty()) {
@@ -420,23 +408,8 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
         ") is not divisible by the job's " + std::to_string(total_replicas) +
         " replicas; choose a multiple of the replica count");
   }
-  if (config.data.source == "tfrecord") {
-    TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data.files, "data.files").status());
-    if (!config.data.eval_files.empty()) {
-      TROUPE_RETURN_IF_ERROR(input::MatchFiles(config.data.eval_files, "data.eval_files").status());
-    }
-  }
-  if (config.data.source == "fashion_mnist") {
-    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-      fs::path p = fs::path(config.data.dir) / f;
-      if (!fs::exists(p)) {
-        return NotFoundError("data.dir: dataset file '" + p.string() +
-                             "' is missing; install it with `apt-get install "
-                             "dataset-fashion-mnist` or point data.dir at the IDX files");
-      }
-    }
-  }
+  TROUPE_ASSIGN_OR_RETURN(input::DataSource source, input::FindDataSource(config.data.source));
+  if (source.check_files) TROUPE_RETURN_IF_ERROR(InTable(source.check_files(config.data), "data"));
   // The run dir, or its nearest existing ancestor, must be writable; nothing is created here.
   fs::path dir = fs::absolute(config.run_dir);
   while (!fs::exists(dir) && dir.has_parent_path() && dir != dir.parent_path()) {

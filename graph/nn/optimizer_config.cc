@@ -4,13 +4,13 @@
 #include <regex>
 #include <sstream>
 
-#include "graph/nn/optimizers_adaptive.h"
+#include "graph/nn/optimizer_registry.h"
 
 namespace troupe::nn {
 namespace {
 
 Status Bad(const std::string& key, const std::string& what) {
-  return InvalidArgumentError("optimizer." + key + ": " + what);
+  return InvalidArgumentError(key + ": " + what);
 }
 
 std::string Num(double v) {
@@ -21,33 +21,33 @@ std::string Num(double v) {
 
 bool In01(double v) { return v >= 0 && v <= 1; }
 
+// The registration of `name`; an unknown name has Keras' defaults and nothing of its own.
+OptimizerDef DefOf(const std::string& name) {
+  Result<OptimizerDef> def = FindOptimizer(name);
+  return def.ok() ? *def : OptimizerDef{};
+}
+
 }  // namespace
 
+double OptimizerConfig::Beta2() const {
+  const OptimizerConfig& c = *this;
+  return c.beta_2.value_or(DefOf(c.name).default_beta_2);
+}
+
+double OptimizerConfig::WeightDecay() const {
+  return weight_decay.value_or(DefOf(name).default_weight_decay.value_or(0.0));
+}
+
+bool OptimizerConfig::DecaysWeights() const {
+  return weight_decay.has_value() || DefOf(name).default_weight_decay.has_value();
+}
+
 Status ValidateOptimizerConfig(const OptimizerConfig& c) {
-  static const char* names[] = {"adam", "adamw", "sgd", "rmsprop", "adagrad", "lion"};
-  if (std::find(std::begin(names), std::end(names), c.name) == std::end(names)) {
-    return Bad("name", "unknown optimizer '" + c.name +
-                           "'; expected adam, adamw, sgd, rmsprop, adagrad or lion");
-  }
+  TROUPE_ASSIGN_OR_RETURN(OptimizerDef def, FindOptimizer(c.name));
   if (!(c.learning_rate >= 0) || std::isinf(c.learning_rate)) {
     return Bad("learning_rate", "must be a finite number >= 0, got " + Num(c.learning_rate));
   }
-  const bool adam_like = c.name == "adam" || c.name == "adamw";
-  if ((adam_like || c.name == "lion") && !(In01(c.beta_1) && In01(c.Beta2()))) {
-    return Bad("beta_1", "beta_1 and beta_2 must be in [0, 1]");
-  }
-  if (c.name == "lion" && c.beta_1 <= 0) {
-    return Bad("beta_1", "Lion's beta_1 must be in (0, 1], got " + Num(c.beta_1));
-  }
-  if ((c.name == "sgd" || c.name == "rmsprop") && !In01(c.momentum)) {
-    return Bad("momentum", "must be in [0, 1], got " + Num(c.momentum));
-  }
-  if (c.nesterov && c.name != "sgd") return Bad("nesterov", "only SGD has Nesterov momentum");
-  if (c.name == "rmsprop" && !In01(c.rho)) return Bad("rho", "must be in [0, 1]");
-  if (c.name == "adagrad" && c.initial_accumulator_value < 0) {
-    return Bad("initial_accumulator_value", "must be >= 0");
-  }
-  if (!(c.epsilon >= 0)) return Bad("epsilon", "must be >= 0");
+  if (def.check) TROUPE_RETURN_IF_ERROR(def.check(c));
   if (c.weight_decay && !(*c.weight_decay >= 0)) return Bad("weight_decay", "must be >= 0");
   for (const std::string& p : c.no_decay) {
     try {
@@ -63,46 +63,33 @@ Status ValidateOptimizerConfig(const OptimizerConfig& c) {
   }
   if (clips > 1) {
     return Bad("clipnorm",
-               "only one of optimizer.clipnorm, optimizer.global_clipnorm and "
-               "optimizer.clipvalue can be set (Keras refuses two)");
+               "only one of clipnorm, global_clipnorm and clipvalue can be set (Keras refuses "
+               "two)");
   }
   if (c.use_ema) {
     if (!In01(c.ema_momentum)) return Bad("ema_momentum", "must be in [0, 1]");
     if (c.ema_overwrite_frequency < 0) return Bad("ema_overwrite_frequency", "must be >= 0");
   }
   if (c.gradient_accumulation_steps < 1) {
-    return InvalidArgumentError("train.accumulate_steps: must be >= 1, got " +
-                                std::to_string(c.gradient_accumulation_steps));
+    return Bad("gradient_accumulation_steps",
+               "must be >= 1, got " + std::to_string(c.gradient_accumulation_steps));
   }
   TROUPE_RETURN_IF_ERROR(ValidateSchedule(c.schedule));
   // Keras' warm-up-from-zero recipe, CosineDecay(0, warmup_target=..., warmup_steps=...), is
   // the one place a rate of 0 trains; anywhere else it would never move a weight.
   if (c.learning_rate == 0 && !SchedulesWarmup(c.schedule)) {
     return InvalidArgumentError(
-        "optimizer.learning_rate = 0 never updates the weights; 0 can only be the start of a "
-        "warmup (optimizer.schedule.kind = \"cosine\" with warmup_steps > 0 and warmup_target > "
-        "0: Keras' CosineDecay(0, warmup_target=..., warmup_steps=...)); set a rate > 0");
+        "learning_rate = 0 never updates the weights; 0 can only be the start of a warmup "
+        "(schedule.kind = \"cosine\" with warmup_steps > 0 and warmup_target > 0: "
+        "Keras' CosineDecay(0, warmup_target=..., warmup_steps=...)); set a rate > 0");
   }
   return Status::OK();
 }
 
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerConfig& c) {
   TROUPE_RETURN_IF_ERROR(ValidateOptimizerConfig(c));
-  std::unique_ptr<Optimizer> opt;
-  if (c.name == "adam" || c.name == "adamw") {
-    opt = std::make_unique<Adam>(AdamOptions{c.learning_rate, c.beta_1, c.Beta2(), c.epsilon},
-                                 c.name);
-  } else if (c.name == "sgd") {
-    opt = std::make_unique<SGD>(SgdOptions{c.learning_rate, c.momentum, c.nesterov}, "sgd");
-  } else if (c.name == "rmsprop") {
-    opt = std::make_unique<RMSprop>(
-        RmspropOptions{c.learning_rate, c.rho, c.momentum, c.epsilon, c.centered});
-  } else if (c.name == "adagrad") {
-    opt = std::make_unique<Adagrad>(
-        AdagradOptions{c.learning_rate, c.initial_accumulator_value, c.epsilon});
-  } else {
-    opt = std::make_unique<Lion>(LionOptions{c.learning_rate, c.beta_1, c.Beta2()});
-  }
+  TROUPE_ASSIGN_OR_RETURN(OptimizerDef def, FindOptimizer(c.name));
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, def.make(c));
   OptimizerPipeline p;
   if (c.DecaysWeights()) p.weight_decay = c.WeightDecay();
   p.no_decay = c.no_decay;
@@ -122,9 +109,7 @@ std::string OptimizerLabel(const OptimizerConfig& c) {
   std::ostringstream os;
   os << c.name;
   std::vector<std::string> parts;
-  if (c.name == "sgd" && c.momentum != 0) parts.push_back("momentum");
-  if (c.name == "rmsprop" && c.momentum > 0) parts.push_back("momentum");
-  if (c.name == "rmsprop" && c.centered) parts.push_back("centered");
+  if (const OptimizerDef def = DefOf(c.name); def.label) parts = def.label(c);
   if (c.DecaysWeights()) parts.push_back("wd");
   if (c.use_ema) parts.push_back("ema");
   if (c.schedule.kind != "constant") parts.push_back("schedule=" + c.schedule.kind);

@@ -1,8 +1,9 @@
 // OptimizerConfig: one Keras 3 training recipe (optimizer, its hyperparameters, the base
 // optimizer's clipping / weight decay / EMA, a learning-rate schedule, gradient accumulation)
-// and MakeOptimizer, which checks it the way Keras' constructors do and builds the optimizer.
-// Errors are InvalidArgument naming the config key as a user writes it
-// ("optimizer.schedule.boundaries: ...").
+// and MakeOptimizer, which checks it the way Keras' constructors do and builds the optimizer
+// that `name` names in the optimizer registry (optimizer_registry.h). Errors are
+// InvalidArgument naming the field as a key relative to the config's optimizer table
+// ("schedule.boundaries: ..."; gradient_accumulation_steps is its own name).
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_key.h"
 #include "core/result.h"
 #include "graph/nn/optimizers.h"
 #include "graph/nn/schedules.h"
@@ -17,7 +19,8 @@
 namespace troupe::nn {
 
 struct OptimizerConfig {
-  std::string name = "adam";  // adam | adamw | sgd | rmsprop | adagrad | lion
+  // A registered optimizer: adam | adamw | sgd | rmsprop | adagrad | lion, or a program's.
+  std::string name = "adam";
   double learning_rate = 0.001;
   double beta_1 = 0.9;                     // adam, adamw, lion
   std::optional<double> beta_2;            // adam, adamw, lion; unset: Beta2()
@@ -41,13 +44,19 @@ struct OptimizerConfig {
   ScheduleConfig schedule;              // kind "constant": a learning_rate variable
   // K >= 1; see optimizers.h for the caller's side of the contract.
   int64_t gradient_accumulation_steps = 1;
+  // The values of keys a registered optimizer declares without a field here (config::Option).
+  config::ConfigOptions options;
 
-  // Keras' defaults where they depend on the optimizer, in one place: beta_2 is 0.999 for Adam
-  // and AdamW, 0.99 for Lion; the weight decay is AdamW's 0.004, else none (0).
-  double Beta2() const { return beta_2.value_or(name == "lion" ? 0.99 : 0.999); }
-  double WeightDecay() const { return weight_decay.value_or(name == "adamw" ? 0.004 : 0.0); }
-  bool DecaysWeights() const { return weight_decay.has_value() || name == "adamw"; }
+  // Keras' defaults where they depend on the optimizer, as its registration states them
+  // (optimizer_registry.h): beta_2 is 0.999 for Adam and AdamW, 0.99 for Lion; the weight decay
+  // is AdamW's 0.004, else none (0).
+  double Beta2() const;
+  double WeightDecay() const;
+  bool DecaysWeights() const;
 };
+
+// A key of the optimizer table, named relative to it ("momentum").
+using OptimizerKey = config::SpecKey<OptimizerConfig>;
 
 // InvalidArgument when Keras would refuse `config` (or Troupe cannot run it), or when it could
 // not train: a learning rate of 0 is accepted only as the start of a cosine warmup

@@ -7,7 +7,7 @@ namespace troupe::nn {
 namespace {
 
 Status Bad(const std::string& field, const std::string& what) {
-  return InvalidArgumentError("optimizer.schedule." + field + ": " + what);
+  return InvalidArgumentError("schedule." + field + ": " + what);
 }
 
 // CosineDecay._decay_function: from * ((1 - alpha) * 0.5 * (1 + cos(pi * step / steps)) + alpha).
@@ -56,11 +56,10 @@ Status ValidateSchedule(const ScheduleConfig& s) {
   }
   // Keras' CosineDecay ignores warmup_steps without a warmup_target: no warmup at all.
   if (s.kind == "cosine" && s.warmup_steps > 0 && !s.warmup_target) {
-    return InvalidArgumentError(
-        "optimizer.schedule.warmup_steps = " + std::to_string(s.warmup_steps) +
-        " needs optimizer.schedule.warmup_target, the rate the warmup "
-        "climbs to (without it Keras' CosineDecay does no warmup); set "
-        "warmup_target or remove warmup_steps");
+    return InvalidArgumentError("schedule.warmup_steps = " + std::to_string(s.warmup_steps) +
+                                " needs schedule.warmup_target, the rate the warmup "
+                                "climbs to (without it Keras' CosineDecay does no warmup); set "
+                                "warmup_target or remove warmup_steps");
   }
   if ((s.kind == "exponential" || s.kind == "inverse_time") && !(s.decay_rate > 0)) {
     return Bad("decay_rate", "must be > 0 for the " + s.kind + " schedule");

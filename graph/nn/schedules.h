@@ -39,8 +39,8 @@ struct ScheduleConfig {
   bool cycle = false;
 };
 
-// InvalidArgument naming the config key (optimizer.schedule.<field>) when `schedule` is not
-// one Keras would construct, or one whose keys Keras would silently ignore (cosine
+// InvalidArgument naming the key relative to the optimizer table (schedule.<field>) when `schedule`
+// is not one Keras would construct, or one whose keys Keras would silently ignore (cosine
 // warmup_steps > 0 without a warmup_target).
 Status ValidateSchedule(const ScheduleConfig& schedule);
 

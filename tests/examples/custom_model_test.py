@@ -85,7 +85,27 @@ def main():
         assert m and math.isfinite(float(m.group(1))) and float(m.group(2)) > 0.3, ev
         ls = run([os.path.join(prefix, "bin", "troupe"), "ckpt", "ls", ckpts]).stdout
         assert "[784,256]" in ls, ls  # the MLP's first kernel
-        print("custom_model: installed, built out of tree, trained, resumed and evaluated")
+        # 6. Its own data source, trained from its config, which sets the source's own key
+        # (data.examples); the key is listed with that source and checked.
+        head_config = os.path.join(EXAMPLE, "mlp_fashion_head.toml")
+        head_dir = os.path.join(tmp, "head")
+        head = run([exe, "train", head_config, "--set", "job.run_dir=" + head_dir,
+                    "--set", "train.max_steps=20"]).stdout
+        print(head)
+        assert "done: 20 steps (20 in this run" in head, head
+        assert math.isfinite(test_loss(head)[0]), head
+        keys = run([exe, "config", "keys"]).stdout
+        assert re.search(r"^data\.examples = 60000 +integer >= 1\n.*Only with data\.source = "
+                         r'"fashion_head"\.', keys, re.M), keys
+        bad = run([exe, "train", head_config, "--set", "job.run_dir=" + head_dir,
+                   "--set", "data.examples=0"], expect=2)
+        assert "data.examples: must be >= 1, got 0" in bad.stdout + bad.stderr, bad.stderr
+        other = run([exe, "train", CONFIG, "--set", "job.run_dir=" + head_dir,
+                     "--set", "data.examples=100"], expect=2)
+        assert ('data.examples applies only with data.source = "fashion_head", and data.source '
+                'is "fashion_mnist"') in other.stdout + other.stderr, other.stderr
+        print("custom_model: installed, built out of tree, trained, resumed and evaluated; its "
+              "own data source trained from its own key")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

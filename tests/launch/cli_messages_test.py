@@ -171,7 +171,7 @@ def case_warmup(tmp):
     code, out = troupe("train", path, *sets("optimizer.schedule.kind=cosine",
                                             "optimizer.schedule.warmup_steps=10"))
     expect(code, out, 2, "optimizer.schedule.warmup_steps = 10 needs "
-           "optimizer.schedule.warmup_target")
+           "schedule.warmup_target")
     assert not os.path.exists(run_dir)
 
 

@@ -40,6 +40,8 @@ const std::map<std::string, std::string> kNoKey = {
     {"data.label.scale", "images only"},
     {"data.label.offset", "images only"},
     {"data.seed", "job.seed, set when the source is opened"},
+    {"data.options", "the values of keys a registered source declares without a field"},
+    {"optimizer.options", "the values of keys a registered optimizer declares without a field"},
 };
 // Fields meant for launch/ itself.
 const std::map<std::string, std::string> kReadByLaunch = {

@@ -72,11 +72,11 @@ std::map<std::string, std::string> Context(const ConfigKey& key) {
   std::map<std::string, std::string> context;
   if (!key.only_with) {
     if (key.name == "collectives.backend") context["train.device"] = "\"gpu\"";
-    if (key.name.rfind("optimizer.ema_", 0) == 0) context["optimizer.ema"] = "true";
     return context;
   }
   const std::string& value = key.only_with->values.at(0);
-  context[key.only_with->key] = ValueText(ConfigValue(value));
+  const bool boolean = FindConfigKey(key.only_with->key)->type == ConfigType::kBool;
+  context[key.only_with->key] = boolean ? value : ValueText(ConfigValue(value));
   // Schedules need their required keys (ValidateOptimizerConfig runs on every parse).
   if (key.only_with->key == "optimizer.schedule.kind") {
     if (value != "piecewise" && key.name != "optimizer.schedule.decay_steps") {

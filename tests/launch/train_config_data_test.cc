@@ -52,8 +52,8 @@ TEST(TrainConfigTest, KeepBestNeedsATestSplitAndTop5FiveClasses) {
   auto no_eval = ParseTrainConfig(tf, "t.toml");
   EXPECT_TRUE(Mentions(no_eval,
                        "t.toml: checkpoint.keep_best = \"test_loss\" needs a test "
-                       "split: data.source = \"tfrecord\" evaluates only with "
-                       "data.eval_files"))
+                       "split: data.eval_files: the tfrecord source evaluates only with it; "
+                       "set it or drop keep_best"))
       << no_eval.status();
   EXPECT_TRUE(ParseTrainConfig(tf, "t.toml", {"data.eval_files=test-*.tfrecord"}).ok());
   auto three = ParseTrainConfig("[data]\nsource = \"synthetic\"\nnum_classes = 3\n", "t.toml",
@@ -71,18 +71,19 @@ TEST(TrainConfigTest, KeepBestNeedsATestSplitAndTop5FiveClasses) {
   EXPECT_FALSE(ParseTrainConfig("", "t.toml", {"checkpoint.keep_best=accuracy"}).ok());
 }
 
-// tfrecord and synthetic need data.num_classes; tfrecord needs data.files.
+// tfrecord and synthetic need data.num_classes; tfrecord needs data.files (the sources' own
+// checks, their keys placed in [data]).
 TEST(TrainConfigTest, SourcesNeedTheirKeys) {
   auto tf = ParseTrainConfig("[data]\nsource = \"tfrecord\"\nfiles = \"*.tfrecord\"\n", "t.toml");
-  EXPECT_TRUE(Mentions(tf, "t.toml: data.source = \"tfrecord\" needs data.num_classes: set it"))
+  EXPECT_TRUE(Mentions(tf, "t.toml: data.num_classes: the tfrecord source needs it: set it"))
       << tf.status();
   auto no_files = ParseTrainConfig("[data]\nsource = \"tfrecord\"\nnum_classes = 10\n", "t.toml");
   EXPECT_TRUE(Mentions(no_files,
-                       "t.toml: data.source = \"tfrecord\" needs data.files: set it to "
-                       "a glob of the training TFRecord files"))
+                       "t.toml: data.files: the tfrecord source needs it: set it to a glob of "
+                       "the training TFRecord files"))
       << no_files.status();
   auto synthetic = ParseTrainConfig("[data]\nsource = \"synthetic\"\n", "t.toml");
-  EXPECT_TRUE(Mentions(synthetic, "data.source = \"synthetic\" needs data.num_classes"))
+  EXPECT_TRUE(Mentions(synthetic, "data.num_classes: the synthetic source needs it"))
       << synthetic.status();
   auto ok = ParseTrainConfig("[data]\nsource = \"synthetic\"\nnum_classes = 3\n", "t.toml",
                              {"data.synthetic_examples=100", "data.features.image.shape=[8,8,3]"});
