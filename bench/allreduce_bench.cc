@@ -9,7 +9,7 @@
 // For float32 sums from 4 KiB to 256 MiB it times, per size: raw MPI_Allreduce (blocking,
 // MPI_IN_PLACE), Troupe's mpi / shm / hierarchical backends in deterministic and fast mode,
 // shm's zero-copy path (shm/zc: deterministic, on tensors in the segment's heap, as training's
-// gradient buckets of over 256 KiB on one host, actors/shared_buckets.h), and a memcpy of the same
+// gradient buckets of over 256 KiB on one host, train/shared_buckets.h), and a memcpy of the same
 // bytes done by every rank at once (the memory-bandwidth bound of a shared-memory allreduce,
 // measured in the same run). Rank 0 also times the in-process backend with L local replicas against
 // its own memcpy. Bandwidths follow nccl-tests: algbw = bytes / time, busbw = algbw * 2(n-1)/n.

@@ -2,7 +2,7 @@
 # Kernel threads per process side by side: runs one training config with
 # train.intra_op_threads = 1..N and with the automatic default (0), interleaved over --repeats,
 # and prints examples/s per setting and its ratio to the default's best run. The default
-# (actors/trainer_setup.cc SizeKernelThreads, core/cpu_budget.h) should be the fastest or close.
+# (train/trainer_setup.cc SizeKernelThreads, core/cpu_budget.h) should be the fastest or close.
 #   bench/threads_compare.sh [--config examples/fashion_lenet.toml] [--steps 1500]
 #                            [--max-threads 3] [--repeats 3] [--build build] [-- --set K=V ...]
 # Measured 2026-11-26, quiet 2-core Zen 5 VM, 1 process x 2 replicas (examples/s):

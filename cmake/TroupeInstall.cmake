@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 set(TROUPE_INSTALL_TARGETS)
 foreach(lib troupe_core troupe_kernels troupe_checkpoint troupe_graph troupe_input
-            troupe_input_graph troupe_collectives troupe_actors troupe_launch troupe_cli
+            troupe_input_graph troupe_collectives troupe_actors troupe_train troupe_launch troupe_cli
             troupe_program)
   if(TARGET ${lib})
     list(APPEND TROUPE_INSTALL_TARGETS ${lib})
@@ -39,7 +39,7 @@ foreach(dir ${TROUPE_DIRS})
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${dir}
             FILES_MATCHING PATTERN "*.h"
             PATTERN "mpi" EXCLUDE PATTERN "cuda" EXCLUDE PATTERN "proto" EXCLUDE
-            PATTERN "*_internal.h" EXCLUDE PATTERN "protocol.h" EXCLUDE)
+            PATTERN "*_internal.h" EXCLUDE PATTERN "internal" EXCLUDE PATTERN "protocol.h" EXCLUDE)
   endif()
 endforeach()
 install(DIRECTORY ${PROJECT_BINARY_DIR}/generated/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
 
@@ -19,6 +20,8 @@ struct Device {
   static Device Gpu(int index) { return Device{Type::kGpu, index}; }
   // Parses "cpu", "cpu:0", "gpu:1" (also "/device:GPU:1" as TF spells it).
   static Result<Device> Parse(std::string_view text);
+  // "cpu", "gpu".
+  static std::string_view TypeName(Type type) { return type == Type::kGpu ? "gpu" : "cpu"; }
 
   bool is_cpu() const { return type == Type::kCpu; }
   std::string ToString() const;

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <map>
 
-#include "actors/batches.h"
+#include "train/batches.h"
 #include "core/env.h"
 #include "launch/command.h"
 #include "launch/flags.h"
@@ -55,8 +55,8 @@ void Describe(int64_t step, const input::Element& b) {
 Status Peek(const TrainConfig& config, int64_t replicas, int64_t replica, int64_t batches,
             const std::string& out_prefix, int64_t bench_steps) {
   auto same = [](int64_t v) { return Result<int64_t>(v); };  // one replica: its own counts
-  TROUPE_ASSIGN_OR_RETURN(actors::TrainingData data,
-                          actors::OpenTrainingData(config, replicas, {replica}, same));
+  TROUPE_ASSIGN_OR_RETURN(train::TrainingData data,
+                          train::OpenTrainingData(config, replicas, {replica}, same));
   std::printf(
       "data.source %s: replica %lld of %lld reads %s input, %zu file(s), %lld batches "
       "of %lld an epoch\n",
@@ -64,7 +64,7 @@ Status Peek(const TrainConfig& config, int64_t replicas, int64_t replica, int64_
       std::string(input::AutoShardPolicyName(data.policy)).c_str(), data.plans[0].files.size(),
       static_cast<long long>(data.steps_per_epoch),
       static_cast<long long>(config.global_batch_size / replicas));
-  TROUPE_ASSIGN_OR_RETURN(auto feed, actors::StartFeed(config, data, {}, 0));
+  TROUPE_ASSIGN_OR_RETURN(auto feed, train::StartFeed(config, data, {}, 0));
   std::unique_ptr<WritableFile> features, labels;
   if (!out_prefix.empty()) {
     TROUPE_ASSIGN_OR_RETURN(features, Env::Default()->NewWritableFile(out_prefix + ".features"));

@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "actors/control_plane.h"
-#include "actors/trainer.h"
+#include "train/trainer.h"
 #include "launch/command.h"
 #include "launch/environment.h"
 #include "launch/flags.h"
@@ -63,7 +63,7 @@ int Supervised(int argc, char** argv, int max_restarts) {
 
 // What happened, in one line: completed (steps, test metrics, time, speed), nothing left to
 // train, or stopped early by a signal (a rerun resumes).
-void PrintEndOfRun(const actors::TrainSummary& s) {
+void PrintEndOfRun(const train::TrainSummary& s) {
   const long long trained = static_cast<long long>(s.steps - s.first_step);
   std::string skipped;
   if (s.skipped_steps > 0) {
@@ -150,7 +150,7 @@ int RunTrain(int argc, char** argv) {
   if (!env.ok()) return Usage(env.status());
   Status valid = ValidateTrainEnvironment(
       *config,
-      env->world_size * actors::ReplicasPerProcess(*config, env->world_size, env->local_size));
+      env->world_size * train::ReplicasPerProcess(*config, env->world_size, env->local_size));
   if (!valid.ok()) return Usage(valid);
 
   struct sigaction sa = {};
@@ -160,7 +160,7 @@ int RunTrain(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGUSR2, &sa, nullptr);  // what mpirun forwards to every rank at once
 
-  actors::ProcessLaunch launch;
+  train::ProcessLaunch launch;
   launch.rank = env->rank;
   launch.world_size = env->world_size;
   launch.local_rank = env->local_rank;
@@ -178,14 +178,14 @@ int RunTrain(int argc, char** argv) {
   // Printed before MPI is torn down: mpirun kills ranks waiting in MPI_Finalize once it was
   // signalled or another rank exited.
   const RankIdentity who{env->rank, env->world_size, env->hostname};
-  launch.on_end = [&who](const Result<actors::TrainSummary>& r) {
+  launch.on_end = [&who](const Result<train::TrainSummary>& r) {
     if (!r.ok()) {
       PrintRunError(who, r.status());
     } else if (who.rank == 0) {
       PrintEndOfRun(*r);
     }
   };
-  Result<actors::TrainSummary> summary = actors::RunTraining(*config, launch);
+  Result<train::TrainSummary> summary = train::RunTraining(*config, launch);
   if (!summary.ok()) {
     if (!IsConfigError(summary.status())) {
       actors::WriteJobNotice(actors::kJobEndFileEnv, env->rank, summary.status().ToString());
@@ -215,7 +215,7 @@ int RunEval(int argc, char** argv) {
   }
   Result<TrainConfig> config = LoadTrainConfig(parser.positional()[0], parser.GetAll("set"));
   if (!config.ok()) return Usage(config.status());
-  auto r = actors::EvaluateCheckpoint(*config, parser.Get("ckpt"));
+  auto r = train::EvaluateCheckpoint(*config, parser.Get("ckpt"));
   if (!r.ok()) {
     std::fprintf(stderr, "troupe eval: %s\n", r.status().ToString().c_str());
     return IsConfigError(r.status()) ? kExitUsage : kExitFailure;

@@ -14,6 +14,7 @@
 #include "graph/models/registry.h"
 #include "graph/nn/compiled_loss.h"
 #include "graph/nn/optimizer_registry.h"
+#include "graph/precision.h"
 #include "input/data_source.h"
 #include "launch/component_keys.h"
 
@@ -102,6 +103,27 @@ ConfigKey String(std::string name, Field<std::string> field, std::vector<std::st
                                             std::move(meaning)));
 }
 
+// A string key stored as an enum: `values` are the accepted ones, each spelled by `name_of`
+// (the enum's own name function, so no spelling is written twice).
+template <class E>
+ConfigKey Enum(std::string name, Field<E> field, std::vector<E> values,
+               std::string_view (*name_of)(E), std::string meaning) {
+  ConfigKey k;
+  k.name = std::move(name);
+  k.type = ConfigType::kString;
+  k.meaning = std::move(meaning);
+  for (E v : values) k.choices.emplace_back(name_of(v));
+  k.store = [field, values, name_of](const ConfigValue& v, TrainConfig& c) {
+    for (E e : values) {
+      if (name_of(e) == std::get<std::string>(v)) field(c) = e;
+    }
+  };
+  k.get = [field, name_of](const TrainConfig& c) -> ConfigValue {
+    return std::string(name_of(field(c)));
+  };
+  return k;
+}
+
 ConfigKey OnlyWith(ConfigKey k, std::string key, std::vector<std::string> values, std::string why) {
   k.only_with = ConfigKey::Condition{std::move(key), std::move(values), std::move(why)};
   return k;
@@ -161,10 +183,12 @@ std::vector<ConfigKey> JobAndModelKeys() {
              "Keras' tf.train.Checkpoint(model=...) output or a Troupe run; or a Keras "
              ".keras or .weights.h5 file (layers matched by name, else by class and position "
              "as Keras' load_weights). A resumed run ignores it."),
-      String("model.init", &C::init, {"file", "fresh"},
-             "With a .keras model.keras: \"file\" starts a new run from the file's weights, "
-             "\"fresh\" from the initializers. Unset: \"file\" when the file holds weights "
-             "and model.init_from is not set. A resumed run ignores it."),
+      Enum<train::InitWeights>(
+          "model.init", &C::init, {train::InitWeights::kFile, train::InitWeights::kFresh},
+          train::InitWeightsName,
+          "With a .keras model.keras: \"file\" starts a new run from the file's weights, "
+          "\"fresh\" from the initializers. Unset: \"file\" when the file holds weights "
+          "and model.init_from is not set. A resumed run ignores it."),
       String("model.loss", &C::loss, LossChoices(),
              "The loss, by Keras' name: sparse_categorical_crossentropy, "
              "categorical_crossentropy (of the one-hot labels), binary_crossentropy, "
@@ -207,9 +231,13 @@ std::vector<ConfigKey> DataKeys() {
   std::vector<ConfigKey> loop = {
       Int("data.shuffle_buffer", &C::shuffle_buffer, 0,
           "Training examples in the shuffle buffer (0: no shuffling)."),
-      String("data.auto_shard", &C::auto_shard, {"AUTO", "FILE", "DATA", "OFF"},
-             "How input is split across processes (tf.data's AutoShardPolicy), as the "
-             "coordinator assigns it."),
+      Enum<input::AutoShardPolicy>(
+          "data.auto_shard", &C::auto_shard,
+          {input::AutoShardPolicy::kAuto, input::AutoShardPolicy::kFile,
+           input::AutoShardPolicy::kData, input::AutoShardPolicy::kOff},
+          input::AutoShardPolicyName,
+          "How input is split across processes (tf.data's AutoShardPolicy), as the "
+          "coordinator assigns it."),
       Int("data.prefetch", &C::prefetch, 1, "Batches each replica's input thread keeps ready."),
       OnlyWith(WithCheck(IntList("data.augment.resize", &C::resize, 1,
                                  "Resize training images to [height, width] (bilinear) before "
@@ -256,17 +284,21 @@ std::vector<ConfigKey> TrainKeys() {
           "Micro-batches of train.global_batch_size per update: their gradients are summed "
           "locally and allreduced once, as Keras' gradient_accumulation_steps averages them "
           "(schedules count micro-batches, as Keras')."),
-      String("train.device", &C::device, {"cpu", "gpu"}, "Where the replicas run."),
+      Enum<Device::Type>("train.device", &C::device, {Device::Type::kCpu, Device::Type::kGpu},
+                         Device::TypeName, "Where the replicas run."),
       Int("train.replicas_per_gpu", &C::replicas_per_gpu, 1,
           "With device = \"gpu\": replicas sharing one GPU (replica r of local rank L runs on "
           "gpu:(L x replicas_per_process + r) / replicas_per_gpu)."),
       Int("train.log_every", &C::log_every, 1,
           "Print and log (TensorBoard) loss, accuracy and examples/s every N steps."),
-      String("train.progress", &C::progress, {"auto", "bar", "plain"},
-             "How progress lines are printed: \"bar\" redraws one line in place, \"plain\" "
-             "prints each as a line of its own without control characters (for logs); "
-             "\"auto\" is \"bar\" on a terminal and \"plain\" when stdout is a pipe or "
-             "file or a launcher (mpirun, srun) started the process."),
+      Enum<train::ProgressStyle>(
+          "train.progress", &C::progress,
+          {train::ProgressStyle::kAuto, train::ProgressStyle::kBar, train::ProgressStyle::kPlain},
+          train::ProgressStyleName,
+          "How progress lines are printed: \"bar\" redraws one line in place, \"plain\" "
+          "prints each as a line of its own without control characters (for logs); "
+          "\"auto\" is \"bar\" on a terminal and \"plain\" when stdout is a pipe or "
+          "file or a launcher (mpirun, srun) started the process."),
       Bool("train.skip_nonfinite", &C::skip_nonfinite,
            "A step whose loss or gradient is NaN/Inf skips its update (counted) instead of "
            "stopping the job."),
@@ -277,12 +309,14 @@ std::vector<ConfigKey> TrainKeys() {
             "Label smoothing of the cross-entropy in [0, 1): one-hot labels become "
             "y * (1 - ls) + ls / classes, as Keras' CategoricalCrossentropy(label_smoothing); "
             "the test loss is smoothed too (Keras' evaluate)."),
-      String("train.precision", &C::precision, {"float32", "mixed_bfloat16", "mixed_float16"},
-             "Keras' dtype policy: compute in bfloat16/float16 (emulated on CPUs: float32 "
-             "arithmetic on rounded operands, rounded results), variables and optimizer in "
-             "float32; BatchNormalization, LayerNormalization, Embedding, attention softmax and "
-             "the loss stay float32 as in Keras. A model.keras saved under a mixed policy "
-             "trains under it when this key is not given; given, it must match."),
+      Enum<DType>(
+          "train.precision", &C::precision, {DType::kFloat32, DType::kBFloat16, DType::kHalf},
+          PrecisionPolicyName,
+          "Keras' dtype policy: compute in bfloat16/float16 (emulated on CPUs: float32 "
+          "arithmetic on rounded operands, rounded results), variables and optimizer in "
+          "float32; BatchNormalization, LayerNormalization, Embedding, attention softmax and "
+          "the loss stay float32 as in Keras. A model.keras saved under a mixed policy "
+          "trains under it when this key is not given; given, it must match."),
   };
 }
 
@@ -409,16 +443,22 @@ std::vector<ConfigKey> RunKeys() {
           "Newest checkpoints kept; older ones are deleted."),
       NonNegative("checkpoint.keep_every_n_hours", &C::keep_checkpoint_every_n_hours,
                   "Also keep one checkpoint per this many hours beyond max_to_keep (0: off)."),
-      String("checkpoint.keep_best", &C::keep_best,
-             {"", "test_accuracy", "test_loss", "test_top5_accuracy", "test_perplexity"},
-             "Keep the best checkpoint by this test metric in <run_dir>/checkpoints/best "
-             "(best.json names it; \"\": off); needs a test split."),
+      Enum<train::TestMetric>(
+          "checkpoint.keep_best", &C::keep_best,
+          {train::TestMetric::kNone, train::TestMetric::kAccuracy, train::TestMetric::kLoss,
+           train::TestMetric::kTop5Accuracy, train::TestMetric::kPerplexity},
+          train::TestMetricName,
+          "Keep the best checkpoint by this test metric in <run_dir>/checkpoints/best "
+          "(best.json names it; \"\": off); needs a test split."),
       Bool("collectives.deterministic", &C::deterministic,
            "Reduce gradients in global replica order, so results are bit-equal across "
            "topologies (false: each backend's fastest order)."),
-      String("collectives.backend", &C::collectives_backend, {"auto", "nccl"},
-             "auto: in-process, shared memory or MPI, reduced on the host; nccl: NCCL on the "
-             "GPU (device = \"gpu\", one replica per process)."),
+      Enum<train::CollectivesBackend>(
+          "collectives.backend", &C::collectives_backend,
+          {train::CollectivesBackend::kAuto, train::CollectivesBackend::kNccl},
+          train::CollectivesBackendName,
+          "auto: in-process, shared memory or MPI, reduced on the host; nccl: NCCL on the "
+          "GPU (device = \"gpu\", one replica per process)."),
       Positive("collectives.bucket_mib", &C::bucket_mib,
                "Gradients are reduced in buckets of this many MiB."),
       Positive("collectives.timeout_s", &C::collective_timeout_s,

@@ -249,7 +249,7 @@ bool IsConfigTable(std::string_view table) {
 
 TrainConfig ConfigDefaults() {
   TrainConfig config;
-  config.replicas_per_process = 0;  // left out: "auto" (actors::ReplicasPerProcess)
+  config.replicas_per_process = 0;  // left out: "auto" (train::ReplicasPerProcess)
   return config;
 }
 

@@ -13,13 +13,13 @@
 #include <variant>
 #include <vector>
 
-#include "actors/train_config.h"
 #include "core/config_key.h"
 #include "core/result.h"
+#include "train/train_config.h"
 
 namespace troupe::launch {
 
-using actors::TrainConfig;
+using train::TrainConfig;
 
 using config::ConfigType;
 using config::ConfigValue;

@@ -17,6 +17,7 @@
 
 #include "core/env.h"
 #include "graph/keras/model_json.h"
+#include "graph/precision.h"
 #include "input/data_source.h"
 #include "launch/config_schema.h"
 
@@ -209,15 +210,16 @@ Status InTable(const Status& status, const std::string& table) {
 // model's own count is checked when the job starts).
 Status CheckKeepBest(const TrainConfig& config, const input::DataSource& source,
                      const std::string& origin) {
-  if (config.keep_best.empty()) return Status::OK();
-  const std::string key = "checkpoint.keep_best = \"" + config.keep_best + "\"";
+  if (config.keep_best == train::TestMetric::kNone) return Status::OK();
+  const std::string key =
+      "checkpoint.keep_best = \"" + std::string(train::TestMetricName(config.keep_best)) + "\"";
   if (source.test_split) {
     if (Status split = InTable(source.test_split(config.data), "data"); !split.ok()) {
       return InvalidArgumentError(origin + ": " + key + " needs a test split: " + split.message() +
                                   "; set it or drop keep_best");
     }
   }
-  if (config.keep_best == "test_top5_accuracy" && config.data.num_classes > 0 &&
+  if (config.keep_best == train::TestMetric::kTop5Accuracy && config.data.num_classes > 0 &&
       config.data.num_classes < 5) {
     return InvalidArgumentError(origin + ": " + key +
                                 " needs at least 5 classes, data.num_classes is " +
@@ -236,13 +238,15 @@ Status AdoptModelPrecision(const PresentKeys& present, TrainConfig& config) {
   // is written); parsing a config does not require its files.
   if (read.status().code() == StatusCode::kNotFound) return Status::OK();
   TROUPE_ASSIGN_OR_RETURN(std::string policy, std::move(read));
-  if (policy == "float32" || policy == config.precision) return Status::OK();
+  TROUPE_ASSIGN_OR_RETURN(DType compute, ParsePrecisionPolicy(policy));
+  if (compute == DType::kFloat32 || compute == config.precision) return Status::OK();
   auto given = present.find("train.precision");
   if (given == present.end()) {
-    config.precision = policy;
+    config.precision = compute;
     return Status::OK();
   }
-  return InvalidArgumentError(given->second + ": train.precision = \"" + config.precision +
+  return InvalidArgumentError(given->second + ": train.precision = \"" +
+                              std::string(PrecisionPolicyName(config.precision)) +
                               "\", but model.keras " + config.model_keras +
                               " was saved under "
                               "Keras' " +
@@ -255,16 +259,18 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   // mode, ...), before anything is written.
   TROUPE_RETURN_IF_ERROR(
       InTable(nn::ValidateOptimizerConfig(config.optimizer), "optimizer").WithContext(origin));
-  if (config.precision != "float32" && config.device == "gpu") {
-    return UnimplementedError(origin + ": train.precision = \"" + config.precision +
+  if (config.precision != DType::kFloat32 && config.device == Device::Type::kGpu) {
+    return UnimplementedError(origin + ": train.precision = \"" +
+                              std::string(PrecisionPolicyName(config.precision)) +
                               "\" runs on CPUs only so far (emulated rounding); use "
                               "train.device = \"cpu\" or train.precision = \"float32\"");
   }
-  if (config.collectives_backend == "nccl" && config.device != "gpu") {
+  const bool nccl = config.collectives_backend == train::CollectivesBackend::kNccl;
+  if (nccl && config.device != Device::Type::kGpu) {
     return InvalidArgumentError(origin +
                                 ": collectives.backend = \"nccl\" needs train.device = \"gpu\"");
   }
-  if (config.collectives_backend == "nccl" && config.replicas_per_process > 1) {
+  if (nccl && config.replicas_per_process > 1) {
     return InvalidArgumentError(
         origin +
         ": collectives.backend = \"nccl\" runs one replica per process (NCCL refuses "

@@ -1,4 +1,4 @@
-// Parsing of TrainConfig (actors/train_config.h), the TOML job description `troupe train CONFIG`
+// Parsing of TrainConfig (train/train_config.h), the TOML job description `troupe train CONFIG`
 // reads (examples/fashion_lenet.toml is the reference). Parsing is strict: an unknown key, a value
 // of the wrong type or range, a missing dataset or an unwritable run directory is an
 // InvalidArgument/NotFound that names the key or path and the fix. `--set section.key=value`
@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/train_config.h"
+#include "train/train_config.h"
 #include "core/result.h"
 
 namespace troupe::launch {
 
-using actors::TrainConfig;
+using train::TrainConfig;
 
 // Parses `text` (from `origin`, used in messages) and applies `overrides` ("train.epochs=3").
 Result<TrainConfig> ParseTrainConfig(const std::string& text, const std::string& origin,

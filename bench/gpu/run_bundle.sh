@@ -22,12 +22,12 @@ for what in "$@"; do
         "$bundle/bin/$t" --gtest_brief=1 2>&1 | tee "$out/$t.log" | tail -40
       done ;;
     train)
-      echo "== actors_train_gpu"
+      echo "== train_gpu"
       TROUPE_BINARY_DIR=$bundle/bin TROUPE_SOURCE_DIR=$src TROUPE_PYTHON=python3 \
-        python3 "$src/tests/actors/train_gpu_test.py" 2>&1 | tee "$out/train_gpu.log" | tail -30
-      echo "== actors_train_gpu_errors"
+        python3 "$src/tests/train/train_gpu_test.py" 2>&1 | tee "$out/train_gpu.log" | tail -30
+      echo "== train_gpu_errors"
       TROUPE_BINARY_DIR=$bundle/bin TROUPE_SOURCE_DIR=$src \
-        python3 "$src/tests/actors/train_gpu_errors_test.py" 2>&1 | tail -5 ;;
+        python3 "$src/tests/train/train_gpu_errors_test.py" 2>&1 | tail -5 ;;
     bench)
       echo "== gpu_compare"
       # nccl-tests' all_reduce_perf is the allreduce reference when the bundle carries it.

@@ -1,11 +1,11 @@
-#include "checkpoint/checkpointable.h"
+#include "checkpoint/s4tf/checkpointable.h"
 
 #include <gtest/gtest.h>
 
-#include "checkpoint/checkpoint_io.h"
+#include "checkpoint/s4tf/checkpoint_io.h"
 #include "tests/checkpoint/test_util.h"
 
-namespace troupe::ckpt {
+namespace troupe::ckpt::s4tf {
 namespace {
 
 using testing::Iota;
@@ -157,4 +157,4 @@ TEST(CheckpointableTest, WriterTakesAnyDTypeAndShards) {
 }
 
 }  // namespace
-}  // namespace troupe::ckpt
+}  // namespace troupe::ckpt::s4tf

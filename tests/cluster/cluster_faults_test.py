@@ -21,7 +21,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "actors"))
+sys.path.insert(0, os.path.join(HERE, "..", "train"))
 from train_common import BIN, CONFIG, ckpt_diff, settings, train  # noqa: E402
 from cluster_train_test import CLUSTER, cluster_env  # noqa: E402
 

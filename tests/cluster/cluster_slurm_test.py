@@ -20,7 +20,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "actors"))
+sys.path.insert(0, os.path.join(HERE, "..", "train"))
 from train_common import (ALLOW_CORES, BIN, CONFIG, MPI_ENV, SRC, ckpt_diff,  # noqa: E402
                           core_backtraces, settings, train)
 

@@ -14,7 +14,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "actors"))
+sys.path.insert(0, os.path.join(HERE, "..", "train"))
 from train_common import BIN, CONFIG, MPI_ENV, ckpt_diff, settings, train  # noqa: E402
 
 STEPS = int(os.environ.get("TROUPE_CLUSTER_STEPS", "60"))

@@ -1,4 +1,5 @@
 #include "input/distribute.h"
+#include "input/tf_compat/distributed_dataset.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,6 +11,9 @@
 #include "input_test_util.h"
 
 namespace troupe::input {
+
+using tf_compat::DistributedDataset;
+using tf_compat::DistributedIterator;
 namespace {
 
 using testing::Batches;

@@ -29,12 +29,16 @@
 #include "input/distribute.h"
 #include "input/example.h"
 #include "input/idx.h"
+#include "input/tf_compat/distributed_dataset.h"
 #include "input/tfrecord.h"
 #include "state_file.h"
 #include "tests/input/input_driver.h"
 #include "tests/testutil/strings.h"
 
 namespace troupe::input {
+
+using tf_compat::DistributedDataset;
+using tf_compat::DistributedIterator;
 
 std::string JsonString(const std::string& s) {
   std::string out = "\"";

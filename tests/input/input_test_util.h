@@ -7,8 +7,12 @@
 
 #include "input/dataset.h"
 #include "input/distribute.h"
+#include "input/tf_compat/distributed_dataset.h"
 
 namespace troupe::input::testing {
+
+using tf_compat::DistributedDataset;
+using tf_compat::DistributedIterator;
 
 // The int64 values of component 0 of every element (a batch contributes a list).
 inline std::vector<std::vector<int64_t>> Batches(const Dataset& ds, int64_t limit = 1 << 30) {

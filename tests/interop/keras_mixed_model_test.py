@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "actors"))
+sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "train"))
 from train_common import BIN, CONFIG, MPI_ENV  # noqa: E402
 sys.path.insert(0, os.path.dirname(__file__))
 from fashion_mnist import test_set  # noqa: E402

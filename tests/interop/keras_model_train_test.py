@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 
-sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "actors"))
+sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "train"))
 from train_common import BIN, CONFIG, MPI_ENV, ckpt_diff  # noqa: E402
 sys.path.insert(0, os.path.dirname(__file__))
 from fashion_mnist import test_set  # noqa: E402

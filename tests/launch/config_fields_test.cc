@@ -1,7 +1,7 @@
 // Every TrainConfig field is read by the code that trains, not only parsed by launch/.
 //
 // Method (a source scan, so that it needs no training run): the fields are the member lines of
-// `struct TrainConfig` in actors/train_config.h. A member whose type is one of the libraries'
+// `struct TrainConfig` in train/train_config.h. A member whose type is one of the libraries'
 // spec structs (the optimizer recipe, its schedule, the data source spec, a feature) stands for
 // that struct's fields, found in the library's header: `optimizer.schedule.decay_steps`,
 // `data.image.key`. In each C++ file of the source tree outside launch/ and tests/, variables
@@ -140,7 +140,7 @@ void AddFields(const std::string& holder, const std::string& text,
 
 std::vector<Field> TrainConfigFields() {
   std::vector<Field> fields;
-  AddFields("TrainConfig", ReadFile(SourceDir() / "actors" / "train_config.h"), {}, &fields);
+  AddFields("TrainConfig", ReadFile(SourceDir() / "train" / "train_config.h"), {}, &fields);
   return fields;
 }
 
@@ -236,7 +236,7 @@ TEST(ConfigFieldsTest, EveryFieldIsReadOutsideLaunch) {
   const std::vector<Field> fields = TrainConfigFields();
   std::set<std::string> paths;
   for (const Field& f : fields) paths.insert(f.path);
-  ASSERT_GE(fields.size(), 30u) << "actors/train_config.h no longer parses as expected";
+  ASSERT_GE(fields.size(), 30u) << "train/train_config.h no longer parses as expected";
   ASSERT_TRUE(paths.count("seed") && paths.count("source_text") && paths.count("resize"));
   ASSERT_TRUE(paths.count("data.image.shape") && paths.count("data.label.dtype"));
   ASSERT_TRUE(paths.count("optimizer.learning_rate") &&
@@ -267,7 +267,7 @@ TEST(ConfigFieldsTest, EveryFieldIsReadOutsideLaunch) {
 TEST(ConfigFieldsTest, ScanFindsAccessesThroughDeclaredVariables) {
   const std::string code =
       "int F(const TrainConfig& c, const Other& o) { return c.seed + o.epochs; }\n"
-      "void G(const actors::TrainConfig &config) { Use(config.run_dir, p->x); }\n";
+      "void G(const train::TrainConfig &config) { Use(config.run_dir, p->x); }\n";
   EXPECT_EQ(PathsRead(code, VariablesOf(code, "TrainConfig")),
             (std::set<std::string>{"run_dir", "seed"}));
   // Paths: every prefix of a path is read; a method call ends it.

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "actors"))
+sys.path.insert(0, os.path.join(os.environ["TROUPE_SOURCE_DIR"], "tests", "train"))
 from train_common import BIN, CONFIG, MPI_ENV, SRC, settings, tmpdir  # noqa: E402
 
 TRAIN_SH = os.path.join(SRC, "launch", "mpirun", "train.sh")

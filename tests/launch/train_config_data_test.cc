@@ -63,7 +63,7 @@ TEST(TrainConfigTest, KeepBestNeedsATestSplitAndTop5FiveClasses) {
                              {"checkpoint.keep_best=test_top5_accuracy",
                               "train.eval_every_steps=50", "train.label_smoothing=0.1"});
   ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_EQ(ok->keep_best, "test_top5_accuracy");
+  EXPECT_EQ(ok->keep_best, train::TestMetric::kTop5Accuracy);
   EXPECT_EQ(ok->eval_every_steps, 50);
   EXPECT_EQ(ok->label_smoothing, 0.1);
   EXPECT_FALSE(ParseTrainConfig("", "t.toml", {"train.label_smoothing=1"}).ok());
@@ -123,7 +123,7 @@ TEST(TrainConfigTest, AutoShardPolicies) {
   for (std::string policy : {"AUTO", "FILE", "DATA", "OFF"}) {
     auto c = ParseTrainConfig("", "t", {"data.auto_shard=" + policy});
     ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_EQ(c->auto_shard, policy);
+    EXPECT_EQ(input::AutoShardPolicyName(c->auto_shard), policy);
   }
   EXPECT_TRUE(Mentions(ParseTrainConfig("", "t", {"data.auto_shard=HINT"}),
                        "data.auto_shard: 'HINT' is not one of AUTO, FILE, DATA, OFF"));

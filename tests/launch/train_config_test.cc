@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "graph/precision.h"
 #include "input/data_source.h"
 #include "launch/config_schema.h"
 #include "tests/launch/train_config_test_util.h"
@@ -367,9 +368,9 @@ TEST(TrainConfigTest, PrecisionPolicies) {
   for (const char* p : {"float32", "mixed_bfloat16", "mixed_float16"}) {
     auto ok = ParseTrainConfig("", "t.toml", {std::string("train.precision=") + p});
     ASSERT_TRUE(ok.ok()) << ok.status();
-    EXPECT_EQ(ok->precision, p);
+    EXPECT_EQ(PrecisionPolicyName(ok->precision), p);
   }
-  EXPECT_EQ(ParseTrainConfig("", "t.toml")->precision, "float32");
+  EXPECT_EQ(PrecisionPolicyName(ParseTrainConfig("", "t.toml")->precision), "float32");
   auto bad = ParseTrainConfig("", "t.toml", {"train.precision=float16"});
   EXPECT_TRUE(Mentions(bad, "mixed_bfloat16")) << bad.status();
   auto gpu = ParseTrainConfig("", "t.toml", {"train.precision=mixed_float16", "train.device=gpu"});
@@ -411,18 +412,20 @@ TEST(TrainConfigTest, KerasModelPolicyBecomesThePrecision) {
     return "model.keras=" + path;
   };
   const std::string f16 = model("f16.json", "mixed_float16");
-  EXPECT_EQ(ParseTrainConfig("", "t.toml", {f16})->precision, "mixed_float16");
-  EXPECT_EQ(ParseTrainConfig("", "t.toml", {f16, "train.precision=mixed_float16"})->precision,
+  EXPECT_EQ(PrecisionPolicyName(ParseTrainConfig("", "t.toml", {f16})->precision), "mixed_float16");
+  EXPECT_EQ(PrecisionPolicyName(
+                ParseTrainConfig("", "t.toml", {f16, "train.precision=mixed_float16"})->precision),
             "mixed_float16");
   auto clash = ParseTrainConfig("", "t.toml", {f16, "train.precision=mixed_bfloat16"});
   EXPECT_TRUE(Mentions(clash, "mixed_float16 dtype policy")) << clash.status();
   EXPECT_TRUE(Mentions(clash, "f16.json")) << clash.status();
   const std::string f32 = model("f32.json", "float32");
-  EXPECT_EQ(ParseTrainConfig("", "t.toml", {f32, "train.precision=mixed_bfloat16"})->precision,
+  EXPECT_EQ(PrecisionPolicyName(
+                ParseTrainConfig("", "t.toml", {f32, "train.precision=mixed_bfloat16"})->precision),
             "mixed_bfloat16");
   auto missing = ParseTrainConfig("", "t.toml", {"model.keras=" + dir + "/none.json"});
   ASSERT_TRUE(missing.ok()) << missing.status();  // the model loader reports it
-  EXPECT_EQ(missing->precision, "float32");
+  EXPECT_EQ(PrecisionPolicyName(missing->precision), "float32");
 }
 
 // The coordinator's advertised address: either key alone is kept, both together are refused.

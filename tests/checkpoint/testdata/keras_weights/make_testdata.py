@@ -1,5 +1,5 @@
 # Writes small.weights.h5 (for tests/checkpoint/keras_weights_h5_test.cc and
-# tests/actors/keras_weights_init_test.cc) and the model's JSON small.json with Keras 3 (TF 2.21
+# tests/train/keras_weights_init_test.cc) and the model's JSON small.json with Keras 3 (TF 2.21
 # venv): a Functional model with Dense, BatchNormalization and MultiHeadAttention, every weight
 # set to  w.flat[i] = layer_number * 100 + weight_number * 10 + i * 0.5  so the test can check
 # values. Run: python make_testdata.py
