@@ -10,7 +10,6 @@
 #include <cstdlib>
 
 #include "actors/control_plane.h"
-#include "train/trainer.h"
 #include "launch/command.h"
 #include "launch/environment.h"
 #include "launch/flags.h"
@@ -18,6 +17,7 @@
 #include "launch/rank_report.h"
 #include "launch/supervisor.h"
 #include "launch/train_config.h"
+#include "train/trainer.h"
 
 namespace troupe::launch {
 namespace {
@@ -82,7 +82,8 @@ void PrintEndOfRun(const train::TrainSummary& s) {
     std::printf("done: %lld steps, nothing left to train, last checkpoint %s\n",
                 static_cast<long long>(s.steps), s.last_checkpoint.c_str());
   } else {
-    char test[128] = "no evaluation (data.eval_files is not set)";
+    char test[256];
+    std::snprintf(test, sizeof(test), "no evaluation (%s)", s.no_evaluation.c_str());
     if (s.test_accuracy) {
       const int n = std::snprintf(test, sizeof(test), "test loss %.4f, test accuracy %.4f",
                                   *s.test_loss, *s.test_accuracy);

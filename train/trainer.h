@@ -62,8 +62,10 @@ struct TrainSummary {
   std::optional<double> test_loss;
   std::optional<double> test_accuracy;
   std::optional<double> test_top5_accuracy;  // models with >= 5 classes
-  double wall_s = 0;                         // this run, set-up included
-  double examples_per_sec = 0;               // mean over this run's steps
+  // Why there was no evaluation when the source has no test split ("data.eval_files: ...").
+  std::string no_evaluation;
+  double wall_s = 0;            // this run, set-up included
+  double examples_per_sec = 0;  // mean over this run's steps
   // Updates skipped as non-finite (train.skip_nonfinite, or mixed_float16's loss scale).
   int64_t skipped_steps = 0;
   double allreduce_wait_ms = 0;  // per step, on rank 0 (StepMetrics::allreduce_wait_s)

@@ -233,6 +233,7 @@ Result<TrainSummary> Trainer::Run() {
   summary.in_place_allreduces =
       (p.reduction.bucket_comm ? *p.reduction.bucket_comm : *p.links.comm).zero_copy_ops();
   summary.last_checkpoint = p.run.manager->latest_checkpoint().value_or("");
+  summary.no_evaluation = p.input.no_eval_reason;
   actors::JobOutcome outcome = p.links.plane->Finish(Status::OK());
   TROUPE_RETURN_IF_ERROR(outcome.status);
   return summary;

@@ -58,13 +58,13 @@ Status Trainer::Parts::ReportEvaluation(const EvalResult& test, bool epoch_end) 
   // train.max_steps can end it inside one, and the label says so.
   const bool whole_epoch = step % steps_per_epoch == 0;
   if (input.no_eval_split) {
+    const char* why = input.no_eval_reason.c_str();
     if (epoch_end && whole_epoch) {
-      std::printf("epoch %lld done (no evaluation: data.eval_files is not set)\n", epoch);
+      std::printf("epoch %lld done (no evaluation: %s)\n", epoch, why);
     } else if (epoch_end) {
       std::printf(
-          "step %lld: the run ends inside epoch %lld (train.max_steps; no evaluation: "
-          "data.eval_files is not set)\n",
-          static_cast<long long>(step), epoch);
+          "step %lld: the run ends inside epoch %lld (train.max_steps; no evaluation: %s)\n",
+          static_cast<long long>(step), epoch, why);
     }
     std::fflush(stdout);
     return Status::OK();

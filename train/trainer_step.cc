@@ -265,12 +265,17 @@ Result<EvalResult> Trainer::Evaluate() {
   const EvalResult none{std::nan(""), std::nan(""), std::nullopt, std::nullopt};
   if (p.input.no_eval_split) return none;
   if (!p.input.eval_input) {
-    Result<JobInput> eval = EvaluationInput(p.config);
-    if (eval.status().code() == StatusCode::kNotFound && p.config.data.eval_files.empty() &&
-        p.config.data.source == "tfrecord") {
-      p.input.no_eval_split = true;
-      return none;
+    // A source whose config gives it no test split (tfrecord without eval_files) trains
+    // without evaluations; the reports say why.
+    TROUPE_ASSIGN_OR_RETURN(input::DataSource source, input::FindDataSource(p.config.data.source));
+    if (source.test_split) {
+      if (Status split = source.test_split(p.config.data); !split.ok()) {
+        p.input.no_eval_split = true;
+        p.input.no_eval_reason = "data." + std::string(split.message());
+        return none;
+      }
     }
+    Result<JobInput> eval = EvaluationInput(p.config);
     TROUPE_RETURN_IF_ERROR(eval.status());
     p.input.eval_input = std::make_unique<JobInput>(std::move(*eval));
   }

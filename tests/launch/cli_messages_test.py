@@ -222,6 +222,22 @@ def case_eval(tmp):
     expect(code, out, 0, "test accuracy")
 
 
+def case_no_test_split(tmp):
+    # A source whose config gives it no test split trains without evaluations, and the
+    # progress and end-of-run lines say which key would give it one (the source's own reason).
+    shards = os.path.join(tmp, "shards")
+    code, out = troupe("data", "convert", "--split", "train", "--out", shards + "/train",
+                       "--shards", "2")
+    expect(code, out, 0)
+    path, run_dir = config(tmp, "no_split")
+    code, out = troupe("train", path, *sets("data.source=tfrecord", "data.num_classes=10",
+                                            "data.files=" + shards + "/train-*",
+                                            "train.max_steps=3"))
+    expect(code, out, 0, "no evaluation: data.eval_files:",
+           "no evaluation (data.eval_files: the tfrecord source evaluates only with it)")
+    assert "test accuracy" not in out, out
+
+
 def case_layer(tmp):
     code, text = troupe("model", "show", "mlp", "--json")
     expect(code, text, 0)

@@ -80,6 +80,7 @@ struct InputParts {
   std::unique_ptr<input::ReplicaFeed> feed;  // their model-ready batches, made ahead
   std::unique_ptr<JobInput> eval_input;      // opened by the first Evaluate, read every epoch
   bool no_eval_split = false;                // the source has no test split
+  std::string no_eval_reason;                // why not, naming the key it needs
 };
 
 // Gradient reduction (CreateGradientReduction): NCCL on the GPU, or buckets reduced on the host
