@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <map>
 
-#include "train/batches.h"
 #include "core/env.h"
 #include "launch/command.h"
 #include "launch/flags.h"
 #include "launch/train_config.h"
+#include "train/batches.h"
 
 namespace troupe::launch {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "train/train_config.h"
 #include "core/result.h"
+#include "train/train_config.h"
 
 namespace troupe::launch {
 
