@@ -1,7 +1,9 @@
 #include "input/data_source.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <set>
 
 #include "core/named_registry.h"
 #include "input/synthetic_source.h"
@@ -103,6 +105,55 @@ Status RegisterDataSource(const std::string& name, DataSourceFn fn) {
 }
 
 Result<DataSource> FindDataSource(const std::string& name) { return TheRegistry().Find(name); }
+
+namespace {
+
+bool KeyChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+}  // namespace
+
+Status PlaceDataKeys(const Status& status, std::string_view table,
+                     const std::vector<std::string>& more) {
+  if (status.ok()) return status;
+  return Status(status.code(), PlaceDataKeys(status.message(), table, more));
+}
+
+std::string PlaceDataKeys(std::string_view m, std::string_view table,
+                          const std::vector<std::string>& more) {
+  std::set<std::string> keys(more.begin(), more.end());
+  for (const DataKey& k : CommonDataKeys()) keys.insert(k.name);
+  for (const auto& [name, source] : RegisteredDataSources()) {
+    for (const DataKey& k : source.keys) keys.insert(k.name);
+  }
+  keys.insert({"features.image", "features.label"});  // the tables, as messages name them
+  std::string out;
+  size_t i = 0;
+  while (i < m.size()) {
+    if (!KeyChar(m[i]) || (i > 0 && KeyChar(m[i - 1]))) {
+      out += m[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < m.size() && KeyChar(m[end])) ++end;
+    std::string word(m.substr(i, end - i));
+    while (!word.empty() && word.back() == '.') word.pop_back();  // a sentence's full stop
+    if (word.empty()) {
+      out += m[i++];
+      continue;
+    }
+    const bool line_start =
+        i == 0 || m[i - 1] == '\n' || (i >= 2 && m[i - 1] == ' ' && m[i - 2] == '-');
+    // "set compression = ...": a word assigned to is a key, whatever it spells.
+    const bool unmistakable =
+        word.find_first_of("._") != std::string::npos || m.substr(i + word.size(), 2) == " =";
+    if (keys.count(word) > 0 && (line_start || unmistakable)) {
+      out += std::string(table) + ".";
+    }
+    out += word;
+    i += word.size();
+  }
+  return out;
+}
 
 std::vector<std::pair<std::string, DataSource>> RegisteredDataSources() {
   return TheRegistry().Entries();

@@ -122,6 +122,18 @@ Result<SourceData> OpenDataSource(const DataSourceSpec& spec, DataSplit split,
 // In registration order.
 std::vector<std::string> RegisteredDataSourceNames();
 
+// input/ names the [data] keys in its messages relative to that table ("num_classes: ...",
+// "set features.image.decode = ..."): `status` with them placed in `table` ("data.num_classes:
+// ...") for a user who writes the full path. A key is placed where it starts the message or a
+// line of it, and, when its name holds a '.' or '_' (no English word does), anywhere. The keys
+// are every registered source's, the common ones and `more` (the table's keys the training loop
+// owns: "auto_shard", "shuffle_buffer").
+Status PlaceDataKeys(const Status& status, std::string_view table,
+                     const std::vector<std::string>& more = {});
+// The same for a message (a warning).
+std::string PlaceDataKeys(std::string_view message, std::string_view table,
+                          const std::vector<std::string>& more = {});
+
 // Rows of a batch of `n` that replica `replica` of `replicas` gets: TF splits a batch as evenly
 // as possible, the first n % replicas replicas taking one more row.
 std::pair<int64_t, int64_t> ReplicaRows(int64_t n, int replicas, int replica);

@@ -100,15 +100,15 @@ std::string InputMismatch(const InputPositions& saved, const InputPositions& now
            "cannot continue where it stood (OFF's one global stream can)";
   }
   if (saved.global_batch_size != now.global_batch_size) {
-    return changed("train.global_batch_size", std::to_string(saved.global_batch_size),
+    return changed("the global batch size", std::to_string(saved.global_batch_size),
                    std::to_string(now.global_batch_size));
   }
   if (saved.shuffle_buffer != now.shuffle_buffer) {
-    return changed("data.shuffle_buffer", std::to_string(saved.shuffle_buffer),
+    return changed("shuffle_buffer", std::to_string(saved.shuffle_buffer),
                    std::to_string(now.shuffle_buffer));
   }
   if (saved.seed != now.seed) {
-    return changed("job.seed", std::to_string(saved.seed), std::to_string(now.seed));
+    return changed("the job seed", std::to_string(saved.seed), std::to_string(now.seed));
   }
   if (saved.positions.size() != now.positions.size()) {
     return changed("the number of input pipelines", std::to_string(saved.positions.size()),

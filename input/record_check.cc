@@ -80,7 +80,7 @@ std::string DecodeFor(std::string_view kind) {
   return "";
 }
 
-// " (\"x\" is a bytes_list: set data.features.image.key = \"x\")" when exactly one feature of
+// " (\"x\" is a bytes_list: set features.image.key = \"x\")" when exactly one feature of
 // the record other than `other_key` has `kind`.
 std::string KeyHint(const Example& ex, Feature::Kind kind, const std::string& other_key,
                     const std::string& config_key) {
@@ -99,7 +99,7 @@ std::string KeyHint(const Example& ex, Feature::Kind kind, const std::string& ot
 
 // What to set when the feature's list is not the kind `decode` reads.
 std::string KindHint(const Feature& f, int64_t need) {
-  const std::string set = ": set data.features.image.decode = ";
+  const std::string set = ": set features.image.decode = ";
   if (f.kind == Feature::Kind::kFloat) return set + "\"float\"";
   if (f.kind == Feature::Kind::kInt64) {
     return set + "\"int64\" (ids, for an Embedding) or store the pixels as bytes";
@@ -125,10 +125,10 @@ void CheckEncodedImage(const FeatureSpec& im, const std::string& bytes,
       problems->push_back(
           name + " holds a " + std::string(kind) + " (" + size + "), not raw pixels: " +
           (decode.empty() ? "Troupe decodes PNG and JPEG only; re-encode the images as PNG"
-                          : "set data.features.image.decode = " + Quoted(decode)));
+                          : "set features.image.decode = " + Quoted(decode)));
     } else if (static_cast<int64_t>(bytes.size()) != need) {
       std::string p = name + " holds " + std::to_string(bytes.size()) +
-                      " raw bytes, data.features.image.shape " + ShapeText(im.shape) + " needs " +
+                      " raw bytes, features.image.shape " + ShapeText(im.shape) + " needs " +
                       std::to_string(need);
       if (static_cast<int64_t>(bytes.size()) == 4 * need) {
         p += " (4 bytes per value: float32 pixels? decode = \"raw\" reads one uint8 per value; "
@@ -142,10 +142,10 @@ void CheckEncodedImage(const FeatureSpec& im, const std::string& bytes,
     std::string p = name + " holds " + size + " that are not a " + want;
     const std::string decode = DecodeFor(kind);
     if (!decode.empty()) {
-      p += " but a " + std::string(kind) + ": set data.features.image.decode = " + Quoted(decode);
+      p += " but a " + std::string(kind) + ": set features.image.decode = " + Quoted(decode);
     } else if (static_cast<int64_t>(bytes.size()) == need) {
-      p += " but exactly as many as data.features.image.shape " + ShapeText(im.shape) +
-           " has values: raw pixels? set data.features.image.decode = \"raw\"";
+      p += " but exactly as many as features.image.shape " + ShapeText(im.shape) +
+           " has values: raw pixels? set features.image.decode = \"raw\"";
     } else if (!kind.empty()) {
       p += " (they look like " + std::string(kind) + ")";
     }
@@ -160,8 +160,8 @@ void CheckEncodedImage(const FeatureSpec& im, const std::string& bytes,
                         " that does not decode: " + img.status().message());
   } else if (img->shape() != TensorShape(im.shape)) {
     problems->push_back(name + " decodes to an image of shape " + img->shape().ToString() +
-                        ", data.features.image.shape is " + ShapeText(im.shape) +
-                        " (set it to the images' size; data.augment.resize resizes after that)");
+                        ", features.image.shape is " + ShapeText(im.shape) +
+                        " (set it to the images' size; augment.resize resizes after that)");
   }
 }
 
@@ -174,13 +174,13 @@ void CheckImage(const DataSourceSpec& spec, const Example& ex, std::vector<std::
   const int64_t need = Product(im.shape);
   auto it = ex.find(im.key);
   if (it == ex.end()) {
-    problems->push_back("data.features.image.key = " + Quoted(im.key) +
+    problems->push_back("features.image.key = " + Quoted(im.key) +
                         ": the record has no such feature" +
-                        KeyHint(ex, want, spec.label.key, "data.features.image.key"));
+                        KeyHint(ex, want, spec.label.key, "features.image.key"));
     return;
   }
   const Feature& f = it->second;
-  const std::string decode = "data.features.image.decode = " + Quoted(im.decode);
+  const std::string decode = "features.image.decode = " + Quoted(im.decode);
   if (f.kind != want) {
     problems->push_back(
         decode + " reads " +
@@ -199,7 +199,7 @@ void CheckImage(const DataSourceSpec& spec, const Example& ex, std::vector<std::
   }
   if (static_cast<int64_t>(Count(f)) != need) {
     problems->push_back(Quoted(im.key) + " holds " + std::to_string(Count(f)) +
-                        " values, data.features.image.shape " + ShapeText(im.shape) + " needs " +
+                        " values, features.image.shape " + ShapeText(im.shape) + " needs " +
                         std::to_string(need));
   }
 }
@@ -208,14 +208,14 @@ void CheckLabel(const DataSourceSpec& spec, const Example& ex, std::vector<std::
   const FeatureSpec& lb = spec.label;
   auto it = ex.find(lb.key);
   if (it == ex.end()) {
-    problems->push_back(
-        "data.features.label.key = " + Quoted(lb.key) + ": the record has no such feature" +
-        KeyHint(ex, Feature::Kind::kInt64, spec.image.key, "data.features.label.key"));
+    problems->push_back("features.label.key = " + Quoted(lb.key) +
+                        ": the record has no such feature" +
+                        KeyHint(ex, Feature::Kind::kInt64, spec.image.key, "features.label.key"));
     return;
   }
   const Feature& f = it->second;
   if (f.kind != Feature::Kind::kInt64) {
-    std::string p = "data.features.label.dtype = \"int64\" reads an int64_list of class ids, " +
+    std::string p = "features.label.dtype = \"int64\" reads an int64_list of class ids, " +
                     Quoted(lb.key) + " is a " + DescribeFeature(f);
     if (f.kind == Feature::Kind::kBytes) {
       p += " (text labels? write the class ids 0 .. num_classes-1 as an int64_list)";
@@ -228,15 +228,14 @@ void CheckLabel(const DataSourceSpec& spec, const Example& ex, std::vector<std::
   const int64_t need = Product(lb.shape);
   if (static_cast<int64_t>(f.int64s.size()) != need) {
     problems->push_back(Quoted(lb.key) + " holds " + std::to_string(f.int64s.size()) +
-                        " values, data.features.label.shape " + ShapeText(lb.shape) + " needs " +
+                        " values, features.label.shape " + ShapeText(lb.shape) + " needs " +
                         std::to_string(need));
     return;
   }
   for (int64_t v : f.int64s) {
     if (v < 0 || v >= spec.num_classes) {
       problems->push_back(Quoted(lb.key) + " holds " + std::to_string(v) +
-                          ", outside [0, data.num_classes = " + std::to_string(spec.num_classes) +
-                          ")");
+                          ", outside [0, num_classes = " + std::to_string(spec.num_classes) + ")");
       return;
     }
   }
@@ -282,10 +281,10 @@ Status CheckFraming(std::string_view files_key, const std::string& path, Compres
   if (compression == Compression::kNone) {
     if (LooksLikeTFRecord(head)) return Status::OK();
     if (kind == "gzip data") {
-      return NotTFRecord(files_key, path, describe, "set data.compression = \"GZIP\"");
+      return NotTFRecord(files_key, path, describe, "set compression = \"GZIP\"");
     }
     if (kind == "zlib data") {
-      return NotTFRecord(files_key, path, describe, "set data.compression = \"ZLIB\"");
+      return NotTFRecord(files_key, path, describe, "set compression = \"ZLIB\"");
     }
     return NotTFRecord(files_key, path, describe, "");
   }
@@ -294,14 +293,13 @@ Status CheckFraming(std::string_view files_key, const std::string& path, Compres
   const std::string name = gzip ? "GZIP" : "ZLIB";
   if (LooksLikeTFRecord(head)) {
     return FailedPreconditionError(std::string(files_key) + ": " + path +
-                                   " is an uncompressed TFRecord file, data.compression is \"" +
-                                   name + "\": set data.compression = \"\"");
+                                   " is an uncompressed TFRecord file, but compression = \"" +
+                                   name + "\": set compression = \"\"");
   }
   if (kind == "gzip data" || kind == "zlib data") {
     return FailedPreconditionError(std::string(files_key) + ": " + path + " holds " +
-                                   std::string(kind) + ", data.compression is \"" + name +
-                                   "\": set data.compression = \"" + (gzip ? "ZLIB" : "GZIP") +
-                                   "\"");
+                                   std::string(kind) + ", but compression = \"" + name +
+                                   "\": set compression = \"" + (gzip ? "ZLIB" : "GZIP") + "\"");
   }
   return NotTFRecord(files_key, path,
                      describe + ", not " + (gzip ? "gzip" : "zlib") + "-compressed data", "");
@@ -349,9 +347,9 @@ Result<std::string> CheckFirstRecord(const DataSourceSpec& spec,
     }
     const std::vector<std::string> problems = FeatureProblems(spec, *example);
     if (problems.empty()) return record;
-    std::string m = key + ": record 0 of " + path + " does not fit data.features (" +
-                    std::to_string(problems.size()) +
-                    (problems.size() == 1 ? " problem):" : " problems):");
+    std::string m =
+        key + ": record 0 of " + path + " does not fit features.image and features.label (" +
+        std::to_string(problems.size()) + (problems.size() == 1 ? " problem):" : " problems):");
     for (const std::string& p : problems) m += "\n  - " + p;
     m += "\n  the record holds " + DescribeExample(*example);
     return FailedPreconditionError(m);

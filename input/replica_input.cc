@@ -44,20 +44,20 @@ Result<AutoShardPolicy> ResolveShardPolicy(const SourceData& source,
     case AutoShardPolicy::kFile:
       if (files == 0) {
         return InvalidArgumentError(
-            "data.auto_shard = \"FILE\" hands each replica its own files, but this data source "
+            "auto_shard = \"FILE\" hands each replica its own files, but this data source "
             "reads no files; use \"DATA\" (every replica reads all and keeps every R-th batch) "
             "or \"AUTO\"");
       }
       if (files < R) {
         return InvalidArgumentError(
-            "data.auto_shard = \"FILE\": the data has " + Count(files, "file") + " for " +
+            "auto_shard = \"FILE\": the data has " + Count(files, "file") + " for " +
             Count(R, "replica") + "; every replica needs at least one. Write at least " +
             std::to_string(R) + " shards (troupe data convert --shards " + std::to_string(R) +
             "), run fewer replicas, or use \"DATA\" or \"AUTO\"");
       }
       return options.policy;
     default:
-      return InvalidArgumentError("data.auto_shard: HINT is not a policy a job can use");
+      return InvalidArgumentError("auto_shard: HINT is not a policy a job can use");
   }
 }
 
@@ -111,7 +111,7 @@ Result<ReplicaPlan> PlanReplicaInput(const SourceData& source, const ReplicaInpu
     return FailedPreconditionError(
         who + " has " + Count(examples, "example") + " (" + AutoShardPolicyName(policy).data() +
         " sharding over " + Count(R, "replica") + "), too few for one batch of " +
-        std::to_string(plan.batch_size) + "; use more data or a smaller train.global_batch_size");
+        std::to_string(plan.batch_size) + "; use more data or a smaller global batch");
   }
   plan.epoch = std::move(ds);
   return plan;

@@ -38,14 +38,15 @@ Result<Element> SyntheticToModel(const Element& raw, int64_t seed, const TensorS
 Result<SourceData> OpenSyntheticSource(const DataSourceSpec& spec, DataSplit split,
                                        const InputContext&) {
   if (spec.num_classes < 1 || spec.num_classes > (int64_t{1} << 31)) {
-    return InvalidArgumentError("data.source = \"synthetic\" needs data.num_classes >= 1");
+    return InvalidArgumentError("num_classes: the synthetic source needs it >= 1");
   }
   if (spec.synthetic_examples < 1) {
-    return InvalidArgumentError("data.source = \"synthetic\" needs data.synthetic_examples >= 1");
+    return InvalidArgumentError("synthetic_examples: the synthetic source needs it >= 1");
   }
   if (spec.image.shape.empty()) {
     return InvalidArgumentError(
-        "data.source = \"synthetic\" takes its examples' shape from data.features.image.shape");
+        "features.image.shape: the synthetic source takes its examples' shape from it; it is "
+        "empty");
   }
   const TensorShape shape(spec.image.shape);
   const bool train = split == DataSplit::kTrain;

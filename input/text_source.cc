@@ -53,14 +53,14 @@ Result<Element> TextToModel(const Element& raw) {
 Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
                                   const InputContext&) {
   if (spec.sequence_length < 1) {
-    return InvalidArgumentError("data.source = \"text\" needs data.sequence_length >= 1");
+    return InvalidArgumentError("sequence_length: the text source needs it >= 1");
   }
   if (spec.files.empty()) {
     return InvalidArgumentError(
-        "data.source = \"text\" needs data.files, a glob of text files (e.g. "
+        "files: the text source needs a glob of text files (e.g. "
         "\"/usr/share/games/fortunes/*.u8\")");
   }
-  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files, "data.files"));
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files, "files"));
   TROUPE_ASSIGN_OR_RETURN(std::string text, ReadAll(files));
   std::array<int, 256> ids{};
   std::array<bool, 256> present{};
@@ -74,10 +74,10 @@ Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
                         ? Windows(text, ids, 0, cut, spec.sequence_length)
                         : Windows(text, ids, cut, text.size(), spec.sequence_length);
   if (windows[0].dim(0) == 0) {
-    return InvalidArgumentError(
-        "data.files = \"" + spec.files + "\": " + std::to_string(text.size()) +
-        " characters are too few for one " + std::to_string(spec.sequence_length) +
-        "-character example in each split");
+    return InvalidArgumentError("files = \"" + spec.files + "\": " + std::to_string(text.size()) +
+                                " characters are too few for one " +
+                                std::to_string(spec.sequence_length) +
+                                "-character example in each split");
   }
   SourceData out;
   out.examples = Dataset::FromTensorSlices(std::move(windows));

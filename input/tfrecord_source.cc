@@ -93,7 +93,7 @@ class ExampleDecoder {
       if (ids[i] < 0 || ids[i] >= spec_.num_classes) {
         return InvalidArgumentError(
             "feature '" + lb.key + "' holds " + std::to_string(ids[i]) +
-            ", outside [0, data.num_classes = " + std::to_string(spec_.num_classes) + ")");
+            ", outside [0, num_classes = " + std::to_string(spec_.num_classes) + ")");
       }
       out_labels[i] = static_cast<int32_t>(ids[i]);
     }
@@ -123,7 +123,7 @@ class ExampleDecoder {
     if (im.decode == "raw") {
       if (static_cast<int64_t>(bytes.size()) != size) {
         return InvalidArgumentError("feature '" + im.key + "' holds " +
-                                    std::to_string(bytes.size()) + " raw bytes, data.features." +
+                                    std::to_string(bytes.size()) + " raw bytes, features." +
                                     "image.shape " + ShapeText(im.shape) + " needs " +
                                     std::to_string(size));
       }
@@ -137,9 +137,9 @@ class ExampleDecoder {
     if (!img.ok()) return img.status().WithContext("feature '" + im.key + "'");
     if (img->shape() != TensorShape(im.shape)) {
       return InvalidArgumentError("feature '" + im.key + "' decodes to an image of shape " +
-                                  img->shape().ToString() + ", data.features.image.shape is " +
-                                  ShapeText(im.shape) +
-                                  " (set data.augment.resize to take other sizes)");
+                                  img->shape().ToString() +
+                                  ", features.image.shape = " + ShapeText(im.shape) +
+                                  " (set augment.resize to take other sizes)");
     }
     return img;
   }
@@ -157,12 +157,13 @@ class ExampleDecoder {
         if (!(*reader)->ReadRecord(&r).ok()) break;
         if (r == record) {
           return Status(error.code(), "tfrecord " + file + ", record " + std::to_string(index) +
-                                          " (offset " + std::to_string(offset) + "): " +
-                                          Problems(record, error) + "; check data.features");
+                                          " (offset " + std::to_string(offset) +
+                                          "): " + Problems(record, error) +
+                                          "; check features.image and features.label");
         }
       }
     }
-    return error.WithContext("tfrecord: a record of data.files");
+    return error.WithContext("tfrecord: a record of the source's files");
   }
 
   // Every problem the set-up check finds in `record` (the decoder stops at the first) with the
@@ -188,37 +189,37 @@ Status CheckFeatures(const DataSourceSpec& spec) {
   const FeatureSpec& im = spec.image;
   const std::string decodes[] = {"raw", "png", "jpeg", "int64", "float"};
   if (std::find(std::begin(decodes), std::end(decodes), im.decode) == std::end(decodes)) {
-    return InvalidArgumentError("data.features.image.decode = \"" + im.decode +
+    return InvalidArgumentError("features.image.decode = \"" + im.decode +
                                 "\" is not one of raw, png, jpeg, int64, float");
   }
   if (im.key.empty() || spec.label.key.empty()) {
     return InvalidArgumentError(
-        "data.features.image.key and data.features.label.key name the "
+        "features.image.key and features.label.key name the "
         "Example features; neither may be empty");
   }
   if (im.shape.empty() || Product(im.shape) < 1) {
     return InvalidArgumentError(
-        "data.features.image.shape must list the example's dimensions, "
+        "features.image.shape must list the example's dimensions, "
         "e.g. [28, 28, 1]");
   }
   if ((im.decode == "png" || im.decode == "jpeg") && im.shape.size() != 3) {
-    return InvalidArgumentError("data.features.image.decode = \"" + im.decode +
+    return InvalidArgumentError("features.image.decode = \"" + im.decode +
                                 "\" needs shape [height, width, channels], got " +
                                 ShapeText(im.shape));
   }
   if (im.decode == "int64" && (im.scale != 1.0 || im.offset != 0.0)) {
     return InvalidArgumentError(
-        "data.features.image.scale/offset apply to pixel and float "
+        "features.image.scale and features.image.offset apply to pixel and float "
         "features; int64 features are ids, taken as they are");
   }
   if (spec.label.dtype != "int64") {
-    return InvalidArgumentError("data.features.label.dtype = \"" + spec.label.dtype +
+    return InvalidArgumentError("features.label.dtype = \"" + spec.label.dtype +
                                 "\": the models' losses take integer class ids; store labels "
                                 "as int64");
   }
   if (spec.num_classes < 1) {
     return InvalidArgumentError(
-        "data.source = \"tfrecord\" needs data.num_classes >= 1 (labels "
+        "num_classes: the tfrecord source needs it >= 1 (labels "
         "are class ids in [0, num_classes))");
   }
   return Status::OK();
@@ -264,7 +265,7 @@ std::string InputRange(const FeatureSpec& im) {
 std::vector<std::string> InputWarnings(const FeatureSpec& im) {
   if (!IsPixels(im) || std::abs(im.scale) * 255.0 <= 10.0) return {};
   return {"pixels reach the model as " + PixelRange(im) +
-          ": set data.features.image.scale = 0.00392156862745098 (1/255) for 0..1 (Troupe's "
+          ": set features.image.scale = 0.00392156862745098 (1/255) for 0..1 (Troupe's "
           "Keras import has no Rescaling layer to scale inside the model)"};
 }
 
@@ -287,10 +288,10 @@ Result<SourceData> OpenTFRecordSource(const DataSourceSpec& spec, DataSplit spli
   const bool train = split == DataSplit::kTrain;
   if (!train && spec.eval_files.empty()) {
     return NotFoundError(
-        "data.source = \"tfrecord\" has no evaluation split: set "
-        "data.eval_files to a glob of its files");
+        "eval_files: the tfrecord source has no evaluation split without it; set it to a glob "
+        "of its files");
   }
-  const std::string key = train ? "data.files" : "data.eval_files";
+  const std::string key = train ? "files" : "eval_files";
   TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           MatchFiles(train ? spec.files : spec.eval_files, key));
   TFRecordOptions options;

@@ -161,7 +161,7 @@ std::vector<std::string> LossChoices() {
 // [job] and [model].
 std::vector<ConfigKey> JobAndModelKeys() {
   using C = TrainConfig;
-  return {
+  std::vector<ConfigKey> keys = {
       String("job.name", &C::name, {},
              "Name of the run: the start-up line, TensorBoard file names, checkpoints and "
              "<run_dir>/config.toml."),
@@ -201,6 +201,12 @@ std::vector<ConfigKey> JobAndModelKeys() {
                    "with a softmax or sigmoid activation is always scored on its logits, as "
                    "Keras does."),
   };
+  // The keys registered models declare (graph/models/registry.h), each only with its model.
+  for (ConfigKey& k :
+       ComponentKeys(models::RegisteredModelKeys(), "model", &C::model_options, "model.name")) {
+    keys.push_back(std::move(k));
+  }
+  return keys;
 }
 
 // The sources of `names` as prose: "the text source", "the text and lines sources".
@@ -480,7 +486,8 @@ std::vector<ConfigKey> RunKeys() {
 }  // namespace
 
 size_t RegisteredComponents() {
-  return input::RegisteredDataSourceNames().size() + nn::RegisteredOptimizerNames().size();
+  return input::RegisteredDataSourceNames().size() + nn::RegisteredOptimizerNames().size() +
+         models::RegisteredModelNames().size();
 }
 
 std::vector<ConfigKey> BuildConfigSchema() {

@@ -214,7 +214,7 @@ Status CheckKeepBest(const TrainConfig& config, const input::DataSource& source,
   const std::string key =
       "checkpoint.keep_best = \"" + std::string(train::TestMetricName(config.keep_best)) + "\"";
   if (source.test_split) {
-    if (Status split = InTable(source.test_split(config.data), "data"); !split.ok()) {
+    if (Status split = input::PlaceDataKeys(source.test_split(config.data), "data"); !split.ok()) {
       return InvalidArgumentError(origin + ": " + key + " needs a test split: " + split.message() +
                                   "; set it or drop keep_best");
     }
@@ -279,7 +279,8 @@ Status CheckCombinations(const TrainConfig& config, const std::string& origin) {
   }
   TROUPE_ASSIGN_OR_RETURN(input::DataSource source, input::FindDataSource(config.data.source));
   if (source.check) {
-    TROUPE_RETURN_IF_ERROR(InTable(source.check(config.data), "data").WithContext(origin));
+    TROUPE_RETURN_IF_ERROR(
+        input::PlaceDataKeys(source.check(config.data), "data").WithContext(origin));
   }
   TROUPE_RETURN_IF_ERROR(CheckKeepBest(config, source, origin));
   if (!config.advertise_address.empty() && !config.advertise_interface.empty()) {
@@ -415,7 +416,8 @@ Status ValidateTrainEnvironment(const TrainConfig& config, int64_t total_replica
         " replicas; choose a multiple of the replica count");
   }
   TROUPE_ASSIGN_OR_RETURN(input::DataSource source, input::FindDataSource(config.data.source));
-  if (source.check_files) TROUPE_RETURN_IF_ERROR(InTable(source.check_files(config.data), "data"));
+  if (source.check_files)
+    TROUPE_RETURN_IF_ERROR(input::PlaceDataKeys(source.check_files(config.data), "data"));
   // The run dir, or its nearest existing ancestor, must be writable; nothing is created here.
   fs::path dir = fs::absolute(config.run_dir);
   while (!fs::exists(dir) && dir.has_parent_path() && dir != dir.parent_path()) {

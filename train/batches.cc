@@ -81,8 +81,10 @@ input::InputPositions TrainingData::Positions(std::vector<int64_t> positions) co
   return p;
 }
 
-Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_replicas,
-                                      std::vector<int64_t> replica_ids, const JobMin& job_min) {
+namespace {
+
+Result<TrainingData> OpenTrainingDataIn(const TrainConfig& config, int64_t total_replicas,
+                                        std::vector<int64_t> replica_ids, const JobMin& job_min) {
   TrainingData d;
   d.replica_ids = std::move(replica_ids);
   d.options = {config.auto_shard, total_replicas, config.global_batch_size, config.shuffle_buffer,
@@ -102,7 +104,9 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
     if (!d.source.input_range.empty()) {
       std::printf("data %s: %s\n", config.data.source.c_str(), d.source.input_range.c_str());
     }
-    for (const std::string& w : d.source.warnings) TROUPE_LOG(WARNING) << w;
+    for (const std::string& w : d.source.warnings) {
+      TROUPE_LOG(WARNING) << input::PlaceDataKeys(w, "data", kLoopDataKeys);
+    }
   }
   if (config.resize.size() == 2) {
     if (d.source.feature_shape.rank() != 3) {
@@ -159,6 +163,21 @@ Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_r
   return d;
 }
 
+template <class T>
+Result<T> InDataTable(Result<T> r) {
+  if (r.ok()) return r;
+  return input::PlaceDataKeys(r.status(), "data", kLoopDataKeys);
+}
+
+Result<JobInput> EvaluationInputIn(const TrainConfig& config);
+
+}  // namespace
+
+Result<TrainingData> OpenTrainingData(const TrainConfig& config, int64_t total_replicas,
+                                      std::vector<int64_t> replica_ids, const JobMin& job_min) {
+  return InDataTable(OpenTrainingDataIn(config, total_replicas, std::move(replica_ids), job_min));
+}
+
 Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
                                                       const TrainingData& data,
                                                       const std::vector<int64_t>& positions,
@@ -193,6 +212,12 @@ Result<std::unique_ptr<input::ReplicaFeed>> StartFeed(const TrainConfig& config,
 }
 
 Result<JobInput> EvaluationInput(const TrainConfig& config) {
+  return InDataTable(EvaluationInputIn(config));
+}
+
+namespace {
+
+Result<JobInput> EvaluationInputIn(const TrainConfig& config) {
   TROUPE_ASSIGN_OR_RETURN(input::SourceData source,
                           input::OpenDataSource(SourceSpec(config), input::DataSplit::kTest,
                                                 input::InputContext{1, 0, 1}));
@@ -210,6 +235,8 @@ Result<JobInput> EvaluationInput(const TrainConfig& config) {
   }
   return JobInput{std::move(ds), std::move(to_model), shape, source.num_classes};
 }
+
+}  // namespace
 
 Result<input::Element> ModelRows(const JobInput& input, const input::Element& batch, int64_t begin,
                                  int64_t end) {

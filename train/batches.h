@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -33,6 +34,12 @@ struct TrainingData {
   // What a checkpoint records, given every pipeline's position (global replica order).
   input::InputPositions Positions(std::vector<int64_t> positions) const;
 };
+
+// The [data] keys the training loop owns (the others are the sources'); input/'s messages name
+// both relative to [data], and this file's functions place them there (input::PlaceDataKeys).
+inline const std::vector<std::string> kLoopDataKeys = {
+    "shuffle_buffer",     "auto_shard", "prefetch", "augment.resize", "augment.random_crop_padding",
+    "augment.random_flip"};
 
 // Smallest value over the job's processes (an allreduce in multi-process jobs).
 using JobMin = std::function<Result<int64_t>(int64_t local)>;

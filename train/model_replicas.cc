@@ -168,9 +168,10 @@ Result<std::unique_ptr<ModelReplicas>> ModelReplicas::Create(
   m->impl_ = std::make_unique<Impl>();
   // Initial weights come from stateless seeds derived from the job seed: every rank builds the
   // same model without communicating.
-  TROUPE_ASSIGN_OR_RETURN(m->impl_->model, models::CreateModel(models::ModelSpec{
-                                               config.model, config.seed, config.model_keras,
-                                               feature_shape, num_classes}));
+  TROUPE_ASSIGN_OR_RETURN(m->impl_->model,
+                          models::CreateModel(models::ModelSpec{
+                              config.model, config.seed, config.model_keras, feature_shape,
+                              num_classes, config.model_options.options}));
   TROUPE_RETURN_IF_ERROR(m->impl_->model->Build(feature_shape));
   m->model_label_ = config.model_keras.empty() ? config.model : "keras:" + m->impl_->model->name();
   m->trainable_ = m->impl_->model->TrainableVariables();

@@ -10,6 +10,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
+#include "graph/models/registry.h"
 #include "graph/nn/optimizer_config.h"
 #include "input/data_source.h"
 #include "input/dataset.h"
@@ -50,6 +51,8 @@ struct TrainConfig {
   // Whether the outputs are logits; unset: the compiled loss's, else logits (a softmax or
   // sigmoid output layer's logits are used whatever this says, as in Keras).
   std::optional<bool> from_logits;
+  // The values of the registered model's own keys (graph/models/registry.h).
+  models::ModelOptions model_options;
   // [data] and [data.features.*]: the data source spec itself (input/data_source.h); its seed
   // is job.seed, set when the source is opened.
   input::DataSourceSpec data;

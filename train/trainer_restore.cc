@@ -209,9 +209,11 @@ Result<std::vector<int64_t>> RestoredPositions(Trainer::Parts& p) {
     }
   }
   if (!why.empty()) {
-    return FailedPreconditionError("cannot resume from " + p.run.resumed_from +
-                                   " with the same data: " + why +
-                                   "; restore the old settings or start over with --fresh --force");
+    return input::PlaceDataKeys(
+        FailedPreconditionError("cannot resume from " + p.run.resumed_from +
+                                " with the same data: " + why +
+                                "; restore the old settings or start over with --fresh --force"),
+        "data", kLoopDataKeys);
   }
   return saved->positions;
 }

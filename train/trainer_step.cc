@@ -182,7 +182,10 @@ Result<StepMetrics> Trainer::RunStep() {
   for (int64_t micro = 0; micro < K; ++micro) {
     double waited = 0;
     Result<std::vector<input::Element>> batches = p.input.feed->Next(&waited);
-    if (!batches.ok()) return batches.status().WithContext("step " + std::to_string(p.step + 1));
+    if (!batches.ok()) {
+      return input::PlaceDataKeys(batches.status(), "data", kLoopDataKeys)
+          .WithContext("step " + std::to_string(p.step + 1));
+    }
     input_wait_s += waited;
     TROUPE_RETURN_IF_ERROR(p.MicroStep(*batches, micro, micro == K - 1, acc, local, grads));
   }
@@ -284,7 +287,9 @@ Result<EvalResult> Trainer::Evaluate() {
   const int R = p.local_replicas;
   EvalSums total;
   for (;;) {
-    TROUPE_ASSIGN_OR_RETURN(std::optional<input::Element> raw, it->Next());
+    Result<std::optional<input::Element>> next = it->Next();
+    if (!next.ok()) return input::PlaceDataKeys(next.status(), "data", kLoopDataKeys);
+    std::optional<input::Element>& raw = *next;
     if (!raw) break;
     const int64_t n = (*raw)[0].dim(0);
     std::vector<EvalSums> local(static_cast<size_t>(R));

@@ -41,7 +41,7 @@ Status ValidateSchedule(const ScheduleConfig& s) {
       }
     }
     if (s.values.size() != s.boundaries.size() + 1) {
-      return Bad("values", "needs one more entry than optimizer.schedule.boundaries (" +
+      return Bad("values", "needs one more entry than its sibling boundaries (" +
                                std::to_string(s.boundaries.size() + 1) + "), got " +
                                std::to_string(s.values.size()));
     }

@@ -104,7 +104,7 @@ TEST_F(DataCheckCli, RecordsThatDoNotFitExitTwoWithEveryProblemBeforeTraining) {
   const Outcome r = TrainWith(config_, {});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(Has(r.output, "record 0 of " + dir_ +
-                                "/train-0 does not fit data.features "
+                                "/train-0 does not fit data.features.image and data.features.label "
                                 "(2 problems)"))
       << r.output;
   EXPECT_TRUE(Has(r.output,

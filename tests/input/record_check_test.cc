@@ -63,7 +63,11 @@ class RecordCheckTest : public ::testing::Test {
   std::string dir_;
 };
 
-std::string Message(const Result<SourceData>& r) { return r.ok() ? "OK" : r.status().message(); }
+// The message as a user sees it: the [data] keys input/ names relative to its table, placed
+// there as the training loop places them (PlaceDataKeys).
+std::string Message(const Result<SourceData>& r) {
+  return r.ok() ? "OK" : PlaceDataKeys(r.status(), "data").message();
+}
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -79,9 +83,9 @@ TEST_F(RecordCheckTest, AllProblemsAtOnceWithTheKeysTheRecordHolds) {
                                                        {"id", Feature::Bytes({"img-0001"})}}});
   Result<SourceData> r = OpenDataSource(Spec(dir_ + "/train-*"), DataSplit::kTrain, {});
   ASSERT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << Message(r);
-  const std::string m = r.status().message();
-  EXPECT_TRUE(
-      Has(m, "data.files: record 0 of " + path + " does not fit data.features (2 problems)"))
+  const std::string m = Message(r);
+  EXPECT_TRUE(Has(m, "data.files: record 0 of " + path +
+                         " does not fit data.features.image and data.features.label (2 problems)"))
       << m;
   EXPECT_TRUE(Has(m, "data.features.image.key = \"image\": the record has no such feature")) << m;
   EXPECT_TRUE(Has(m, "data.features.label.key = \"label\": the record has no such feature")) << m;
@@ -209,7 +213,7 @@ TEST_F(RecordCheckTest, CompressionMismatchNamesTheSetting) {
   s.compression = "ZLIB";
   m = Message(OpenDataSource(s, DataSplit::kTrain, {}));
   EXPECT_TRUE(Has(m,
-                  "is an uncompressed TFRecord file, data.compression is \"ZLIB\": set "
+                  "is an uncompressed TFRecord file, but data.compression = \"ZLIB\": set "
                   "data.compression = \"\""))
       << m;
 }
@@ -297,7 +301,7 @@ TEST_F(RecordCheckTest, InputRangeAndTheUnscaledPixelsWarning) {
   ASSERT_TRUE(src.ok()) << Message(src);
   EXPECT_EQ(src->input_range, "image: raw uint8 bytes x scale 1 -> 0..255");
   ASSERT_EQ(src->warnings.size(), 1u);
-  EXPECT_TRUE(Has(src->warnings[0],
+  EXPECT_TRUE(Has(PlaceDataKeys(src->warnings[0], "data"),
                   "pixels reach the model as 0..255: set "
                   "data.features.image.scale = 0.00392156862745098 (1/255)"))
       << src->warnings[0];

@@ -117,7 +117,7 @@ TEST(TFRecordSource, BadRecordsNameTheFileTheRecordAndTheProblem) {
                               Image(7, "abcd"),
                               {{"label", Feature::Int64s({1})}},
                               {{"image", Feature::Int64s({1})}, {"label", Feature::Int64s({1})}}});
-  const char* wants[] = {"3 raw bytes", "outside [0, data.num_classes = 3)", "image", "image"};
+  const char* wants[] = {"3 raw bytes", "outside [0, num_classes = 3)", "image", "image"};
   Result<SourceData> src = OpenDataSource(Spec(dir + "/bad"), DataSplit::kTrain, InputContext{});
   ASSERT_TRUE(src.ok());
   auto it = *src->examples.MakeIterator();
@@ -139,7 +139,7 @@ TEST(TFRecordSource, RefusesAnEmptyGlobAMissingEvalSplitAndBadFeatureSpecs) {
   DataSourceSpec s = Spec("/nonexistent/train-*");
   Result<SourceData> r = OpenDataSource(s, DataSplit::kTrain, InputContext{});
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(r.status().message().find("data.files = \"/nonexistent/train-*\" matches no file"),
+  EXPECT_NE(r.status().message().find("files = \"/nonexistent/train-*\" matches no file"),
             std::string::npos);
   EXPECT_EQ(OpenDataSource(s, DataSplit::kTest, InputContext{}).status().code(),
             StatusCode::kNotFound);  // no data.eval_files

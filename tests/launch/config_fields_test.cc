@@ -42,6 +42,7 @@ const std::map<std::string, std::string> kNoKey = {
     {"data.seed", "job.seed, set when the source is opened"},
     {"data.options", "the values of keys a registered source declares without a field"},
     {"optimizer.options", "the values of keys a registered optimizer declares without a field"},
+    {"model_options", "the values of keys a registered model declares (none in the zoo)"},
 };
 // Fields meant for launch/ itself.
 const std::map<std::string, std::string> kReadByLaunch = {
