@@ -146,7 +146,12 @@ std::string PlaceDataKeys(std::string_view m, std::string_view table,
     // "set compression = ...": a word assigned to is a key, whatever it spells.
     const bool unmistakable =
         word.find_first_of("._") != std::string::npos || m.substr(i + word.size(), 2) == " =";
-    if (keys.count(word) > 0 && (line_start || unmistakable)) {
+    // Inside a path or a quoted value ("/data/eval_files/x", a feature named "num_classes") a
+    // word is not a key.
+    const char before = i > 0 ? m[i - 1] : ' ';
+    const char after = i + word.size() < m.size() ? m[i + word.size()] : ' ';
+    const bool quoted_or_path = before == '/' || before == '"' || before == '\'' || after == '/';
+    if (keys.count(word) > 0 && (line_start || unmistakable) && !quoted_or_path) {
       out += std::string(table) + ".";
     }
     out += word;

@@ -196,5 +196,27 @@ TEST(SyntheticSource, DeterministicPerExampleAndShapedByTheConfig) {
   EXPECT_FALSE(OpenDataSource(s, DataSplit::kTrain, InputContext{}).ok());
 }
 
+// input/'s messages name [data] keys relative to it; PlaceDataKeys puts them in the table where
+// they are keys (first word of a line, assigned to, or spelled with '.' or '_'), and nowhere else
+// (English words, paths, quoted values, other tables' keys).
+TEST(PlaceDataKeys, PlacesKeysAndLeavesWordsPathsAndQuotesAlone) {
+  EXPECT_EQ(PlaceDataKeys("num_classes: the tfrecord source needs it", "data"),
+            "data.num_classes: the tfrecord source needs it");
+  EXPECT_EQ(PlaceDataKeys("files: /x/eval_files/a.tfrecord reads no files", "data"),
+            "data.files: /x/eval_files/a.tfrecord reads no files");
+  EXPECT_EQ(PlaceDataKeys("bad (2 problems):\n  - features.image.key = \"num_classes\": set "
+                          "compression = \"\"; check features.image.",
+                          "data"),
+            "bad (2 problems):\n  - data.features.image.key = \"num_classes\": set "
+            "data.compression = \"\"; check data.features.image.");
+  EXPECT_EQ(PlaceDataKeys("shuffle_buffer was 10; train.global_batch_size too", "data",
+                          {"shuffle_buffer"}),
+            "data.shuffle_buffer was 10; train.global_batch_size too");
+  const Status s = PlaceDataKeys(InvalidArgumentError("eval_files: missing"), "data");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "data.eval_files: missing");
+  EXPECT_TRUE(PlaceDataKeys(Status::OK(), "data").ok());
+}
+
 }  // namespace
 }  // namespace troupe::input
