@@ -137,6 +137,19 @@ void RegisterNnGradients() {
     *dx = {Apply1("LeakyReluGrad", {dy[0], c.inputs[0]}, attrs, "LeakyReluGrad")};
     return Status::OK();
   });
+  // kernels/activations_extra.cc: TF's Softplus/Softsign (through inputs), Selu (outputs).
+  RegisterGradient("Softplus", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("SoftplusGrad", {dy[0], c.inputs[0]}, {}, "SoftplusGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("Softsign", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("SoftsignGrad", {dy[0], c.inputs[0]}, {}, "SoftsignGrad")};
+    return Status::OK();
+  });
+  RegisterGradient("Selu", [](const OpCall& c, const V& dy, V* dx) {
+    *dx = {Apply1("SeluGrad", {dy[0], c.outputs[0]}, {}, "SeluGrad")};
+    return Status::OK();
+  });
   RegisterGradient("Tanh", [](const OpCall& c, const V& dy, V* dx) {
     *dx = {Apply1("TanhGrad", {c.outputs[0], dy[0]}, {}, "TanhGrad")};
     return Status::OK();
@@ -161,6 +174,19 @@ void RegisterNnGradients() {
     f_attrs.Set("filter_sizes", f_sizes);
     *dx = {Apply1("Conv2DBackpropInput", {f, dy[0]}, in_attrs, "Conv2DBackpropInput"),
            Apply1("Conv2DBackpropFilter", {x, dy[0]}, f_attrs, "Conv2DBackpropFilter")};
+    return Status::OK();
+  });
+  // TF's _Conv2DBackpropInputGrad: d filter = Conv2DBackpropFilter(dy, out_backprop),
+  // d out_backprop = Conv2D(dy, filter) (Keras' Conv*DTranspose layers).
+  RegisterGradient("Conv2DBackpropInput", [](const OpCall& c, const V& dy, V* dx) {
+    const Value& f = c.inputs[0];
+    TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> f_sizes,
+                            SizesOf(f, "Conv2DBackpropInput gradient"));
+    f_sizes[0] = f.shape().dim(0);
+    AttrMap f_attrs = WindowAttrs(c);
+    f_attrs.Set("filter_sizes", f_sizes);
+    *dx = {Apply1("Conv2DBackpropFilter", {dy[0], c.inputs[1]}, f_attrs, "Conv2DBackpropFilter"),
+           Apply1("Conv2D", {dy[0], f}, WindowAttrs(c), "Conv2D")};
     return Status::OK();
   });
   RegisterGradient("DepthwiseConv2dNative", [](const OpCall& c, const V& dy, V* dx) {

@@ -43,6 +43,7 @@ struct DataSourceSpec {
   std::string eval_files;              // a glob of the evaluation split's files (tfrecord)
   std::string compression;             // tfrecord: "", "GZIP", "ZLIB"
   int64_t sequence_length = 0;         // characters or tokens per example (sequence sources)
+  std::string text_labels = "none";    // text: "none" (character LM) | "file" (classifier)
   int64_t num_classes = 0;             // tfrecord, synthetic: labels are in [0, num_classes)
   int64_t synthetic_examples = 60000;  // synthetic: examples per epoch
   int64_t seed = 0;                    // synthetic: the job seed its values derive from

@@ -5,6 +5,7 @@
 
 #include "input/file_io.h"
 #include "input/source_keys.h"
+#include "input/text_classify.h"
 
 namespace troupe::input {
 namespace {
@@ -35,6 +36,30 @@ Element Windows(const std::string& text, const std::array<int, 256>& ids, size_t
   return {std::move(x), std::move(y)};
 }
 
+// data.text_labels: "none" (the character LM) or "file" (text_classify.h).
+DataKey TextLabelsKey() {
+  DataKey key = config::String<DataSourceSpec>(
+      "text_labels", &DataSourceSpec::text_labels, {"none", "file"},
+      "text: \"none\" makes character-LM windows; \"file\" makes one example per entry "
+      "(entries separated by lines holding only %) labelled with its file's index among the "
+      "sorted files, for a classifier (num_classes: the file count).");
+  return config::Only(std::move(key), "only the text source reads labels from its files");
+}
+
+// text_labels is one of its choices; num_classes goes only with "file".
+Status CheckLabels(const DataSourceSpec& spec) {
+  const std::string& labels = spec.text_labels;
+  if (labels != "none" && labels != "file") {
+    return InvalidArgumentError("text_labels = \"" + labels + "\" is not one of none, file");
+  }
+  if (labels == "none" && spec.num_classes != 0) {
+    return InvalidArgumentError(
+        "num_classes applies to the text source with text_labels = \"file\"; a language "
+        "model's classes are its vocabulary (remove num_classes)");
+  }
+  return Status::OK();
+}
+
 Result<Element> TextToModel(const Element& raw) {
   if (raw.size() != 2 || raw[0].dtype() != DType::kUInt8 || raw[0].rank() != 2) {
     return InvalidArgumentError("text: expected (uint8 [n, length], uint8 [n, length]) batches");
@@ -60,7 +85,9 @@ Result<SourceData> OpenTextSource(const DataSourceSpec& spec, DataSplit split,
         "files: the text source needs a glob of text files (e.g. "
         "\"/usr/share/games/fortunes/*.u8\")");
   }
+  TROUPE_RETURN_IF_ERROR(CheckLabels(spec));
   TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files, "files"));
+  if (spec.text_labels == "file") return OpenTextClassification(spec, split, files);
   TROUPE_ASSIGN_OR_RETURN(std::string text, ReadAll(files));
   std::array<int, 256> ids{};
   std::array<bool, 256> present{};
@@ -96,8 +123,15 @@ DataSource TextSource() {
                                   "sequence_length", &DataSourceSpec::sequence_length, 1,
                                   "text: characters per example (the model's "
                                   "context length)."),
-                              "only the text source makes sequences")};
+                              "only the text source makes sequences"),
+                 TextLabelsKey(), NumClassesKey()};
   source.images = false;
+  source.check = CheckLabels;
+  source.check_files = [](const DataSourceSpec& spec) -> Status {
+    if (spec.files.empty()) return Status::OK();  // OpenTextSource says what to set
+    TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> files, MatchFiles(spec.files, "files"));
+    return spec.text_labels == "file" ? CheckClassCount(spec, files) : Status::OK();
+  };
   return source;
 }
 

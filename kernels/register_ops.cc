@@ -12,6 +12,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterElementwiseOps(registry);
   RegisterUnaryOps(registry);
   RegisterActivationOps(registry);
+  RegisterActivationExtraOps(registry);
   RegisterCompareOps(registry);
   RegisterArgMaxOps(registry);
   RegisterCastOps(registry);

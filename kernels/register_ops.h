@@ -12,6 +12,7 @@ void RegisterArrayOps(OpRegistry& registry);             // Identity, Reshape, S
 void RegisterElementwiseOps(OpRegistry& registry);       // Add, Sub, Mul, Div, ... (broadcasting)
 void RegisterUnaryOps(OpRegistry& registry);             // Neg, Square, Sqrt, Exp, ... + grads
 void RegisterActivationOps(OpRegistry& registry);        // Relu, Relu6, Elu, LeakyRelu, ... + grads
+void RegisterActivationExtraOps(OpRegistry& registry);   // Softplus, Softsign, Selu + grads
 void RegisterCompareOps(OpRegistry& registry);           // Equal, Less, ...
 void RegisterArgMaxOps(OpRegistry& registry);            // ArgMax
 void RegisterCastOps(OpRegistry& registry);              // Cast

@@ -2,6 +2,7 @@
 // Keras model file (layer, output shape, parameters, totals), or the model as Keras JSON — a
 // starting point a user can edit and train with `[model] keras`.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "graph/keras/json_util.h"
@@ -14,7 +15,8 @@ namespace troupe::launch {
 namespace {
 
 constexpr const char* kSynopsis =
-    "troupe model show NAME [--input-shape 28,28,1] [--classes N] | --keras PATH  [--json]";
+    "troupe model show NAME [--input-shape 28,28,1] [--classes N] | --keras PATH "
+    "[--input-shape 224,224,3]  [--json]";
 
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
@@ -55,31 +57,38 @@ void PrintSummary(const keras::KerasModel& model) {
               Thousands(total - trainable).c_str());
 }
 
+// --input-shape D,D,...; nullopt when not given.
+Result<std::optional<TensorShape>> InputShapeFlag(const FlagParser& parser) {
+  if (!parser.Has("input-shape")) return std::optional<TensorShape>();
+  std::vector<int64_t> dims;
+  const std::string text = parser.Get("input-shape");
+  for (size_t at = 0; at <= text.size();) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string part = text.substr(at, comma - at);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgumentError("--input-shape takes dimensions like 28,28,1, got '" + text +
+                                  "'");
+    }
+    dims.push_back(std::stoll(part));
+    at = comma + 1;
+  }
+  TROUPE_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
+  return std::optional<TensorShape>(shape);
+}
+
 Result<std::unique_ptr<keras::KerasModel>> LoadModel(const FlagParser& parser) {
   const std::vector<std::string>& args = parser.positional();
   const int64_t seed = 0;
   if (parser.Has("keras")) {
     if (args.size() != 1) return InvalidArgumentError("give either NAME or --keras PATH");
+    if (parser.Has("classes")) {
+      return InvalidArgumentError("--classes is for zoo models; a Keras model has its own");
+    }
     return keras::KerasModel::FromFile(parser.Get("keras"), seed);
   }
   if (args.size() != 2) return InvalidArgumentError("expected `troupe model show NAME`");
-  std::optional<TensorShape> shape;
-  if (parser.Has("input-shape")) {
-    std::vector<int64_t> dims;
-    std::string text = parser.Get("input-shape");
-    for (size_t at = 0; at <= text.size();) {
-      size_t comma = text.find(',', at);
-      if (comma == std::string::npos) comma = text.size();
-      const std::string part = text.substr(at, comma - at);
-      if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
-        return InvalidArgumentError("--input-shape takes dimensions like 28,28,1, got '" + text +
-                                    "'");
-      }
-      dims.push_back(std::stoll(part));
-      at = comma + 1;
-    }
-    TROUPE_ASSIGN_OR_RETURN(shape, TensorShape::FromDims(dims));
-  }
+  TROUPE_ASSIGN_OR_RETURN(std::optional<TensorShape> shape, InputShapeFlag(parser));
   int64_t classes = 0;
   if (parser.Has("classes")) {
     TROUPE_ASSIGN_OR_RETURN(classes, parser.GetInt("classes"));
@@ -93,7 +102,8 @@ int RunModel(int argc, char** argv) {
   FlagParser parser("troupe model");
   parser.AddFlag("keras", "PATH", "a Keras model: .json from model.to_json() or a .keras file");
   parser.AddFlag("input-shape", "D,D,...",
-                 "a zoo model's example shape without the batch (default: the model's own)");
+                 "the example shape without the batch (default: the model's own; a Keras "
+                 "model's null dimensions need it)");
   parser.AddFlag("classes", "N", "a zoo model's outputs: classes or vocabulary size");
   parser.AddFlag("json", "",
                  "print the model as Keras JSON (keras.models.model_from_json reads it)");
@@ -127,7 +137,12 @@ int RunModel(int argc, char** argv) {
     std::printf("%s\n", (*model)->config_json().dump().c_str());
     return kExitOk;
   }
-  if (Status b = (*model)->Build((*model)->input_shape()); !b.ok()) {
+  Result<std::optional<TensorShape>> shape = InputShapeFlag(parser);
+  if (!shape.ok()) {
+    std::fprintf(stderr, "troupe model: %s\n", shape.status().message().c_str());
+    return kExitUsage;
+  }
+  if (Status b = (*model)->Build(shape->value_or((*model)->input_shape())); !b.ok()) {
     std::fprintf(stderr, "troupe model: %s\n", b.message().c_str());
     return kExitFailure;
   }

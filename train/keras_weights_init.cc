@@ -112,6 +112,10 @@ std::vector<std::string> KerasH5Keys(const nn::Model& model) {
   std::map<std::string, int> used;  // saving_lib._get_unique_name
   for (const nn::KerasLayer& layer : *layers) {
     auto it = classes.find(layer.name);
+    if (it == classes.end() && layer.weights.empty()) {  // an op-layer a mask made (KerasModel)
+      keys.push_back("");
+      continue;
+    }
     if (it == classes.end()) return {};
     const auto& [module, class_name] = it->second;
     if (module.rfind("keras.src.ops", 0) == 0) {  // an op-layer, not in model.layers

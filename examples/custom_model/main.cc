@@ -1,14 +1,16 @@
 // A model that is not in Troupe's zoo, trained by Troupe's own loop: a multilayer perceptron
 // with dropout whose loss adds an L2 penalty on its kernels, and a data source of its own with
-// a config key of its own (fashion_head.h). main() registers them as "mlp_l2" and
-// "fashion_head" and hands the command line to troupe::launch::Main, so `custom_model train
-// CONFIG`, `custom_model eval CONFIG --ckpt DIR` and every other troupe command, flag, config key,
-// checkpoint and resume behave as with the troupe binary.
+// a config key of its own (fashion_head.h), and a Keras layer class of its own for Keras models
+// (channel_scale.h). main() registers them as "mlp_l2", "fashion_head" and
+// "custom_model>ChannelScale" and hands the command line to troupe::launch::Main, so `custom_model
+// train CONFIG`, `custom_model eval CONFIG --ckpt DIR` and every other troupe command, flag, config
+// key, checkpoint and resume behave as with the troupe binary.
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
+#include "channel_scale.h"
 #include "fashion_head.h"
 #include "graph/models/registry.h"
 #include "graph/nn/layers.h"
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
         return std::unique_ptr<nn::Model>(std::make_unique<DropoutMlp>(spec.seed));
       });
   if (registered.ok()) registered = RegisterFashionHead();
+  if (registered.ok()) registered = RegisterChannelScale();
   if (!registered.ok()) {
     std::fprintf(stderr, "custom_model: %s\n", registered.ToString().c_str());
     return 1;

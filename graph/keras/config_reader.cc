@@ -30,13 +30,15 @@ const std::map<std::string, std::string>& InitializerAliases() {
       {"random_normal", "RandomNormal"},
       {"truncated_normal", "TruncatedNormal"},
       {"variance_scaling", "VarianceScaling"},
+      {"orthogonal", "Orthogonal"},
+      {"OrthogonalInitializer", "Orthogonal"},
   };
   return *m;
 }
 
 const char* kInitializerClasses =
     "Zeros, Ones, Constant, GlorotUniform, GlorotNormal, HeUniform, HeNormal, LecunUniform, "
-    "LecunNormal, RandomUniform, RandomNormal, TruncatedNormal, VarianceScaling";
+    "LecunNormal, RandomUniform, RandomNormal, TruncatedNormal, VarianceScaling, Orthogonal";
 
 }  // namespace
 
@@ -183,6 +185,11 @@ Result<std::vector<int64_t>> ConfigReader::Ints(const std::string& key, size_t c
   return out;
 }
 
+json ConfigReader::Raw(const std::string& key) {
+  const json* j = Get(key);
+  return j == nullptr ? json() : *j;
+}
+
 Status ConfigReader::RequireNull(const std::string& key) {
   const json* j = Get(key);
   if (j == nullptr || j->is_null()) return Status::OK();
@@ -313,6 +320,10 @@ Result<nn::Initializer> ConfigReader::ParseInitializer(const std::string& key, c
     TROUPE_ASSIGN_OR_RETURN(int64_t s, seed());
     init = cls == "RandomNormal" ? nn::RandomNormal(mean, stddev, s)
                                  : nn::TruncatedNormal(mean, stddev, s);
+  } else if (cls == "Orthogonal" || cls == "OrthogonalInitializer") {
+    TROUPE_ASSIGN_OR_RETURN(double gain, num("gain", 1.0));
+    TROUPE_ASSIGN_OR_RETURN(int64_t s, seed());
+    init = nn::Orthogonal(gain, s);
   } else {
     return Unsupported(key, Show(j), kInitializerClasses);
   }

@@ -53,6 +53,9 @@ class ConfigReader {
   // An int n is [n] * count; a list must have `count` entries (count 0: any length).
   Result<std::vector<int64_t>> Ints(const std::string& key, size_t count,
                                     std::optional<std::vector<int64_t>> fallback = std::nullopt);
+  // The key's raw JSON (null when absent), marked read; for values no typed getter covers
+  // (Normalization's mean, Rescaling's per-channel scale).
+  nlohmann::json Raw(const std::string& key);
   // The key is absent or null (constraints, activity_regularizer, ...).
   Status RequireNull(const std::string& key);
   // The key is absent or equals `value`; refuses anything else naming `value` as supported.

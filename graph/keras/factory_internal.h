@@ -84,6 +84,15 @@ void AddCoreMakers(MakerTable* table);
 void AddNormalizationMakers(MakerTable* table);
 void AddConvMakers(MakerTable* table);
 void AddSequenceMakers(MakerTable* table);
+void AddPreprocessingMakers(MakerTable* table);
+void AddRegularizationMakers(MakerTable* table);
+void AddApplicationMakers(MakerTable* table);
+void AddMergeMakers(MakerTable* table);
+void AddShapeMakers(MakerTable* table);
+void AddMaskMakers(MakerTable* table);
+void AddRecurrentMakers(MakerTable* table);
+void AddActivationMakers(MakerTable* table);
+void AddAttentionMakers(MakerTable* table);
 
 // Penalties for the specs whose variable exists and whose regularizer is active.
 std::vector<WeightPenalty> PenaltiesOf(const std::vector<WeightSpec>& weights);

@@ -1,6 +1,8 @@
 #include "graph/keras/layer_factory.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "graph/keras/factory_internal.h"
 #include "graph/nn/layers.h"
@@ -121,6 +123,15 @@ const internal::MakerTable& Makers() {
     internal::AddNormalizationMakers(t);
     internal::AddConvMakers(t);
     internal::AddSequenceMakers(t);
+    internal::AddPreprocessingMakers(t);
+    internal::AddRegularizationMakers(t);
+    internal::AddApplicationMakers(t);
+    internal::AddMergeMakers(t);
+    internal::AddShapeMakers(t);
+    internal::AddMaskMakers(t);
+    internal::AddRecurrentMakers(t);
+    internal::AddActivationMakers(t);
+    internal::AddAttentionMakers(t);
     return t;
   }();
   return *table;
@@ -132,14 +143,92 @@ std::string SupportedList() {
   return list;
 }
 
+// Layers registered with RegisterKerasLayer, by registered name or "module.ClassName".
+struct CustomLayers {
+  std::mutex mu;
+  std::map<std::string, CustomLayerMaker> makers;
+};
+CustomLayers& Custom() {
+  static auto* custom = new CustomLayers;
+  return *custom;
+}
+
+CustomLayerMaker FindCustom(const std::string& name) {
+  std::lock_guard<std::mutex> lock(Custom().mu);
+  auto it = Custom().makers.find(name);
+  return it == Custom().makers.end() ? nullptr : it->second;
+}
+
+// What to do about a class Troupe does not have.
+std::string HowToSupport(const std::string& module, const std::string& cls) {
+  if (cls == "Lambda") {
+    return "a Lambda layer holds Python code, which Troupe cannot run: write the function as a "
+           "Keras layer class (@keras.saving.register_keras_serializable) and register its C++ "
+           "twin with keras::RegisterKerasLayer (README: \"Your own Keras layers\"; "
+           "examples/custom_model)";
+  }
+  if (module.rfind("keras.", 0) != 0 && module != "keras") {
+    return "a custom layer class: register its C++ twin with keras::RegisterKerasLayer under "
+           "its registered_name (README: \"Your own Keras layers\"; examples/custom_model)";
+  }
+  return "Troupe does not have this Keras layer yet; supported layers: " + SupportedList();
+}
+
 }  // namespace
+
+Status RegisterKerasLayer(const std::string& name, CustomLayerMaker make) {
+  if (name.empty() || !make) {
+    return InvalidArgumentError("RegisterKerasLayer needs a class name and a maker");
+  }
+  if (Makers().count(name)) {
+    return AlreadyExistsError("Keras layer " + name + " is built in; register another name");
+  }
+  std::lock_guard<std::mutex> lock(Custom().mu);
+  if (!Custom().makers.emplace(name, std::move(make)).second) {
+    return AlreadyExistsError("Keras layer " + name + " is already registered");
+  }
+  return Status::OK();
+}
 
 std::vector<std::string> SupportedKerasLayers() {
   std::vector<std::string> names;
   for (const auto& [key, maker] : Makers()) names.push_back(key);
+  {
+    std::lock_guard<std::mutex> lock(Custom().mu);
+    for (const auto& [key, maker] : Custom().makers) names.push_back(key);
+  }
   std::sort(names.begin(), names.end());
   return names;
 }
+
+namespace {
+
+// A registered custom layer for the envelope, or nullptr when none is.
+Result<std::unique_ptr<KerasLayer>> MakeCustomLayer(const nlohmann::json& envelope,
+                                                    const std::string& module,
+                                                    const std::string& cls, int64_t seed,
+                                                    bool* found) {
+  CustomLayerMaker make;
+  const nlohmann::json* registered =
+      envelope.contains("registered_name") ? &envelope["registered_name"] : nullptr;
+  if (registered != nullptr && registered->is_string()) {
+    make = FindCustom(registered->get<std::string>());
+  }
+  if (!make) make = FindCustom(module + "." + cls);
+  *found = static_cast<bool>(make);
+  if (!make) return std::unique_ptr<KerasLayer>();
+  const nlohmann::json* config = envelope.contains("config") ? &envelope["config"] : nullptr;
+  if (config == nullptr || !config->is_object()) {
+    return InvalidArgumentError("Keras layer " + cls + ": the envelope has no config object");
+  }
+  Result<std::unique_ptr<KerasLayer>> layer = make(*config, seed);
+  if (layer.ok() && *layer == nullptr) {
+    return InternalError("the maker registered for Keras layer " + cls + " returned no layer");
+  }
+  return layer;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const nlohmann::json& envelope,
                                                    int64_t default_seed) {
@@ -156,8 +245,12 @@ Result<std::unique_ptr<KerasLayer>> MakeKerasLayer(const nlohmann::json& envelop
     it = Makers().find("troupe.layers." + r.class_name());
   }
   if (it == Makers().end()) {
+    bool found = false;
+    Result<std::unique_ptr<KerasLayer>> custom =
+        MakeCustomLayer(envelope, module, r.class_name(), default_seed, &found);
+    if (found) return custom;
     return UnimplementedError("Keras layer " + module + "." + r.class_name() + " '" + r.name() +
-                              "' is not supported; supported layers: " + SupportedList());
+                              "' is not supported: " + HowToSupport(module, r.class_name()));
   }
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<KerasLayer> layer, it->second(r, default_seed));
   TROUPE_RETURN_IF_ERROR(r.Finish());

@@ -1,6 +1,7 @@
 // Keras core, activation, regularization, reshaping, pooling and merging layers.
 #include "graph/keras/factory_internal.h"
 #include "graph/nn/layers.h"
+#include "graph/nn/merging.h"
 #include "graph/nn/reshaping.h"
 #include "graph/ops.h"
 
@@ -73,19 +74,14 @@ Result<LayerPtr> MakeELU(ConfigReader& r, int64_t) {
 
 Result<LayerPtr> MakeSoftmax(ConfigReader& r, int64_t) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> axis, r.Ints("axis", 0, std::vector<int64_t>{-1}));
-  if (axis != std::vector<int64_t>{-1}) {
-    return r.Unsupported("axis", nlohmann::json(axis).dump(), "-1 (the last axis)");
+  if (axis.empty()) return r.Invalid("axis", "must name at least one axis");
+  if (axis != std::vector<int64_t>{-1}) {  // tf.nn.softmax over other axes, as Keras
+    return Unary(r, std::make_unique<nn::ActivationLayer>(
+                        r.name(), [axis](const Value& x) { return nn::KerasSoftmax(x, axis); }));
   }
+  // The last axis: the Softmax op itself, which a loss looks behind for the logits.
   return Unary(r, std::make_unique<nn::ActivationLayer>(
                       r.name(), [](const Value& x) { return ops::Softmax(x); }));
-}
-
-Result<LayerPtr> MakeDropout(ConfigReader& r, int64_t seed) {
-  TROUPE_ASSIGN_OR_RETURN(double rate, r.Double("rate"));
-  TROUPE_ASSIGN_OR_RETURN(std::optional<int64_t> s, r.OptionalInt("seed"));
-  TROUPE_RETURN_IF_ERROR(r.RequireNull("noise_shape"));
-  if (rate < 0 || rate >= 1) return r.Invalid("rate", "must be in [0, 1)");
-  return Unary(r, std::make_unique<nn::Dropout>(r.name(), rate, s ? *s : seed));
 }
 
 Result<LayerPtr> MakeFlatten(ConfigReader& r, int64_t) {
@@ -126,8 +122,24 @@ Result<LayerPtr> MakeGlobalPool(ConfigReader& r, nn::GlobalPooling::Kind kind, i
   return Unary(r, std::make_unique<nn::GlobalPooling>(r.name(), kind, rank, keepdims));
 }
 
+// keras.layers.Add: inputs of lower rank get size-1 dims at axis 1 (Merge.call).
 Result<LayerPtr> MakeAdd(ConfigReader& r, int64_t) {
-  return LayerPtr(std::make_unique<FunctionLayer>(r, nn::AddAll, nn::AddAllRelu));
+  return LayerPtr(std::make_unique<FunctionLayer>(
+      r, [](const std::vector<Value>& xs) { return nn::AddAll(nn::AlignMergeRanks(xs)); },
+      [](const std::vector<Value>& xs) { return nn::AddAllRelu(nn::AlignMergeRanks(xs)); }));
+}
+
+// The op-layer `x + y` (keras.src.ops.numpy.Add): numpy broadcasting, and a Python constant
+// operand (rank 0) takes the other operand's dtype.
+std::vector<Value> OpOperands(const std::vector<Value>& xs) {
+  if (xs.size() != 2) return xs;
+  auto [a, b] = nn::MatchScalarDType(xs[0], xs[1]);
+  return {a, b};
+}
+Result<LayerPtr> MakeOpAdd(ConfigReader& r, int64_t) {
+  return LayerPtr(std::make_unique<FunctionLayer>(
+      r, [](const std::vector<Value>& xs) { return nn::AddAll(OpOperands(xs)); },
+      [](const std::vector<Value>& xs) { return nn::AddAllRelu(OpOperands(xs)); }));
 }
 
 Result<LayerPtr> MakeConcatenate(ConfigReader& r, int64_t) {
@@ -146,7 +158,6 @@ void AddCoreMakers(MakerTable* t) {
   (*t)["keras.layers.LeakyReLU"] = MakeLeakyReLU;
   (*t)["keras.layers.ELU"] = MakeELU;
   (*t)["keras.layers.Softmax"] = MakeSoftmax;
-  (*t)["keras.layers.Dropout"] = MakeDropout;
   (*t)["keras.layers.Flatten"] = MakeFlatten;
   (*t)["keras.layers.Reshape"] = MakeReshape;
   (*t)["keras.layers.ZeroPadding2D"] = MakeZeroPadding2D;
@@ -169,7 +180,7 @@ void AddCoreMakers(MakerTable* t) {
     return MakeGlobalPool(r, K::kMax, 2);
   };
   (*t)["keras.layers.Add"] = MakeAdd;
-  (*t)["keras.src.ops.numpy.Add"] = MakeAdd;  // what `x + y` on KerasTensors serializes to
+  (*t)["keras.src.ops.numpy.Add"] = MakeOpAdd;  // what `x + y` on KerasTensors serializes to
   (*t)["keras.layers.Concatenate"] = MakeConcatenate;
 }
 

@@ -2,11 +2,23 @@
 #include "graph/keras/factory_internal.h"
 #include "graph/nn/attention.h"
 #include "graph/nn/embedding.h"
+#include "graph/ops.h"
 
 namespace troupe::keras::internal {
 namespace {
 
 using LayerPtr = std::unique_ptr<KerasLayer>;
+
+// Embedding(mask_zero=True): the ids that are not 0 are the mask of the output.
+class MaskZeroEmbedding : public UnaryLayer {
+ public:
+  using UnaryLayer::UnaryLayer;
+  Value ComputeMask(const std::vector<Value>& inputs, const CallOptions&) const override {
+    const Value& ids = inputs[0];
+    return ops::Cast(ops::NotEqual(ids, ops::Cast(ops::Scalar(0), ids.dtype())), DType::kFloat32);
+  }
+  int MaskOpCount() const override { return 1; }
+};
 
 Result<LayerPtr> MakeEmbedding(ConfigReader& r, int64_t seed) {
   TROUPE_ASSIGN_OR_RETURN(int64_t input_dim, r.Int("input_dim"));
@@ -16,8 +28,7 @@ Result<LayerPtr> MakeEmbedding(ConfigReader& r, int64_t seed) {
   TROUPE_ASSIGN_OR_RETURN(o.embeddings_initializer,
                           r.Init("embeddings_initializer", "uniform", seed));
   TROUPE_ASSIGN_OR_RETURN(Regularizer reg, r.Reg("embeddings_regularizer"));
-  // mask_zero makes downstream layers consume a mask, which Troupe does not propagate.
-  TROUPE_RETURN_IF_ERROR(r.RequireEqual("mask_zero", false));
+  TROUPE_ASSIGN_OR_RETURN(bool mask_zero, r.Bool("mask_zero", false));
   for (const char* k : {"embeddings_constraint", "activity_regularizer", "quantization_config",
                         "lora_rank", "lora_alpha", "input_length"}) {
     TROUPE_RETURN_IF_ERROR(r.RequireNull(k));
@@ -27,6 +38,9 @@ Result<LayerPtr> MakeEmbedding(ConfigReader& r, int64_t seed) {
   auto layer = std::make_unique<nn::Embedding>(r.name(), input_dim, output_dim, o);
   nn::Embedding* e = layer.get();
   std::vector<WeightSpec> w = {{"_embeddings", [e] { return e->embeddings(); }, reg}};
+  if (mask_zero) {
+    return LayerPtr(std::make_unique<MaskZeroEmbedding>(r, std::move(layer), std::move(w)));
+  }
   return LayerPtr(std::make_unique<UnaryLayer>(r, std::move(layer), std::move(w)));
 }
 
@@ -67,8 +81,19 @@ class AttentionLayer : public KerasLayer {
                                                "' takes (query, value[, key]), got " +
                                                std::to_string(in.size()) + " inputs"));
     }
+    // Keras masks of query, value, key; without a key, the key is the value (and its mask).
+    std::vector<Value> masks = options.masks;
+    if (!masks.empty()) {
+      masks.resize(3);
+      if (in.size() == 2) masks[2] = masks[1];
+    }
     return mha_(in[0], in[1], in.size() == 3 ? in[2] : Value(), options.training,
-                options.use_causal_mask);
+                options.use_causal_mask, masks);
+  }
+  bool ConsumesMask() const override { return true; }
+  // Keras sets the query's mask on the output.
+  Value ComputeMask(const std::vector<Value>&, const CallOptions& options) const override {
+    return options.masks.empty() ? Value() : options.masks[0];
   }
   std::vector<std::pair<std::string, Variable>> KerasWeights() const override {
     return WeightsOf(weights_);
@@ -95,12 +120,9 @@ Result<LayerPtr> MakeMultiHeadAttention(ConfigReader& r, int64_t seed) {
                          "null, an int or a 1-element list");
   }
   o.output_dim = out.empty() ? 0 : out[0];
-  TROUPE_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                          r.Ints("attention_axes", 0, std::vector<int64_t>{1}));
-  if (axes != std::vector<int64_t>{1} && axes != std::vector<int64_t>{-2}) {
-    return r.Unsupported("attention_axes", nlohmann::json(axes).dump(),
-                         "null or [1] (attention over the sequence axis of (B, T, D) inputs)");
-  }
+  // null: every axis between the batch and the features; checked against the inputs' rank
+  // when the layer is built.
+  TROUPE_ASSIGN_OR_RETURN(o.attention_axes, r.Ints("attention_axes", 0, std::vector<int64_t>{}));
   TROUPE_RETURN_IF_ERROR(r.RequireEqual("use_gate", false));
   TROUPE_RETURN_IF_ERROR(r.RequireNull("sliding_window"));
   TROUPE_ASSIGN_OR_RETURN(o.dropout_seed, r.OptionalInt("seed"));

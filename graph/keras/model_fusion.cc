@@ -37,7 +37,7 @@ void KerasModel::FuseLayerPairs() {
   std::map<std::string, int> calls;
   std::map<std::string, Node*> producer;
   for (Node& n : plan_->nodes) {
-    for (const TensorRef& in : n.inputs) ++readers[in];
+    for (const TensorRef& in : n.tensors()) ++readers[in];
     ++calls[n.layer->name()];
     producer[n.layer->name()] = &n;
   }

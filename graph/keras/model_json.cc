@@ -11,6 +11,7 @@
 #include "graph/keras/keras_order.h"
 #include "graph/keras/model_loss.h"
 #include "graph/keras/model_plan.h"
+#include "graph/keras/nested_model.h"
 #include "graph/nn/losses.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
@@ -27,8 +28,10 @@ bool IsKerasTensor(const json& j) {
 }
 
 // Flattens a node's positional arguments: [KT], [[KT, KT]] (merge layers), [KT, KT] (MHA,
-// the x + y op-layer).
-Status CollectTensors(const json& arg, const std::string& where, std::vector<TensorRef>* out) {
+// the x + y op-layer). With `constants`, a number (the 3.0 of `x + 3.0`) is an argument too: an
+// empty TensorRef in `out`, its value in `constants` under its position.
+Status CollectTensors(const json& arg, const std::string& where, std::vector<TensorRef>* out,
+                      std::map<size_t, double>* constants = nullptr) {
   if (IsKerasTensor(arg)) {
     const json* config = Find(arg, "config");
     if (config == nullptr) return InvalidArgumentError(where + ": a tensor has no config");
@@ -39,11 +42,22 @@ Status CollectTensors(const json& arg, const std::string& where, std::vector<Ten
     return Status::OK();
   }
   if (arg.is_array()) {
-    for (const json& a : arg) TROUPE_RETURN_IF_ERROR(CollectTensors(a, where, out));
+    for (const json& a : arg) TROUPE_RETURN_IF_ERROR(CollectTensors(a, where, out, constants));
     return Status::OK();
   }
-  return UnimplementedError(where + ": Troupe takes only tensors as positional layer inputs, got " +
-                            arg.dump());
+  if (constants != nullptr && arg.is_number() && !arg.is_number_unsigned() &&
+      !arg.is_number_integer()) {
+    (*constants)[out->size()] = arg.get<double>();
+    out->push_back(TensorRef{});
+    return Status::OK();
+  }
+  if (constants != nullptr && arg.is_number()) {
+    (*constants)[out->size()] = static_cast<double>(arg.get<int64_t>());
+    out->push_back(TensorRef{});
+    return Status::OK();
+  }
+  return UnimplementedError(where + ": Troupe takes tensors and numbers as positional layer " +
+                            "inputs, got " + arg.dump());
 }
 
 }  // namespace
@@ -157,12 +171,18 @@ Status KerasModel::AddInput(const json& input_layer) {
   if (shape == nullptr || !shape->is_array() || shape->empty()) {
     return InvalidArgumentError("InputLayer has no batch_shape");
   }
+  // A null dimension (keras.applications' default (None, None, 3)) is taken from the data's
+  // examples when the model is built.
   std::vector<int64_t> dims;
   for (size_t i = 1; i < shape->size(); ++i) {
     const json& d = (*shape)[i];
+    if (d.is_null()) {
+      dims.push_back(TensorShape::kUnknownDim);
+      continue;
+    }
     if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
-      return UnimplementedError("InputLayer shape " + shape->dump() +
-                                ": Troupe needs every dimension but the batch known");
+      return InvalidArgumentError("InputLayer shape " + shape->dump() +
+                                  ": every dimension must be a positive size or null");
     }
     dims.push_back(d.get<int64_t>());
   }
@@ -181,7 +201,16 @@ Status KerasModel::AddInput(const json& input_layer) {
 Result<KerasLayer*> KerasModel::AddLayer(const json& envelope, int64_t seed) {
   // Each layer draws its unseeded initializers from its own block of seeds.
   const int64_t layer_seed = seed + 1000 * static_cast<int64_t>(layers_.size() + 1);
-  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<KerasLayer> layer, MakeKerasLayer(envelope, layer_seed));
+  std::unique_ptr<KerasLayer> layer;
+  if (IsNestedModel(envelope)) {
+    Result<std::unique_ptr<KerasLayer>> nested = MakeNestedModelLayer(envelope, layer_seed);
+    if (!nested.ok()) {
+      return nested.status().WithContext("nested model '" + envelope.value("name", "") + "'");
+    }
+    layer = std::move(*nested);
+  } else {
+    TROUPE_ASSIGN_OR_RETURN(layer, MakeKerasLayer(envelope, layer_seed));
+  }
   for (const auto& other : layers_) {
     if (other->name() == layer->name() || layer->name() == input_name_) {
       return InvalidArgumentError("two layers are named '" + layer->name() +
@@ -253,8 +282,23 @@ Status KerasModel::LoadSequential(const json& config, int64_t seed) {
 namespace {
 
 // Keyword arguments of a layer call that Troupe understands; anything else is refused.
+// A `mask` keyword argument: the tensor (or per-input list, null for none) Keras' functional
+// graph records for a layer whose call() takes a mask (the mask that Embedding(mask_zero=True)
+// or Masking made, computed by a NotEqual op-layer of its own).
+Status CollectMasks(const json& mask, const std::string& where, std::vector<TensorRef>* out) {
+  if (mask.is_null()) {
+    out->push_back(TensorRef{});
+    return Status::OK();
+  }
+  if (mask.is_array()) {
+    for (const json& m : mask) TROUPE_RETURN_IF_ERROR(CollectMasks(m, where, out));
+    return Status::OK();
+  }
+  return CollectTensors(mask, where, out);
+}
+
 Status ParseCallKwargs(const json& kwargs, const std::string& where, CallOptions* options,
-                       std::vector<TensorRef>* tensor_kwargs) {
+                       std::vector<TensorRef>* tensor_kwargs, std::vector<TensorRef>* masks) {
   if (kwargs.is_null()) return Status::OK();
   if (!kwargs.is_object()) return InvalidArgumentError(where + ": kwargs is not an object");
   for (const char* key : {"query", "value", "key"}) {
@@ -265,6 +309,8 @@ Status ParseCallKwargs(const json& kwargs, const std::string& where, CallOptions
     if (key == "query" || key == "value" || key == "key") continue;
     if (key == "use_causal_mask" && value.is_boolean()) {
       options->use_causal_mask = value.get<bool>();
+    } else if (key == "mask" && !value.is_null()) {
+      TROUPE_RETURN_IF_ERROR(CollectMasks(value, where, masks));
     } else if ((key == "mask" || key == "attention_mask") && value.is_null()) {
       continue;
     } else if (key == "training" && (value.is_null() || value.is_boolean())) {
@@ -320,15 +366,16 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
       Node n{layer, static_cast<int64_t>(k), {}, {}};
       n.relu = IsReluActivation(envelope);
       n.linear = IsLinear(envelope);
-      TROUPE_RETURN_IF_ERROR(CollectTensors(node.value("args", json::array()), where, &n.inputs));
       TROUPE_RETURN_IF_ERROR(
-          ParseCallKwargs(node.value("kwargs", json::object()), where, &n.options, &n.inputs));
+          CollectTensors(node.value("args", json::array()), where, &n.inputs, &n.constants));
+      TROUPE_RETURN_IF_ERROR(ParseCallKwargs(node.value("kwargs", json::object()), where,
+                                             &n.options, &n.inputs, &n.mask_inputs));
       pending.push_back(std::move(n));
     }
   }
   if (input_name_.empty()) return InvalidArgumentError("the model has no InputLayer");
   std::vector<LayerCall> calls;
-  for (const Node& n : pending) calls.push_back(LayerCall{n.layer->name(), n.index, n.inputs});
+  for (const Node& n : pending) calls.push_back(LayerCall{n.layer->name(), n.index, n.tensors()});
   TROUPE_RETURN_IF_ERROR(OrderLikeKeras(calls, outputs[0]));
   // Replay calls in an order where each input exists (Keras retries until all are made).
   plan_ = std::make_unique<Plan>();
@@ -337,7 +384,7 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
     size_t before = pending.size();
     for (auto it = pending.begin(); it != pending.end();) {
       bool ready = true;
-      for (const TensorRef& in : it->inputs) ready = ready && made.count(in) > 0;
+      for (const TensorRef& in : it->tensors()) ready = ready && made.count(in) > 0;
       if (!ready) {
         ++it;
         continue;
@@ -347,7 +394,7 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
       it = pending.erase(it);
     }
     if (pending.size() == before) {
-      for (const TensorRef& in : pending.front().inputs) {
+      for (const TensorRef& in : pending.front().tensors()) {
         if (made.count(in) == 0) {
           return InvalidArgumentError("layer '" + pending.front().layer->name() + "' uses tensor " +
                                       in.ToString() + ", which no layer of the model produces");
@@ -363,45 +410,134 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
   return Status::OK();
 }
 
+namespace {
+
+// A call's positional argument: the tensor it names, or its constant as a scalar of the dtype of
+// the call's first tensor (a Python number in a Keras op takes the tensor's dtype).
+Value ArgumentValue(const std::map<TensorRef, Value>& values, const TensorRef& ref,
+                    const std::map<size_t, double>& constants, size_t position,
+                    const std::vector<TensorRef>& inputs) {
+  auto c = constants.find(position);
+  if (c == constants.end()) return values.at(ref);
+  Value scalar = ops::Scalar(static_cast<float>(c->second));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (constants.count(i)) continue;
+    const Value& like = values.at(inputs[i]);
+    if (like.ok() && like.dtype() != DType::kFloat32) scalar = ops::Cast(scalar, like.dtype());
+    break;
+  }
+  return scalar;
+}
+
+}  // namespace
+
+Status KerasModel::MaskRule(const Node& node, bool has_mask) const {
+  const KerasLayer& layer = *node.layer;
+  if (!has_mask || layer.ConsumesMask() || layer.PassesMaskUnchanged() ||
+      !layer.SupportsMasking()) {
+    return Status::OK();
+  }
+  return UnimplementedError("layer '" + layer.name() + "' (" + layer.class_name() +
+                            ") receives a Keras mask (from Embedding(mask_zero=True) or "
+                            "Masking) and Keras would apply it there; Troupe does not apply "
+                            "masks in " +
+                            layer.class_name() +
+                            " yet: remove mask_zero/Masking, or put a layer that consumes the "
+                            "mask (LSTM, GRU, SimpleRNN) before it");
+}
+
 Value KerasModel::Run(const Value& features, bool training, std::vector<TensorShape>* shapes) {
   std::map<TensorRef, Value> values;
+  std::map<TensorRef, Value> masks;                    // Keras masks of the tensors that carry one
+  std::map<TensorRef, const KerasLayer*> mask_makers;  // the layer that made each mask
   Value input = features;
   if (input.ok() && input.dtype() != input_dtype_) input = ops::Cast(input, input_dtype_);
   values[TensorRef{input_name_, 0, 0}] = input;
   for (Node& node : plan_->nodes) {
+    const TensorRef out_ref{node.layer->name(), node.index, 0};
     if (node.fused_to || node.run_by_reader) {
       const Value& in = values[node.inputs[0]];
       if (shapes != nullptr) shapes->push_back(in.shape());
-      values[TensorRef{node.layer->name(), node.index, 0}] = in;
+      values[out_ref] = in;
+      if (masks.count(node.inputs[0])) {
+        masks[out_ref] = masks[node.inputs[0]];
+        mask_makers[out_ref] = mask_makers[node.inputs[0]];
+      }
       continue;
     }
     std::vector<Value> args;
-    for (const TensorRef& ref : node.inputs) args.push_back(values[ref]);
     CallOptions options = node.options;
     options.training = training;
+    bool has_mask = false;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      args.push_back(ArgumentValue(values, node.inputs[i], node.constants, i, node.inputs));
+      // The mask the call names (a Functional model's `mask` argument), else the one the
+      // input carries (Keras' propagation, what a Sequential model has).
+      Value mask;
+      if (i < node.mask_inputs.size()) {
+        if (!node.mask_inputs[i].layer.empty()) mask = values[node.mask_inputs[i]];
+      } else if (!node.constants.count(i)) {
+        auto m = masks.find(node.inputs[i]);
+        if (m != masks.end()) mask = m->second;
+      }
+      if (mask.defined() && mask.ok() && mask.dtype() != DType::kFloat32) {
+        mask = ops::Cast(mask, DType::kFloat32);
+      }
+      options.masks.push_back(mask);
+      has_mask = has_mask || mask.defined();
+    }
+    if (!has_mask) options.masks.clear();
+    if (has_mask && node.layer->ConsumesMask()) {
+      for (const TensorRef& in : node.inputs) {
+        if (mask_makers.count(in)) mask_uses_.insert({node.layer, mask_makers[in]});
+      }
+    }
+    if (Status rule = MaskRule(node, has_mask); !rule.ok()) return Value::Error(rule);
+    CallOptions apply_options = options;
+    if (!node.layer->ConsumesMask()) apply_options.masks.clear();
     std::optional<PrecisionScope> float32;
     if (dtype_policy_ != "float32" && node.layer->dtype_policy() == "float32") {
       float32.emplace(DType::kFloat32);
     }
-    Value out = node.layer->Apply(args, options);
+    Value out = node.layer->Apply(args, apply_options);
+    Value mask = out.ok() ? node.layer->ComputeMask(args, options) : Value();
     float32.reset();
     if (!out.ok()) {
       return Value::Error(out.status().WithContext("layer '" + node.layer->name() + "' (" +
                                                    node.layer->class_name() + ")"));
     }
     if (shapes != nullptr) shapes->push_back(out.shape());
-    values[TensorRef{node.layer->name(), node.index, 0}] = out;
+    values[out_ref] = out;
+    if (mask.defined()) {
+      if (!mask.ok()) {
+        return Value::Error(
+            mask.status().WithContext("the mask of layer '" + node.layer->name() + "'"));
+      }
+      masks[out_ref] = mask;
+      if (node.layer->MaskOpCount() > 0) {
+        mask_makers[out_ref] = node.layer;
+      } else if (!node.inputs.empty() && mask_makers.count(node.inputs[0])) {
+        mask_makers[out_ref] = mask_makers[node.inputs[0]];
+      }
+    }
   }
   return values[plan_->output];
 }
 
 Status KerasModel::Build(const TensorShape& example_shape) {
-  if (example_shape != input_shape_) {
+  if (!example_shape.IsFullyDefined()) {
+    return InvalidArgumentError("model '" + name() + "' takes inputs of shape " +
+                                input_shape_.ToString() +
+                                ": give the size of each null dimension (the data's example "
+                                "shape, or --input-shape for `troupe model show`)");
+  }
+  if (!example_shape.IsCompatibleWith(input_shape_)) {
     return InvalidArgumentError("model '" + name() + "' takes inputs of shape " +
                                 input_shape_.ToString() + " but the data's examples have shape " +
                                 example_shape.ToString() +
                                 " (change the model's keras.Input shape or the data)");
   }
+  input_shape_ = example_shape;
   InitScope eager;
   std::vector<int64_t> dims = {1};
   for (int i = 0; i < input_shape_.rank(); ++i) dims.push_back(input_shape_.dim(i));
@@ -416,29 +552,92 @@ Value KerasModel::Call(const Value& features, bool training) {
   return Run(features, training, nullptr);
 }
 
+std::vector<Value> KerasModel::ActivityLosses() const {
+  std::vector<Value> out;
+  for (const auto& layer : layers_) {
+    for (Value& loss : layer->ActivityLosses()) out.push_back(std::move(loss));
+  }
+  return out;
+}
+
+std::vector<WeightPenalty> KerasModel::Penalties() const {
+  std::vector<WeightPenalty> out;
+  for (const auto& layer : layers_) {
+    for (WeightPenalty& p : layer->Penalties()) out.push_back(std::move(p));
+  }
+  return out;
+}
+
 Value KerasModel::Loss(const Value& labels, const Value& outputs) {
   Value loss = nn::Model::Loss(labels, outputs);
-  for (const auto& layer : layers_) {
-    for (const WeightPenalty& p : layer->Penalties()) {
-      if (p.l1 != 0) {
-        loss = ops::Add(loss, ops::Mul(ops::Scalar(static_cast<float>(p.l1)),
-                                       ops::Sum(ops::Abs(Value(p.variable)))));
-      }
-      if (p.l2 != 0) {
-        loss = ops::Add(loss, ops::Mul(ops::Scalar(static_cast<float>(p.l2)),
-                                       ops::Sum(ops::Square(Value(p.variable)))));
-      }
+  for (const WeightPenalty& p : Penalties()) {
+    if (p.l1 != 0) {
+      loss = ops::Add(loss, ops::Mul(ops::Scalar(static_cast<float>(p.l1)),
+                                     ops::Sum(ops::Abs(Value(p.variable)))));
+    }
+    if (p.l2 != 0) {
+      loss = ops::Add(loss, ops::Mul(ops::Scalar(static_cast<float>(p.l2)),
+                                     ops::Sum(ops::Square(Value(p.variable)))));
     }
   }
+  // Keras' add_loss of the last call (ActivityRegularization), made in this trace.
+  for (const Value& activity : ActivityLosses()) loss = ops::Add(loss, activity);
   return loss;
 }
 
 std::string KerasModel::OutputActivation() const { return OutputLayerActivation(json_); }
 
 Result<std::vector<nn::KerasLayer>> KerasModel::KerasLayers() const {
+  if (!functional_ && !mask_uses_.empty()) return SequentialLayersWithMaskOps();
   std::vector<nn::KerasLayer> out;
-  for (const auto& layer : layers_)
+  for (const auto& layer : layers_) {
     out.push_back(nn::KerasLayer{layer->name(), layer->KerasWeights()});
+  }
+  return out;
+}
+
+Result<std::vector<nn::KerasLayer>> KerasModel::SequentialLayersWithMaskOps() const {
+  // The graph Keras builds for the Sequential model: each layer on the one before it, a mask
+  // maker's op-layers chained on its input, each consumer reading the chain's end as its mask;
+  // Keras' order of that graph (keras_order.h) numbers the checkpoint's operations.
+  std::vector<LayerCall> calls;
+  std::map<std::string, const KerasLayer*> by_name;
+  auto op_name = [](const KerasLayer* maker, int k) {
+    return maker->name() + "/(mask op " + std::to_string(k) + ")";
+  };
+  std::string previous = input_name_;
+  for (const auto& layer : layers_) {
+    LayerCall call{layer->name(), 0, {TensorRef{previous, 0, 0}}};
+    for (const auto& [consumer, maker] : mask_uses_) {
+      if (consumer == layer.get()) {
+        call.inputs.push_back(TensorRef{op_name(maker, maker->MaskOpCount() - 1), 0, 0});
+      }
+    }
+    bool makes_used_mask = false;
+    for (const auto& use : mask_uses_)
+      makes_used_mask = makes_used_mask || use.second == layer.get();
+    if (makes_used_mask) {
+      std::string on = previous;
+      for (int k = 0; k < layer->MaskOpCount(); ++k) {
+        calls.push_back(LayerCall{op_name(layer.get(), k), 0, {TensorRef{on, 0, 0}}});
+        on = op_name(layer.get(), k);
+      }
+    }
+    calls.push_back(std::move(call));
+    by_name[layer->name()] = layer.get();
+    previous = layer->name();
+  }
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> order,
+                          KerasLayerOrder(input_name_, calls, TensorRef{previous, 0, 0}));
+  std::vector<nn::KerasLayer> out;
+  for (size_t i = 1; i < order.size(); ++i) {  // order[0] is the InputLayer
+    auto it = by_name.find(order[i]);
+    if (it == by_name.end()) {
+      out.push_back(nn::KerasLayer{order[i], {}});  // a mask op-layer: no weights
+    } else {
+      out.push_back(nn::KerasLayer{it->second->name(), it->second->KerasWeights()});
+    }
+  }
   return out;
 }
 
@@ -448,7 +647,7 @@ std::vector<LayerSummary> KerasModel::Summary() const {
     const Node& node = plan_->nodes[i];
     LayerSummary& row = rows[node.layer];
     row.output_shapes.push_back(ShapeWithBatch(built_shapes_[i]));
-    for (const TensorRef& in : node.inputs) row.inbound.push_back(in.layer);
+    for (const TensorRef& in : node.tensors()) row.inbound.push_back(in.layer);
   }
   std::vector<LayerSummary> out;
   out.push_back(

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ class KerasModel : public nn::Model {
   const std::string& dtype_policy() const { return dtype_policy_; }
   // Valid after Build.
   std::vector<LayerSummary> Summary() const;
+  // The weight penalties (kernel_regularizer, ...) of every layer, nested models' included.
+  std::vector<WeightPenalty> Penalties() const;
+  // The losses the layers added in their last call (ActivityRegularization), nested models'
+  // included; Loss adds them, in the trace of the Call that made them.
+  std::vector<Value> ActivityLosses() const;
 
  private:
   struct Node;
@@ -80,6 +86,8 @@ class KerasModel : public nn::Model {
   // so variables, checkpoint indices and optimizer slots follow Keras.
   Status OrderLikeKeras(const std::vector<LayerCall>& calls, const TensorRef& output);
   Value Run(const Value& features, bool training, std::vector<TensorShape>* shapes);
+  // OK unless `node` would drop a mask Keras applies in that layer (see KerasLayer).
+  Status MaskRule(const Node& node, bool has_mask) const;
   void FuseLayerPairs();
 
   nlohmann::json json_;
@@ -90,6 +98,11 @@ class KerasModel : public nn::Model {
   std::vector<std::unique_ptr<KerasLayer>> layers_;  // in Keras' order, InputLayer excluded
   std::unique_ptr<Plan> plan_;
   std::vector<TensorShape> built_shapes_;  // one per plan node, after Build
+  // (consumer, maker) of each mask a layer consumed in a run: a Sequential model's checkpoint
+  // layout counts the op-layers Keras records for such a mask (KerasLayer::MaskOpCount).
+  std::set<std::pair<const KerasLayer*, const KerasLayer*>> mask_uses_;
+  // KerasLayers() of a Sequential model with mask_uses_: Keras' order with the mask op-layers.
+  Result<std::vector<nn::KerasLayer>> SequentialLayersWithMaskOps() const;
   std::string dtype_policy_ = "float32";
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "graph/nn/initializers.h"
 #include "graph/nn/module.h"
 #include "graph/value.h"
 
@@ -28,6 +29,25 @@ Value Silu(const Value& x);
 Value Elu(const Value& x, double alpha = 1.0);
 Value LeakyRelu(const Value& x, double negative_slope);
 Value Relu6(const Value& x);
+// TF's Softplus / Softsign / Selu kernels (kernels/activations_extra.cc), with TF's gradients.
+Value Softplus(const Value& x);
+Value Softsign(const Value& x);
+Value Selu(const Value& x);
+// Keras' TF backend: relu6(x + 3) / 6, and x * hard_sigmoid(x).
+Value HardSigmoid(const Value& x);
+Value HardSilu(const Value& x);
+// x * tanh(softplus(x)).
+Value Mish(const Value& x);
+Value HardTanh(const Value& x);
+Value Squareplus(const Value& x, double b);
+Value Celu(const Value& x, double alpha);
+// keras.layers.Softmax(axis): one axis as tf.nn.softmax (the axis swapped with the last one
+// around the op when it is not last), several as exp(x - reduce_logsumexp(x, axes)).
+Value KerasSoftmax(const Value& x, const std::vector<int64_t>& axes);
+// exp(x - reduce_logsumexp(x, axes, keepdims)) (Keras' Softmax layer over several axes).
+Value LogSumExpSoftmax(const Value& x, const std::vector<int64_t>& axes);
+// keras.layers.PReLU: relu(x) + (-alpha) * relu(-x), alpha broadcast against x.
+Value PRelu(const Value& x, const Value& alpha);
 
 // keras.activations.relu(x, negative_slope, max_value, threshold) (the ReLU layer).
 struct ReluOptions {
@@ -47,6 +67,28 @@ class ActivationLayer : public Layer {
 
  private:
   ActivationFn fn_;
+};
+
+// keras.layers.PReLU: alpha shaped like the input without its batch axis, size 1 on
+// `shared_axes` (1-based input axes, as Keras takes them).
+struct PReluOptions {
+  Initializer alpha_initializer;  // zeros
+  std::vector<int64_t> shared_axes;
+  bool trainable = true;
+};
+
+class PReLU : public Layer {
+ public:
+  PReLU(std::string name, PReluOptions options);
+  const Variable& alpha() const { return alpha_; }
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool) override { return PRelu(x, alpha_.Read()); }
+
+ private:
+  PReluOptions options_;
+  Variable alpha_;
 };
 
 }  // namespace troupe::nn

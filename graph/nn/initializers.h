@@ -33,6 +33,12 @@ Initializer RandomNormal(double mean, double stddev, int64_t seed);
 // Keras TruncatedNormal: normal draws beyond 2 stddev redrawn.
 Initializer TruncatedNormal(double mean, double stddev, int64_t seed);
 
+// Keras Orthogonal: a normal [max(r, c), min(r, c)] draw (r = product of all dims but the
+// last, c = the last) with seed [seed, 0], its QR factor Q with columns signed by sign(diag R),
+// transposed when r < c, times gain. The QR runs in double (Householder); TF's float32 QR
+// differs by rounding only, so a seeded Keras Orthogonal agrees to ~1e-6, not bit for bit.
+Initializer Orthogonal(double gain, int64_t seed);
+
 // Keras' compute_fans.
 void ComputeFans(const TensorShape& shape, double* fan_in, double* fan_out);
 

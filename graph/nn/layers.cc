@@ -1,5 +1,6 @@
 #include "graph/nn/layers.h"
 
+#include "graph/nn/regularization.h"
 #include "graph/nn/replica_random.h"
 #include "graph/ops.h"
 #include "kernels/random/random_ops.h"
@@ -13,18 +14,6 @@ std::function<Value()> Init(const Initializer& init, const TensorShape& shape, D
     if (!t.ok()) return Value::Error(t.status());
     return Value(*t);
   };
-}
-
-// The stateless random ops live in kernels/random/; register them if the built-in list does
-// not include them yet.
-void EnsureRandomOps() {
-  static const bool done = [] {
-    if (!OpRegistry::Global().LookupOp("StatelessRandomGetKeyCounter").ok()) {
-      random::RegisterRandomOps(OpRegistry::Global());
-    }
-    return true;
-  }();
-  (void)done;
 }
 
 Status NeedRank(const std::string& layer, const TensorShape& shape, int rank) {
@@ -198,49 +187,36 @@ Value Flatten::Call(const Value& x, bool) {
 
 // ------------------------------------------------------------------------------ Dropout
 
-Dropout::Dropout(std::string name, double rate, std::optional<int64_t> seed)
-    : Layer(std::move(name)), rate_(rate), seed_(seed ? *seed : NextDefaultSeed()) {}
+Dropout::Dropout(std::string name, double rate, std::optional<int64_t> seed,
+                 std::vector<int64_t> noise_shape)
+    : Layer(std::move(name)),
+      rate_(rate),
+      seed_(seed ? *seed : NextDefaultSeed()),
+      noise_shape_(std::move(noise_shape)) {}
 
-Status Dropout::BuildImpl(const TensorShape&) {
+Status Dropout::BuildImpl(const TensorShape& input_shape) {
   if (rate_ < 0 || rate_ >= 1) {
     return InvalidArgumentError("Dropout rate must be in [0, 1), got " + std::to_string(rate_));
   }
+  if (!noise_shape_.empty() && !input_shape.unknown_rank() &&
+      static_cast<int>(noise_shape_.size()) != input_shape.rank()) {
+    return InvalidArgumentError("Dropout '" + name() + "': noise_shape has " +
+                                std::to_string(noise_shape_.size()) +
+                                " entries but the inputs have shape " + input_shape.ToString());
+  }
   const int64_t seed = seed_;
-  TROUPE_ASSIGN_OR_RETURN(state_, AddVariable(
-                                      "seed_generator_state",
-                                      [seed]() -> Value {
-                                        return Value(Tensor::FromVector<int64_t>({seed, 0}));
-                                      },
-                                      /*trainable=*/false));
+  TROUPE_ASSIGN_OR_RETURN(
+      state_, AddVariable(
+                  "seed_generator_state", [seed]() -> Value { return SeedStateInit(seed); },
+                  /*trainable=*/false));
   return Status::OK();
 }
 
 Value Dropout::Call(const Value& x, bool training) {
   if (!training || rate_ == 0) return x;
-  EnsureRandomOps();
-  Value seed;
-  if (std::optional<Value> replica_seed = NextReplicaSeed()) {
-    seed = *replica_seed;  // inside a replica's step (replica_random.h)
-  } else {
-    // SeedGenerator.next(): the current state, then state += [0, 1].
-    Value state = state_.Read();
-    if (Status s = state_.AssignAdd(Value(Tensor::FromVector<int64_t>({0, 1}))); !s.ok()) {
-      return Value::Error(s);
-    }
-    seed = ops::Cast(state, DType::kInt32);
-  }
-  std::vector<Value> kc =
-      Apply("StatelessRandomGetKeyCounter", {seed}, {}, "StatelessRandomGetKeyCounter");
-  if (!kc[0].ok()) return kc[0];
-  Value u = Apply1("StatelessRandomUniformV2",
-                   {ops::Shape(x, DType::kInt32), kc[0], kc[1],
-                    ops::ScalarOf(3, DType::kInt32)},  // RNG_ALG_AUTO_SELECT
-                   {{"dtype", x.dtype()}}, "StatelessRandomUniformV2");
-  // The random op's output has no static shape; give it x's when that is expressible.
-  const TensorShape& xs = x.shape();
-  int unknown = 0;
-  for (int i = 0; i < xs.rank(); ++i) unknown += xs.dim(i) < 0;
-  if (!xs.unknown_rank() && unknown <= 1) u = ops::Reshape(u, xs.dims());
+  Value u = StatelessUniform(NoiseShape(x, noise_shape_), NoiseDims(x, noise_shape_),
+                             NextSeed(state_), x.dtype());
+  if (!u.ok()) return u;
   Value scaled = ops::Mul(x, ops::ScalarOf(1.0 / (1.0 - rate_), x.dtype()));
   Value keep = ops::Cast(ops::GreaterEqual(u, ops::ScalarOf(rate_, x.dtype())), x.dtype());
   return ops::Mul(scaled, keep);

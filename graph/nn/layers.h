@@ -125,10 +125,13 @@ class Flatten : public Layer {
 
 // Keras Dropout: active only when training and rate > 0; a seed-generator variable
 // ("seed_generator_state", int64 [seed, k]) supplies seed [seed, k] to the k-th call, and
-// out = where(uniform(seed) >= rate, x * 1/(1-rate), 0).
+// out = (x * 1/(1-rate)) * cast(uniform(noise_shape, seed) >= rate), the mask drawn at
+// `noise_shape` (x's shape where empty; -1 entries take x's dim, Keras' None) and broadcast
+// (regularization.h has the draws).
 class Dropout : public Layer {
  public:
-  Dropout(std::string name, double rate, std::optional<int64_t> seed = std::nullopt);
+  Dropout(std::string name, double rate, std::optional<int64_t> seed = std::nullopt,
+          std::vector<int64_t> noise_shape = {});
   const Variable& seed_state() const { return state_; }
 
  protected:
@@ -138,6 +141,7 @@ class Dropout : public Layer {
  private:
   double rate_;
   int64_t seed_;
+  std::vector<int64_t> noise_shape_;
   Variable state_;
 };
 

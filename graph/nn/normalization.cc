@@ -263,12 +263,12 @@ Status LayerNormalization::BuildImpl(const TensorShape& input_shape) {
     broadcast_shape_[static_cast<size_t>(a)] = d;
   }
   const TensorShape shape(param_dims);
-  if (options_.scale) {
+  if (options_.scale || options_.rms_scaling) {
     TROUPE_ASSIGN_OR_RETURN(
         gamma_,
         AddVariable("gamma", InitValue(options_.gamma_initializer, shape), options_.trainable));
   }
-  if (options_.center) {
+  if (options_.center && !options_.rms_scaling) {
     TROUPE_ASSIGN_OR_RETURN(beta_, AddVariable("beta", InitValue(options_.beta_initializer, shape),
                                                options_.trainable));
   }
@@ -282,6 +282,13 @@ Value LayerNormalization::Call(const Value& x, bool) {
       return Value::Error(UnimplementedError("LayerNormalization '" + name() +
                                              "' supports float32 inputs only, got " +
                                              std::string(DTypeName(x.dtype()))));
+    }
+    if (options_.rms_scaling) {
+      // tf.math.reduce_variance (the gradient flows through its mean), rsqrt, x * inv * gamma.
+      Value mean = ops::Mean(x, axes_, /*keep_dims=*/true);
+      Value variance = ops::Mean(ops::Square(ops::Sub(x, mean)), axes_, true);
+      Value inv = ops::Rsqrt(ops::Add(variance, C(options_.epsilon, variance)));
+      return ops::Mul(ops::Mul(x, inv), ops::Reshape(gamma_, broadcast_shape_));
     }
     if (options_.scale && options_.center && axes_.size() == 1 &&
         axes_[0] == static_cast<int64_t>(broadcast_shape_.size()) - 1 && UseCpuFusedOps()) {
@@ -299,6 +306,171 @@ Value LayerNormalization::Call(const Value& x, bool) {
     Value res = ops::Mul(ops::Neg(m[0]), inv);
     if (options_.center) res = ops::Add(res, ops::Reshape(beta_, broadcast_shape_));
     return ops::Add(ops::Mul(x, inv), res);
+  });
+}
+
+// --------------------------------------------------------------------- GroupNormalization
+
+GroupNormalization::GroupNormalization(std::string name, GroupNormOptions options)
+    : Layer(std::move(name)), options_(std::move(options)) {
+  if (!options_.beta_initializer) options_.beta_initializer = Zeros();
+  if (!options_.gamma_initializer) options_.gamma_initializer = Ones();
+}
+
+Status GroupNormalization::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.unknown_rank() || input_shape.rank() < 2) {
+    return InvalidArgumentError("GroupNormalization '" + name() +
+                                "' needs inputs of rank 2 or more, got " + input_shape.ToString());
+  }
+  rank_ = input_shape.rank();
+  TROUPE_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(options_.axis, rank_, "GroupNormalization"));
+  if (axis == 0) {
+    return InvalidArgumentError("GroupNormalization '" + name() + "' cannot group the batch axis");
+  }
+  axis_ = static_cast<int>(axis);
+  const int64_t c = input_shape.dim(axis_);
+  for (int i = 1; i < rank_; ++i) {
+    if (input_shape.dim(i) < 0) {
+      return InvalidArgumentError("GroupNormalization '" + name() +
+                                  "' needs known sizes after the batch axis, got shape " +
+                                  input_shape.ToString());
+    }
+  }
+  groups_ = options_.groups == -1 ? c : options_.groups;
+  if (groups_ <= 0 || c < groups_ || c % groups_ != 0) {
+    return InvalidArgumentError("GroupNormalization '" + name() + "': " + std::to_string(groups_) +
+                                " groups do not divide the " + std::to_string(c) + " channels");
+  }
+  group_shape_.clear();
+  broadcast_shape_.assign(static_cast<size_t>(rank_ + 1), 1);
+  reduce_axes_.clear();
+  for (int i = 0; i < rank_; ++i) {
+    if (i == axis_) {
+      group_shape_.push_back(groups_);
+      group_shape_.push_back(c / groups_);
+    } else {
+      group_shape_.push_back(i == 0 ? -1 : input_shape.dim(i));
+    }
+  }
+  group_shape_[0] = -1;
+  broadcast_shape_[static_cast<size_t>(axis_)] = groups_;
+  broadcast_shape_[static_cast<size_t>(axis_) + 1] = c / groups_;
+  for (int i = 1; i <= rank_; ++i) {
+    if (i != axis_) reduce_axes_.push_back(i);
+  }
+  const TensorShape shape{c};
+  if (options_.scale) {
+    TROUPE_ASSIGN_OR_RETURN(
+        gamma_,
+        AddVariable("gamma", InitValue(options_.gamma_initializer, shape), options_.trainable));
+  }
+  if (options_.center) {
+    TROUPE_ASSIGN_OR_RETURN(beta_, AddVariable("beta", InitValue(options_.beta_initializer, shape),
+                                               options_.trainable));
+  }
+  return Status::OK();
+}
+
+Value GroupNormalization::Call(const Value& x, bool) {
+  // Keras computes GroupNormalization in float32 (autocast off, statistics upcast).
+  return KeepFloat32([&]() -> Value {
+    if (x.dtype() != DType::kFloat32) {
+      return Value::Error(UnimplementedError("GroupNormalization '" + name() +
+                                             "' supports float32 inputs only, got " +
+                                             std::string(DTypeName(x.dtype()))));
+    }
+    std::vector<int64_t> out_shape;
+    out_shape.push_back(-1);
+    for (int i = 1; i < rank_; ++i) out_shape.push_back(x.shape().dim(i));
+    Value g = ops::Reshape(x, group_shape_);
+    std::vector<Value> m = TwoPassMoments(g, reduce_axes_);
+    Value inv = ops::Rsqrt(ops::Add(m[1], C(options_.epsilon, m[1])));
+    if (options_.scale) inv = ops::Mul(inv, ops::Reshape(gamma_, broadcast_shape_));
+    Value res = ops::Mul(ops::Neg(m[0]), inv);
+    if (options_.center) res = ops::Add(res, ops::Reshape(beta_, broadcast_shape_));
+    return ops::Reshape(ops::Add(ops::Mul(g, inv), res), out_shape);
+  });
+}
+
+// --------------------------------------------------------------------- UnitNormalization
+
+Status UnitNormalization::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.unknown_rank()) {
+    return InvalidArgumentError("UnitNormalization needs inputs of known rank");
+  }
+  axes_.clear();
+  for (int64_t a : axis_) {
+    TROUPE_ASSIGN_OR_RETURN(int64_t axis,
+                            NormalizeAxis(a, input_shape.rank(), "UnitNormalization"));
+    axes_.push_back(axis);
+  }
+  std::sort(axes_.begin(), axes_.end());
+  if (axes_.empty() || std::adjacent_find(axes_.begin(), axes_.end()) != axes_.end()) {
+    return InvalidArgumentError("UnitNormalization axis must name distinct axes");
+  }
+  return Status::OK();
+}
+
+Value UnitNormalization::Call(const Value& x, bool) {
+  // keras.ops.normalize(order=2): x * minimum(rsqrt(sum(square(x))), 1 / epsilon).
+  Value inv = ops::Rsqrt(ops::Sum(ops::Square(x), axes_, /*keep_dims=*/true));
+  return ops::Mul(x, ops::Minimum(inv, C(1.0 / 1e-12, inv)));
+}
+
+// --------------------------------------------------------------------- RMSNormalization
+
+RMSNormalization::RMSNormalization(std::string name, std::vector<int64_t> axis, double epsilon,
+                                   bool trainable, Initializer scale_initializer)
+    : Layer(std::move(name)),
+      axis_(std::move(axis)),
+      epsilon_(epsilon),
+      trainable_(trainable),
+      scale_initializer_(std::move(scale_initializer)) {
+  if (!scale_initializer_) scale_initializer_ = Ones();
+}
+
+Status RMSNormalization::BuildImpl(const TensorShape& input_shape) {
+  if (input_shape.unknown_rank()) {
+    return InvalidArgumentError("RMSNormalization needs inputs of known rank");
+  }
+  axes_.clear();
+  for (int64_t a : axis_) {
+    TROUPE_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a, input_shape.rank(), "RMSNormalization"));
+    axes_.push_back(axis);
+  }
+  std::sort(axes_.begin(), axes_.end());
+  if (axes_.empty() || std::adjacent_find(axes_.begin(), axes_.end()) != axes_.end()) {
+    return InvalidArgumentError("RMSNormalization axis must name distinct axes");
+  }
+  std::vector<int64_t> dims;
+  for (int64_t a : axes_) {
+    const int64_t d = input_shape.dim(static_cast<int>(a));
+    if (d < 0) {
+      return InvalidArgumentError("RMSNormalization needs known sizes on its axes, got shape " +
+                                  input_shape.ToString());
+    }
+    dims.push_back(d);
+  }
+  TROUPE_ASSIGN_OR_RETURN(
+      scale_, AddVariable("scale", InitValue(scale_initializer_, TensorShape(dims)), trainable_));
+  return Status::OK();
+}
+
+Value RMSNormalization::Call(const Value& input, bool) {
+  // Keras casts the input (and reads the scale) in the compute dtype, then computes in float32
+  // and casts the result back.
+  const DType outer = CurrentComputeDType();
+  const Value x = RoundTo(input, outer);
+  const Value scale = RoundTo(scale_.Read(), outer);
+  return KeepFloat32([&]() -> Value {
+    if (x.dtype() != DType::kFloat32) {
+      return Value::Error(UnimplementedError("RMSNormalization '" + name() +
+                                             "' supports float32 inputs only, got " +
+                                             std::string(DTypeName(x.dtype()))));
+    }
+    Value ms = ops::Mean(ops::Square(x), axes_, /*keep_dims=*/true);
+    Value rrms = ops::Rsqrt(ops::Add(ms, C(epsilon_, ms)));
+    return ops::Mul(ops::Mul(x, rrms), scale);
   });
 }
 

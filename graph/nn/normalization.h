@@ -90,6 +90,9 @@ struct LayerNormOptions {
   double epsilon = 1e-3;  // Keras' default (PyTorch uses 1e-5)
   bool center = true;
   bool scale = true;
+  // Keras' deprecated rms_scaling: x * rsqrt(reduce_variance(x) + eps) * gamma; gamma always,
+  // no beta.
+  bool rms_scaling = false;
   bool trainable = true;
   Initializer beta_initializer;   // zeros
   Initializer gamma_initializer;  // ones
@@ -111,6 +114,80 @@ class LayerNormalization : public Layer {
   std::vector<int64_t> axes_;             // normalized, sorted
   std::vector<int64_t> broadcast_shape_;  // gamma/beta reshaped for the input's rank
   Variable gamma_, beta_;
+};
+
+struct GroupNormOptions {
+  int64_t groups = 32;  // -1: one group per channel
+  int64_t axis = -1;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  bool trainable = true;
+  Initializer beta_initializer;   // zeros
+  Initializer gamma_initializer;  // ones
+};
+
+// keras.layers.GroupNormalization: the channel axis split into (groups, C / groups), moments
+// over every axis but the batch and group axes (tf.nn.moments), then Keras' layer-norm op
+// order inv = rsqrt(var + eps) * gamma; x * inv + (-mean * inv + beta). Kept in float32.
+// Variables: gamma [if scale], beta [if center], shaped (C,).
+class GroupNormalization : public Layer {
+ public:
+  explicit GroupNormalization(std::string name, GroupNormOptions options = {});
+  const Variable& gamma() const { return gamma_; }
+  const Variable& beta() const { return beta_; }
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool training) override;
+
+ private:
+  GroupNormOptions options_;
+  int rank_ = 0;
+  int axis_ = 0;  // normalized
+  int64_t groups_ = 0;
+  std::vector<int64_t> group_shape_;      // the input reshaped into groups (batch -1)
+  std::vector<int64_t> broadcast_shape_;  // gamma/beta in the grouped rank
+  std::vector<int64_t> reduce_axes_;      // in the grouped rank
+  Variable gamma_, beta_;
+};
+
+// keras.layers.UnitNormalization: x * min(rsqrt(sum(x^2, axes)), 1e12) (ops.normalize, order 2,
+// epsilon 1e-12). Weightless.
+class UnitNormalization : public Layer {
+ public:
+  UnitNormalization(std::string name, std::vector<int64_t> axis)
+      : Layer(std::move(name)), axis_(std::move(axis)) {}
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool training) override;
+
+ private:
+  std::vector<int64_t> axis_;
+  std::vector<int64_t> axes_;  // normalized, sorted
+};
+
+// keras.layers.RMSNormalization: x * rsqrt(mean(x^2, axes) + eps) * scale, computed in float32
+// from the input rounded to the compute dtype, the scale (the dims on `axis`) broadcast against
+// the trailing axes as Keras multiplies it. Variable: scale.
+class RMSNormalization : public Layer {
+ public:
+  RMSNormalization(std::string name, std::vector<int64_t> axis, double epsilon, bool trainable,
+                   Initializer scale_initializer = nullptr);
+  const Variable& scale() const { return scale_; }
+
+ protected:
+  Status BuildImpl(const TensorShape& input_shape) override;
+  Value Call(const Value& x, bool training) override;
+
+ private:
+  std::vector<int64_t> axis_;
+  double epsilon_;
+  bool trainable_;
+  Initializer scale_initializer_;
+  std::vector<int64_t> axes_;  // normalized, sorted
+  Variable scale_;
 };
 
 }  // namespace troupe::nn

@@ -35,6 +35,22 @@ def test_loss(out):
     return float(m.group(1)), float(m.group(2))
 
 
+def check_keras_restores(model_json, checkpoints):
+    """Keras, with channel_scale.py's ChannelScale registered, restores every model object of
+    the checkpoint; the trained per-channel scale moved away from its initial ones."""
+    sys.path.insert(0, EXAMPLE)
+    import numpy as np
+    import tensorflow as tf
+    import keras
+    import channel_scale  # noqa: F401  (registers custom_model>ChannelScale)
+    with open(model_json) as f:
+        model = keras.models.model_from_json(f.read())
+    tf.train.Checkpoint(model=model).restore(
+        tf.train.latest_checkpoint(checkpoints)).assert_existing_objects_matched()
+    scale = model.get_layer("channel_scale").scale.numpy()
+    assert scale.shape == (128,) and not np.allclose(scale, 1.0), scale
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="troupe_custom_model_")
     prefix, build, run_dir = (os.path.join(tmp, d) for d in ("prefix", "build", "run"))
@@ -104,8 +120,27 @@ def main():
                      "--set", "data.examples=100"], expect=2)
         assert ('data.examples applies only with data.source = "fashion_head", and data.source '
                 'is "fashion_mnist"') in other.stdout + other.stderr, other.stderr
+        # 7. A Keras model with the example's own Keras layer (channel_scale.cc): the stock
+        # troupe binary refuses it naming the class and what to do; custom_model trains it, and
+        # Keras, with the Python twin registered, restores the checkpoint, the trained scale
+        # included.
+        scaled_config = os.path.join(EXAMPLE, "scaled_mlp_fashion.toml")
+        scaled_json = os.path.join(EXAMPLE, "scaled_mlp.json")
+        scaled_dir = os.path.join(tmp, "scaled")
+        scaled_args = ["--set", "job.run_dir=" + scaled_dir, "--set", "model.keras=" + scaled_json,
+                       "--set", "train.max_steps=30"]
+        refused = subprocess.run([os.path.join(prefix, "bin", "troupe"), "train", scaled_config] +
+                                 scaled_args, capture_output=True, text=True, timeout=600)
+        assert refused.returncode != 0, refused.stdout
+        assert "channel_scale.ChannelScale 'channel_scale'" in refused.stderr and \
+            "RegisterKerasLayer" in refused.stderr, refused.stderr
+        scaled = run([exe, "train", scaled_config] + scaled_args).stdout
+        print(scaled)
+        assert "done: 30 steps (30 in this run" in scaled, scaled
+        check_keras_restores(scaled_json, os.path.join(scaled_dir, "checkpoints"))
         print("custom_model: installed, built out of tree, trained, resumed and evaluated; its "
-              "own data source trained from its own key")
+              "own data source trained from its own key; its own Keras layer trained and "
+              "restored by Keras")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

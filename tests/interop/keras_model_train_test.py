@@ -95,17 +95,20 @@ def edit_layer(spec, class_name, change):
 
 def check_bad_models(base, spec):
     def unknown(layer):
-        layer["class_name"] = "LSTM"
+        layer["class_name"] = "SomeFutureLayer"
 
-    def groups(layer):
-        layer["config"]["groups"] = 2
+    def constraint(layer):
+        layer["config"]["kernel_constraint"] = {"module": "keras.constraints",
+                                                "class_name": "NonNeg", "config": {}}
 
     def shape(layer):
         layer["config"]["batch_shape"] = [None, 32, 32, 3]
 
     cases = {
-        "unknown_class": (edit_layer(spec, "Dense", unknown), ["LSTM", "'dense'", "supported"]),
-        "unsupported_option": (edit_layer(spec, "Conv2D", groups), ["groups", "conv2d"]),
+        "unknown_class": (edit_layer(spec, "Dense", unknown),
+                          ["SomeFutureLayer", "'dense'", "supported"]),
+        "unsupported_option": (edit_layer(spec, "Conv2D", constraint),
+                               ["kernel_constraint", "conv2d"]),
         "input_shape": (edit_layer(spec, "InputLayer", shape), ["[32,32,3]", "[28,28,1]"]),
         "not_a_model": ({"weights": [1, 2, 3]}, ["not a Keras model"]),
     }

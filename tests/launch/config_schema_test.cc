@@ -101,6 +101,8 @@ std::map<std::string, std::string> Context(const ConfigKey& key) {
   if (key.only_with->key == "data.source" && value == "tfrecord") {
     context["data.files"] = "\"train-*.tfrecord\"";
   }
+  // The text source takes num_classes only as a classifier (text_labels = "file").
+  if (key.name == "data.num_classes" && value == "text") context["data.text_labels"] = "\"file\"";
   return context;
 }
 
@@ -242,7 +244,7 @@ TEST(ConfigSchemaTest, DataKeys) {
       {"data.eval_files", "string", "\"\"", {"tfrecord"}},
       {"data.compression", "\"\" | \"GZIP\" | \"ZLIB\"", "\"\"", {"tfrecord"}},
       {"data.sequence_length", "integer >= 1", "0", {"text"}},
-      {"data.num_classes", "integer >= 1", "0", {"tfrecord", "synthetic"}},
+      {"data.num_classes", "integer >= 1", "0", {"text", "tfrecord", "synthetic"}},
       {"data.synthetic_examples", "integer >= 1", "60000", {"synthetic"}},
       {"data.shuffle_buffer", "integer >= 0", "10000", {}},
       {"data.auto_shard", "\"AUTO\" | \"FILE\" | \"DATA\" | \"OFF\"", "\"AUTO\"", {}},

@@ -8,6 +8,7 @@
 //            DIR/in_<i>.npy   inputs;  DIR/w_<k>.npy  the k-th weight in KerasWeights() order
 //            DIR/cot.npy      the output cotangent
 //                            ["function": "gelu_tanh"]: an nn function no config names]
+//                            ["mask": [[1, 0, ...], ...]]: a [batch, time] mask of input 0
 //     writes DIR/out.npy, DIR/grad_in_<i>.npy (float inputs), DIR/grad_w_<k>.npy (trainable
 //            weights), DIR/after_w_<k>.npy (every weight after the call) and DIR/weights.txt
 //            ("<keras name> <variable name> <trainable>" per weight).
@@ -18,10 +19,12 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "graph/keras/layer_factory.h"
+#include "graph/keras/nested_model.h"
 #include "graph/nn/activations.h"
 #include "graph/ops.h"
 #include "graph/precision.h"
@@ -61,6 +64,10 @@ class FunctionLayer : public keras::KerasLayer {
 
 Result<std::unique_ptr<keras::KerasLayer>> MakeLayer(const nlohmann::json& envelope,
                                                      const nlohmann::json& call) {
+  // A whole Keras model (Sequential or Functional) runs as the one layer, as when nested.
+  if (keras::IsNestedModel(envelope)) {
+    return keras::MakeNestedModelLayer(envelope, call.value("seed", 1));
+  }
   if (!call.contains("function")) return keras::MakeKerasLayer(envelope, call.value("seed", 1));
   const std::string fn = call["function"].get<std::string>();
   if (fn == "gelu_tanh") {
@@ -83,6 +90,19 @@ Status Run(const std::string& dir) {
   }
   keras::CallOptions options;
   options.use_causal_mask = call.value("use_causal_mask", false);
+  // "mask": [[...], ...]: a Keras [batch, time] mask of input 0 (1 keep, 0 masked).
+  if (call.contains("mask")) {
+    const nlohmann::json& rows = call["mask"];
+    std::vector<float> m;
+    for (const auto& row : rows) {
+      for (const auto& v : row) m.push_back(v.get<float>());
+    }
+    const int64_t b = static_cast<int64_t>(rows.size());
+    TROUPE_ASSIGN_OR_RETURN(
+        Tensor mt, Tensor::FromVector<float>(
+                       m, TensorShape{b, b == 0 ? 0 : static_cast<int64_t>(rows[0].size())}));
+    options.masks = {Value(mt)};
+  }
   // Build with an inference call, then load the weights.
   {
     std::vector<Value> xs(inputs.begin(), inputs.end());

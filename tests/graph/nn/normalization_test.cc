@@ -293,7 +293,7 @@ TEST(ActivationsTest, ReluOptionsFollowKeras) {
   EXPECT_FLOAT_EQ(got[2], -0.1f * 0.3f);
   EXPECT_FLOAT_EQ(got[3], 0.7f);
   EXPECT_FLOAT_EQ(got[5], 2.0f);
-  Result<nn::ActivationFn> bad = nn::ActivationByName("mish");
+  Result<nn::ActivationFn> bad = nn::ActivationByName("not_an_activation");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("supported: "), std::string::npos);
 }
