@@ -118,6 +118,15 @@ Status FusedNormAddReluGrad(const OpCall& c, const std::vector<Value>& dy, std::
 }  // namespace
 
 void RegisterNnGradients() {
+  // TF's gradient of ImageProjectiveTransformV3: dy transformed by the inverse transforms with
+  // the same interpolation and fill mode, fill value 0; none for the transforms.
+  RegisterGradient("ImageProjectiveTransform", [](const OpCall& c, const V& dy, V* dx) {
+    AttrMap attrs = c.attrs;
+    attrs.Set("fill_value", 0.0);
+    attrs.Set("invert", !c.attrs.GetBoolOr("invert", false).value_or(false));
+    *dx = {Apply1("ImageProjectiveTransform", {dy[0], c.inputs[1]}, attrs), Value()};
+    return Status::OK();
+  });
   RegisterGradient("Relu", [](const OpCall& c, const V& dy, V* dx) {
     *dx = {Apply1("ReluGrad", {dy[0], c.outputs[0]}, {}, "ReluGrad")};
     return Status::OK();

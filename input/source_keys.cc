@@ -9,7 +9,8 @@ std::vector<DataKey> CommonDataKeys() {
   DataKey source = config::String<D>(
       "source", &D::source, {},
       "Where examples come from: fashion_mnist reads the IDX files in `dir`; text makes "
-      "character-level language-model windows of the files `files` matches; tfrecord reads "
+      "character-level language-model windows of the files `files` matches (or, with "
+      "text_labels = \"file\", one example per entry labelled by its file); tfrecord reads "
       "tf.train.Example records (features.*); synthetic makes random examples; or a source the "
       "program registered (input/data_source.h).");
   source.choices_from = RegisteredDataSourceNames;
@@ -33,7 +34,8 @@ DataKey FilesKey() {
 DataKey NumClassesKey() {
   return config::Only(config::Int<D>("num_classes", &D::num_classes, 1,
                                      "Labels are in [0, num_classes); tfrecord and synthetic "
-                                     "need it."),
+                                     "need it; text with text_labels = \"file\" takes "
+                                     "the number of files."),
                       "the other sources know their classes");
 }
 

@@ -30,6 +30,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterBatchNormOps(registry);
   RegisterReductionOps(registry);
   RegisterBroadcastGradOps(registry);
+  RegisterImageTransformOps(registry);
 #if TROUPE_HAVE_CUDA
   RegisterGpuKernels(registry);
 #endif

@@ -30,5 +30,7 @@ void RegisterGatherOps(OpRegistry& registry);            // GatherV2, UnsortedSe
 void RegisterDepthwiseConvOps(OpRegistry& registry);     // DepthwiseConv2dNative + backprops
 void RegisterReductionOps(OpRegistry& registry);         // Sum, Mean, Max, Min, Prod
 void RegisterBroadcastGradOps(OpRegistry& registry);     // BroadcastGradientArgs, SumToShapeOf
+void RegisterImageTransformOps(
+    OpRegistry& registry);  // ImageProjectiveTransform, RotationTransform
 
 }  // namespace troupe

@@ -85,6 +85,7 @@ void AddNormalizationMakers(MakerTable* table);
 void AddConvMakers(MakerTable* table);
 void AddSequenceMakers(MakerTable* table);
 void AddPreprocessingMakers(MakerTable* table);
+void AddAugmentMakers(MakerTable* table);
 void AddRegularizationMakers(MakerTable* table);
 void AddApplicationMakers(MakerTable* table);
 void AddMergeMakers(MakerTable* table);

@@ -124,6 +124,7 @@ const internal::MakerTable& Makers() {
     internal::AddConvMakers(t);
     internal::AddSequenceMakers(t);
     internal::AddPreprocessingMakers(t);
+    internal::AddAugmentMakers(t);
     internal::AddRegularizationMakers(t);
     internal::AddApplicationMakers(t);
     internal::AddMergeMakers(t);

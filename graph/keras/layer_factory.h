@@ -8,8 +8,8 @@
 //   ({"module", "class_name", "config", ...}) and dispatches on (module, class_name), so the
 //   op-layer `keras.src.ops.numpy.Add` that `x + y` produces and `keras.layers.Add` are both
 //   understood. A class Troupe does not support, or a config option it does not implement
-//   (groups != 1, a constraint, channels_first, a dtype policy other than float32,
-//   mixed_float16 and mixed_bfloat16, ...), is an
+//   (a constraint, channels_first, a dtype policy other than float32, mixed_float16 and
+//   mixed_bfloat16, ...), is an
 //   InvalidArgument/Unimplemented error naming the class, the layer's name, the option and the
 //   supported list — never a silent approximation.
 // - Initializers with `seed: null` draw from `default_seed` (+ a per-variable offset), so a

@@ -396,6 +396,7 @@ TEST(GradientsTest, EveryKernelOpHasAGradientOrIsListed) {
       "AvgPoolGrad",
       "StridedSliceGrad",
       "SumToShape",
+      "RotationTransform",  // random angles to transforms (RandomRotation): no gradient needed
       "StatelessRandomGetKeyCounter",
       "StatelessRandomUniformV2",
       "StatelessRandomNormalV2",
