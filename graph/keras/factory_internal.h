@@ -48,6 +48,21 @@ class UnaryLayer : public KerasLayer {
   nn::ActivationFn activation_;
 };
 
+// A weightless Keras layer whose nn layer holds state (a seed generator: the random
+// regularization and augmentation layers, StochasticDepth): the model owns its module, and Keras
+// lists no weights for it.
+class StatefulLayer : public KerasLayer {
+ public:
+  StatefulLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer)
+      : KerasLayer(r.name(), r.class_name()), layer_(std::move(layer)) {}
+  nn::Module* module() override { return layer_.get(); }
+  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override;
+  std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
+
+ private:
+  std::unique_ptr<nn::Layer> layer_;
+};
+
 // A weightless Keras layer computed from all its inputs (Add, Concatenate). `relu_fn`, when
 // given, computes Relu(fn(inputs)) (fused) and lets FuseRelu() switch to it.
 class FunctionLayer : public KerasLayer {

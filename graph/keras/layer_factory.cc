@@ -66,6 +66,15 @@ Value UnaryLayer::ApplyAddRelu(const Value& x, const Value& shortcut, bool short
   return bn->CallAddRelu(x, shortcut, options.training, shortcut_first);
 }
 
+Value StatefulLayer::Apply(const std::vector<Value>& inputs, const CallOptions& options) {
+  if (inputs.size() != 1) {
+    return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
+                                             "' takes 1 input, got " +
+                                             std::to_string(inputs.size())));
+  }
+  return (*layer_)(inputs[0], options.training);
+}
+
 bool FunctionLayer::FuseNormOf(KerasLayer* producer, size_t index) {
   auto* p = dynamic_cast<UnaryLayer*>(producer);
   if (!relu_fused_ || norm_ != nullptr || index > 1 || p == nullptr || !p->IsPlainBatchNorm()) {

@@ -35,31 +35,10 @@ Result<LayerPtr> MakeLayerScale(ConfigReader& r, int64_t) {
   return LayerPtr(std::make_unique<UnaryLayer>(r, std::move(layer), std::move(w)));
 }
 
-// A weightless layer with a seed generator (Keras tracks none: StochasticDepth draws from the
-// global generator there).
-class SeededKerasLayer : public KerasLayer {
- public:
-  SeededKerasLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer)
-      : KerasLayer(r.name(), r.class_name()), layer_(std::move(layer)) {}
-  nn::Module* module() override { return layer_.get(); }
-  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override {
-    if (inputs.size() != 1) {
-      return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
-                                               "' takes 1 input, got " +
-                                               std::to_string(inputs.size())));
-    }
-    return (*layer_)(inputs[0], options.training);
-  }
-  std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
-
- private:
-  std::unique_ptr<nn::Layer> layer_;
-};
-
 Result<LayerPtr> MakeStochasticDepth(ConfigReader& r, int64_t seed) {
   TROUPE_ASSIGN_OR_RETURN(double rate, r.Double("drop_path_rate"));
   if (rate < 0 || rate >= 1) return r.Invalid("drop_path_rate", "must be in [0, 1)");
-  return LayerPtr(std::make_unique<SeededKerasLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::StochasticDepth>(r.name(), rate, seed)));
 }
 

@@ -13,26 +13,6 @@ namespace {
 using LayerPtr = std::unique_ptr<KerasLayer>;
 using json = nlohmann::json;
 
-// A weightless layer owning a seed generator (Keras lists no weights).
-class AugmentLayer : public KerasLayer {
- public:
-  AugmentLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer)
-      : KerasLayer(r.name(), r.class_name()), layer_(std::move(layer)) {}
-  nn::Module* module() override { return layer_.get(); }
-  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override {
-    if (inputs.size() != 1) {
-      return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
-                                               "' takes 1 input, got " +
-                                               std::to_string(inputs.size())));
-    }
-    return (*layer_)(inputs[0], options.training);
-  }
-  std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
-
- private:
-  std::unique_ptr<nn::Layer> layer_;
-};
-
 // fill_mode, interpolation, fill_value, data_format: what all three layers share.
 Result<nn::AffineFill> ReadFill(ConfigReader& r) {
   nn::AffineFill f;
@@ -97,7 +77,7 @@ Result<LayerPtr> MakeRandomRotation(ConfigReader& r, int64_t seed) {
   }
   TROUPE_ASSIGN_OR_RETURN(nn::AffineFill fill, ReadFill(r));
   TROUPE_ASSIGN_OR_RETURN(std::optional<int64_t> s, r.OptionalInt("seed"));
-  return LayerPtr(std::make_unique<AugmentLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::RandomAffine>(r.name(), nn::RandomAffine::Kind::kRotation, lower,
                                             upper, std::nullopt, fill, s ? *s : seed)));
 }
@@ -114,7 +94,7 @@ Result<LayerPtr> MakeRandomZoomOrTranslation(ConfigReader& r, int64_t seed, bool
   TROUPE_ASSIGN_OR_RETURN(nn::AffineFill fill, ReadFill(r));
   TROUPE_ASSIGN_OR_RETURN(std::optional<int64_t> s, r.OptionalInt("seed"));
   const auto kind = zoom ? nn::RandomAffine::Kind::kZoom : nn::RandomAffine::Kind::kTranslation;
-  return LayerPtr(std::make_unique<AugmentLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::RandomAffine>(r.name(), kind, h.first, h.second, w, fill,
                                             s ? *s : seed)));
 }

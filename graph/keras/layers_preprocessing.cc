@@ -101,26 +101,6 @@ Result<LayerPtr> MakeNormalization(ConfigReader& r, int64_t) {
   return LayerPtr(std::make_unique<UnaryLayer>(r, std::move(layer), std::move(w)));
 }
 
-// A weightless layer with a seed generator (the model owns its module; Keras lists no weights).
-class SeededLayer : public KerasLayer {
- public:
-  SeededLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer)
-      : KerasLayer(r.name(), r.class_name()), layer_(std::move(layer)) {}
-  nn::Module* module() override { return layer_.get(); }
-  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override {
-    if (inputs.size() != 1) {
-      return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
-                                               "' takes 1 input, got " +
-                                               std::to_string(inputs.size())));
-    }
-    return (*layer_)(inputs[0], options.training);
-  }
-  std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
-
- private:
-  std::unique_ptr<nn::Layer> layer_;
-};
-
 Result<bool> ChannelsFirst(ConfigReader& r) {
   TROUPE_ASSIGN_OR_RETURN(std::string format, r.String("data_format", "channels_last"));
   if (format != "channels_last" && format != "channels_first") {
@@ -145,7 +125,7 @@ Result<LayerPtr> MakeRandomFlip(ConfigReader& r, int64_t seed) {
   const bool h = mode == "horizontal" || mode == "horizontal_and_vertical";
   const bool v = mode == "vertical" || mode == "horizontal_and_vertical";
   if (!h && !v) return r.Unsupported("mode", mode, "horizontal, vertical, horizontal_and_vertical");
-  return LayerPtr(std::make_unique<SeededLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::RandomFlip>(r.name(), h, v, channels_first, s ? *s : seed)));
 }
 
@@ -177,7 +157,7 @@ Result<LayerPtr> MakeRandomContrast(ConfigReader& r, int64_t seed) {
     lower = std::min(f[0], f[1]);
     upper = std::max(f[0], f[1]);
   }
-  return LayerPtr(std::make_unique<SeededLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::RandomContrast>(r.name(), lower, upper, vr[0], vr[1], channels_first,
                                               s ? *s : seed)));
 }
@@ -203,7 +183,7 @@ Result<LayerPtr> MakeRandomBrightness(ConfigReader& r, int64_t seed) {
     lower = std::min(f[0], f[1]);
     upper = std::max(f[0], f[1]);
   }
-  return LayerPtr(std::make_unique<SeededLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::RandomBrightness>(r.name(), lower, upper, std::min(vr[0], vr[1]),
                                                 std::max(vr[0], vr[1]), s ? *s : seed)));
 }

@@ -11,27 +11,6 @@ namespace {
 
 using LayerPtr = std::unique_ptr<KerasLayer>;
 
-// A weightless Keras layer whose nn layer holds state (a seed generator): the model owns its
-// module, and Keras lists no weights for it.
-class StatefulLayer : public KerasLayer {
- public:
-  StatefulLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer)
-      : KerasLayer(r.name(), r.class_name()), layer_(std::move(layer)) {}
-  nn::Module* module() override { return layer_.get(); }
-  Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override {
-    if (inputs.size() != 1) {
-      return Value::Error(InvalidArgumentError("Keras layer " + class_name() + " '" + name() +
-                                               "' takes 1 input, got " +
-                                               std::to_string(inputs.size())));
-    }
-    return (*layer_)(inputs[0], options.training);
-  }
-  std::vector<std::pair<std::string, Variable>> KerasWeights() const override { return {}; }
-
- private:
-  std::unique_ptr<nn::Layer> layer_;
-};
-
 Result<double> Rate(ConfigReader& r, const std::string& key = "rate") {
   TROUPE_ASSIGN_OR_RETURN(double rate, r.Double(key));
   if (rate < 0 || rate >= 1) {
