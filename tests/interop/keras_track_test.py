@@ -2,7 +2,9 @@
 losses track step by step:
 
 - resnet20 (Fashion-MNIST, batch 32, Adam 1e-3, BatchNorm in training mode, L2 1e-4 on the
-  convolution kernels) and transformer_lm (characters of Debian's fortunes, context 64,
+  convolution kernels), a U-Net-style classifier (Conv2DTranspose decoder, Concatenate skips),
+  an LSTM and a Bidirectional GRU over the image's rows (Keras model JSONs as model.keras),
+  and transformer_lm (characters of Debian's fortunes, context 64,
   batch 12, Adam 1e-3; causal attention, LayerNorm, exact GELU);
 - Keras loads the zoo model's JSON (`troupe model show NAME --json`), draws its weights and
   writes them with tf.train.Checkpoint(model=m); Troupe starts from them with
@@ -103,16 +105,24 @@ def troupe_losses(run, init, sets):
     return event_losses(run, STEPS)
 
 
-def track(name, base, batches, sets, show_args=(), dense_gradients=False):
-    spec = subprocess.run([BIN, "model", "show", name, "--json"] + list(show_args), check=True,
-                          capture_output=True, text=True).stdout
+def track(name, base, batches, sets, show_args=(), dense_gradients=False, spec=None):
+    """A zoo model by name, or (spec) a Keras model JSON trained as model.keras."""
+    if spec is None:
+        spec = subprocess.run([BIN, "model", "show", name, "--json"] + list(show_args),
+                              check=True, capture_output=True, text=True).stdout
+        model_sets = ["model.name=" + name]
+    else:
+        path = os.path.join(base, name + ".json")
+        with open(path, "w") as f:
+            f.write(spec)
+        model_sets = ["model.keras=" + path]
     model = keras.models.model_from_json(spec)
     init = tf.train.Checkpoint(model=model).save(os.path.join(base, name + "_init", "ckpt"))
     twin = float64_twin(model, spec)
     theirs = keras_losses(model, batches, dense_gradients)
     exact = keras_losses(twin, batches, dense_gradients)
     spread = np.abs(theirs - exact) / np.abs(exact)  # Keras' own float32 rounding error
-    ours = troupe_losses(os.path.join(base, name), init, ["model.name=" + name] + sets)
+    ours = troupe_losses(os.path.join(base, name), init, model_sets + sets)
     diff = np.abs(ours - theirs) / np.abs(theirs)
     ours_err = np.abs(ours - exact) / np.abs(exact)
     # The envelope of Keras' own float32 error up to each step (rounding differences grow, and
@@ -134,9 +144,40 @@ def track(name, base, batches, sets, show_args=(), dense_gradients=False):
     assert theirs[-5:].mean() < theirs[:5].mean(), "Keras did not learn: " + str(theirs)
 
 
+def unet_spec():
+    """A U-Net-style classifier: Conv2DTranspose decoder with Concatenate skips."""
+    L = keras.layers
+    x = keras.Input((28, 28, 1))
+    e1 = L.Conv2D(8, 3, padding="same", activation="relu")(x)
+    e2 = L.Conv2D(16, 3, padding="same", activation="relu")(L.MaxPooling2D(2)(e1))
+    b = L.Conv2D(16, 3, padding="same", activation="relu")(L.MaxPooling2D(2)(e2))
+    d2 = L.Conv2DTranspose(16, 3, strides=2, padding="same", activation="relu")(b)
+    d1 = L.Conv2DTranspose(8, 3, strides=2, padding="same", activation="relu")(
+        L.Concatenate()([d2, e2]))
+    y = L.Conv2D(8, 3, padding="same", activation="relu")(L.Concatenate()([d1, e1]))
+    return keras.Model(x, L.Dense(10)(L.GlobalAveragePooling2D()(y))).to_json()
+
+
+def recurrent_spec(kind):
+    """A recurrent classifier over an image's rows (28 steps of 28 pixels)."""
+    L = keras.layers
+    x = keras.Input((28, 28, 1))
+    seq = L.Reshape((28, 28))(x)
+    if kind == "lstm":
+        h = L.LSTM(32)(seq)
+    else:
+        h = L.Bidirectional(L.GRU(16))(seq)
+    return keras.Model(x, L.Dense(10)(h)).to_json()
+
+
 base = tempfile.mkdtemp(prefix="troupe_track_")
 try:
     track("resnet20", base, fashion_batches(32), ["train.global_batch_size=32"])
+    track("unet", base, fashion_batches(32), ["train.global_batch_size=32"], spec=unet_spec())
+    track("lstm_rows", base, fashion_batches(32), ["train.global_batch_size=32"],
+          spec=recurrent_spec("lstm"))
+    track("bigru_rows", base, fashion_batches(32), ["train.global_batch_size=32"],
+          spec=recurrent_spec("gru"))
     batches, vocab = text_batches(12, 64)
     track("transformer_lm", base, batches,
           ["train.global_batch_size=12", "data.source=text", "data.files=" + FORTUNES,
