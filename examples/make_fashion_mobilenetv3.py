@@ -5,8 +5,11 @@ images to it, for examples/fashion_mobilenetv3.toml.
     ~/.cache/troupe/venv/bin/python examples/make_fashion_mobilenetv3.py
 
 The wrapper is Input(28, 28, 1) -> ZeroPadding2D(2) -> Conv2D(3, 1) (a learned gray-to-RGB
-mapping) -> MobileNetV3Small -> softmax over the 10 classes. --minimalistic selects the
-minimalistic variant (no squeeze-and-excite, ReLU instead of hard-swish, 3x3 kernels only).
+mapping) -> MobileNetV3Small (its own Dense softmax over the 10 classes). The Functional
+MobileNetV3Small sits inside a one-layer Sequential ("backbone"), so the model nests two deep
+(calling the backbone directly, `backbone(x)`, loads as well).
+--minimalistic (the default; --no-minimalistic for the full model) selects the minimalistic variant:
+no squeeze-and-excite, ReLU instead of hard-swish, 3x3 kernels only, fewer parameters and faster.
 """
 import argparse
 import os
@@ -26,7 +29,7 @@ backbone = keras.applications.MobileNetV3Small(
 inputs = keras.Input((28, 28, 1), name="image")
 x = L.ZeroPadding2D(2, name="pad")(inputs)  # 32x32x1
 x = L.Conv2D(3, 1, name="to_rgb")(x)  # 32x32x3
-outputs = backbone(x)
+outputs = keras.Sequential([backbone], name="backbone")(x)
 model = keras.Model(inputs, outputs, name="fashion_mobilenetv3")
 with open(args.out, "w") as fh:
     fh.write(model.to_json())

@@ -339,6 +339,15 @@ Status KerasModel::LoadFunctional(const json& config, int64_t seed) {
                               std::to_string(inputs.size()) + " inputs and " +
                               std::to_string(outputs.size()) + " outputs");
   }
+  // Keras numbers a nested Functional model's calls from 1 in input_layers/output_layers
+  // (its node 0 is the one it was built with), and from 0 in inbound_nodes (functional.py's
+  // get_tensor subtracts 1 for Functional layers only).
+  for (const json& envelope : layers) {
+    if (envelope.value("class_name", "") == "Functional" &&
+        envelope.value("name", "") == outputs[0].layer && outputs[0].node > 0) {
+      --outputs[0].node;
+    }
+  }
   std::vector<Node> pending;
   for (const json& envelope : layers) {
     const std::string name = envelope.value("name", "");

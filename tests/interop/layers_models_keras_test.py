@@ -24,6 +24,15 @@ def nested_three_deep():
     return keras.Model(y, L.Dense(2)(middle(L.Dense(6)(y))), name="outer")
 
 
+def nested_functional_is_output():
+    # The outer model's output is the nested Functional model's own output: Keras writes it as
+    # call 1 of that layer in output_layers (call 0 in inbound_nodes).
+    x = keras.Input((5,))
+    inner = keras.Model(x, L.Dense(3, activation="relu")(L.Dense(4)(x)), name="backbone")
+    y = keras.Input((5,))
+    return keras.Model(y, inner(L.Dense(5)(y)), name="wrapper")
+
+
 def nested_sequential_of_sequential():
     block = keras.Sequential([L.Conv2D(4, 3, padding="same"), L.BatchNormalization(),
                               L.Activation("relu")], name="block")
@@ -91,6 +100,8 @@ def cases():
              # exact arithmetic: both sides hold rounding noise, compared on the kernel's scale.
              zero_grads={"grad_w_1": "grad_w_0"}),
         Case("nested_shared_twice", shared_nested_twice, [(3, 4)], check_names=False),
+        Case("nested_functional_is_output", nested_functional_is_output, [(3, 5)],
+             check_names=False),
         Case("op_layer_constants", op_constants, [(4, 7)], check_names=False),
         Case("masking_then_dense", masking_dense, [(3, 5, 4)], check_names=False),
     ]
