@@ -29,7 +29,7 @@ class UnaryLayer : public KerasLayer {
  public:
   UnaryLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer,
              std::vector<WeightSpec> weights = {}, nn::ActivationFn activation = nullptr);
-  // Weightless layers report no module, except those with state (Dropout's seed generator).
+  // Weightless layers report no module (those with state are StatefulLayers).
   nn::Module* module() override;
   Value Apply(const std::vector<Value>& inputs, const CallOptions& options) override;
   std::vector<std::pair<std::string, Variable>> KerasWeights() const override;

@@ -19,8 +19,7 @@ UnaryLayer::UnaryLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer,
       activation_(std::move(activation)) {}
 
 nn::Module* UnaryLayer::module() {
-  const bool stateful = !weights_.empty() || class_name() == "Dropout";
-  return stateful ? layer_.get() : nullptr;
+  return weights_.empty() ? nullptr : layer_.get();
 }
 
 Value UnaryLayer::Apply(const std::vector<Value>& inputs, const CallOptions& options) {

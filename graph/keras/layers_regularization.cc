@@ -41,8 +41,7 @@ Result<LayerPtr> MakeDropout(ConfigReader& r, int64_t seed) {
     return LayerPtr(std::make_unique<StatefulLayer>(
         r, std::make_unique<nn::AlphaDropout>(r.name(), rate, s ? *s : seed, noise)));
   }
-  // UnaryLayer keeps a Dropout's module (its seed generator).
-  return LayerPtr(std::make_unique<UnaryLayer>(
+  return LayerPtr(std::make_unique<StatefulLayer>(
       r, std::make_unique<nn::Dropout>(r.name(), rate, s ? *s : seed, noise)));
 }
 
