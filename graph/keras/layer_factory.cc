@@ -18,9 +18,7 @@ UnaryLayer::UnaryLayer(const ConfigReader& r, std::unique_ptr<nn::Layer> layer,
       weights_(std::move(weights)),
       activation_(std::move(activation)) {}
 
-nn::Module* UnaryLayer::module() {
-  return weights_.empty() ? nullptr : layer_.get();
-}
+nn::Module* UnaryLayer::module() { return weights_.empty() ? nullptr : layer_.get(); }
 
 Value UnaryLayer::Apply(const std::vector<Value>& inputs, const CallOptions& options) {
   if (inputs.size() != 1) {
