@@ -7,13 +7,11 @@ activation inside Dense (the config key path), PReLU with and without shared_axe
 checks: a name Troupe does not implement and a PReLU option it does not take must make the
 driver fail with an error naming the option.
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layers_keras_test import refusal as shared_refusal  # noqa: E402
 from layers_keras_test import (BIN, Case, L, finish, keras, np, run_case, run_cases,  # noqa: E402
                                tf)  # noqa: F401
 
@@ -73,19 +71,7 @@ def run_softmax_axis_cases():
 
 
 def refusal(name, layer, shape, want):
-    """The driver must fail on `layer`'s envelope with an error containing `want`."""
-    env = keras.layers.serialize(layer)
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "layer.json"), "w") as f:
-            json.dump(env, f)
-        with open(os.path.join(d, "call.json"), "w") as f:
-            json.dump({"num_inputs": 1, "training": False, "seed": 1}, f)
-        np.save(os.path.join(d, "in_0.npy"), np.zeros(shape, np.float32))
-        np.save(os.path.join(d, "cot.npy"), np.zeros(shape, np.float32))
-        r = subprocess.run([BIN, d], capture_output=True, text=True)
-    ok = r.returncode != 0 and want in r.stderr
-    print(f"  {'ok' if ok else 'FAIL':4} refuse_{name}: {r.stderr.strip()[:160]}")
-    return [] if ok else [f"refuse_{name}: rc={r.returncode}, stderr lacks {want!r}: {r.stderr}"]
+    return shared_refusal(name, layer, [shape], want)
 
 
 def refusals():

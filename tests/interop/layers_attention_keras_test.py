@@ -3,13 +3,11 @@
 causal mask, key given or not, dropout in inference and training), AdditiveAttention (with and
 without scale, causal), and MultiHeadAttention with attention_axes (rank-4 inputs: attention
 over one axis or over two axes, dropout, causal)."""
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layers_keras_test import refusal as shared_refusal  # noqa: E402
 from layers_keras_test import BIN, Case, L, finish, np, run_case, run_cases, tf  # noqa: E402
 
 # A Keras [batch, time] query mask for (2, 4, ...) queries (the driver takes input 0's mask).
@@ -120,22 +118,8 @@ def cases():
 
 
 def refusal(name, layer, shapes, want, causal=False):
-    """The driver must fail on the built layer's envelope with an error containing `want`."""
     layer(*[tf.zeros(s) for s in shapes])  # build as Keras would (attention_axes, shapes)
-    env = L.serialize(layer)
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "layer.json"), "w") as f:
-            json.dump(env, f)
-        with open(os.path.join(d, "call.json"), "w") as f:
-            json.dump({"num_inputs": len(shapes), "training": False, "seed": 1,
-                       "use_causal_mask": causal}, f)
-        for i, s in enumerate(shapes):
-            np.save(os.path.join(d, f"in_{i}.npy"), np.zeros(s, np.float32))
-        np.save(os.path.join(d, "cot.npy"), np.zeros(shapes[0], np.float32))
-        r = subprocess.run([BIN, d], capture_output=True, text=True)
-    ok = r.returncode != 0 and want in r.stderr
-    print(f"  {'ok' if ok else 'FAIL':4} refuse_{name}: {r.stderr.strip()[:150]}")
-    return [] if ok else [f"refuse_{name}: rc={r.returncode}, stderr lacks {want!r}: {r.stderr}"]
+    return shared_refusal(name, layer, shapes, want, call={"use_causal_mask": causal})
 
 
 def refusals():

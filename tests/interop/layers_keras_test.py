@@ -329,6 +329,25 @@ def run_cases(case_list, only=()):
     return failures
 
 
+def refusal(name, layer, shapes, want, call=None):
+    """The driver must refuse `layer`'s envelope (serialized as it is: build it first where
+    the config depends on the input) with an error containing `want`. `shapes`: the inputs'
+    shapes; `call`: extra call.json keys. Returns the failures, and prints one line."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "layer.json"), "w") as f:
+            json.dump(keras.layers.serialize(layer), f)
+        with open(os.path.join(d, "call.json"), "w") as f:
+            json.dump(dict({"num_inputs": len(shapes), "training": False, "seed": 1},
+                           **(call or {})), f)
+        for i, s in enumerate(shapes):
+            np.save(os.path.join(d, f"in_{i}.npy"), np.zeros(s, np.float32))
+        np.save(os.path.join(d, "cot.npy"), np.zeros(shapes[0], np.float32))
+        r = subprocess.run([BIN, d], capture_output=True, text=True)
+    ok = r.returncode != 0 and want in r.stderr
+    print(f"  {'ok' if ok else 'FAIL':4} refuse_{name}: {r.stderr.strip()[:160]}")
+    return [] if ok else [f"refuse_{name}: rc={r.returncode}, stderr lacks {want!r}: {r.stderr}"]
+
+
 def finish(failures):
     if failures:
         print(f"{len(failures)} failure(s)")

@@ -3,34 +3,21 @@
 axis variants, center/scale off), UnitNormalization (one axis, several), LayerNormalization over
 several axes and with rms_scaling, BatchNormalization on axes other than the last (rank 3 and
 4, training and inference)."""
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import warnings
 
 # LayerNormalization(rms_scaling=True) is deprecated in Keras 3.15; it is still what is tested.
 warnings.filterwarnings("ignore", message=".*rms_scaling.*")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layers_keras_test import refusal as shared_refusal  # noqa: E402
 from layers_keras_test import (BIN, Case, L, bn_stats, finish, np, run_case,  # noqa: E402
                                run_cases)
 
 
 def refusal(name, layer, shape, want):
-    """The driver must fail on the (unbuilt) layer's envelope with an error containing `want`."""
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "layer.json"), "w") as f:
-            json.dump(L.serialize(layer), f)
-        with open(os.path.join(d, "call.json"), "w") as f:
-            json.dump({"num_inputs": 1, "training": False, "seed": 1}, f)
-        np.save(os.path.join(d, "in_0.npy"), np.zeros(shape, np.float32))
-        np.save(os.path.join(d, "cot.npy"), np.zeros(shape, np.float32))
-        r = subprocess.run([BIN, d], capture_output=True, text=True)
-    ok = r.returncode != 0 and want in r.stderr
-    print(f"  {'ok' if ok else 'FAIL':4} refuse_{name}: {r.stderr.strip()[:150]}")
-    return [] if ok else [f"refuse_{name}: rc={r.returncode}, stderr lacks {want!r}: {r.stderr}"]
+    return shared_refusal(name, layer, [shape], want)
 
 
 def cases():
