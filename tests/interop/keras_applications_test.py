@@ -129,6 +129,19 @@ def train(run_dir, model_path, side, procs):
     return os.path.join(run_dir, "checkpoints")
 
 
+# Measured: ConvNeXtXLarge (348 M parameters) peaked at 22 GB with 2 replicas in one process,
+# ~64 bytes per parameter (weights, gradients, Adam's slots and the step's buffers per replica).
+BYTES_PER_PARAMETER = 64
+
+
+def memory_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def check_trains(label, model_json, side, base):
     one = train(os.path.join(base, "one"), model_json, side, 1)
     two = train(os.path.join(base, "two"), model_json, side, 2)
@@ -176,6 +189,11 @@ def main():
                         model.save(keras_file)
                         check_loads(label + " .keras", model, keras_file, side)
                     trained = everything or only or name in QUICK_TRAIN
+                    need = model.count_params() * BYTES_PER_PARAMETER
+                    if trained and need > memory_available():
+                        trained = False
+                        print("  note %s: not trained here: 2 replicas need ~%.0f GB, %.0f GB "
+                              "available" % (label, need / 1e9, memory_available() / 1e9))
                     if trained:
                         check_trains(label, path, side, d)
                     del model
