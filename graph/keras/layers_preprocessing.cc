@@ -138,12 +138,18 @@ Result<std::vector<double>> NumberOrPair(ConfigReader& r, const std::string& key
   return r.Invalid(key, "must be a number or a list of two numbers, got " + j.dump());
 }
 
-Result<LayerPtr> MakeRandomContrast(ConfigReader& r, int64_t seed) {
-  TROUPE_ASSIGN_OR_RETURN(std::vector<double> f, NumberOrPair(r, "factor", r.Raw("factor")));
+// value_range: two numbers, Keras' default (0, 255).
+Result<std::vector<double>> ValueRange(ConfigReader& r) {
   json range = r.Raw("value_range");
   if (range.is_null()) range = json::array({0, 255});
   TROUPE_ASSIGN_OR_RETURN(std::vector<double> vr, NumberOrPair(r, "value_range", range));
   if (vr.size() != 2) return r.Invalid("value_range", "must be a list of two numbers");
+  return vr;
+}
+
+Result<LayerPtr> MakeRandomContrast(ConfigReader& r, int64_t seed) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<double> f, NumberOrPair(r, "factor", r.Raw("factor")));
+  TROUPE_ASSIGN_OR_RETURN(std::vector<double> vr, ValueRange(r));
   TROUPE_ASSIGN_OR_RETURN(std::optional<int64_t> s, r.OptionalInt("seed"));
   TROUPE_ASSIGN_OR_RETURN(bool channels_first, ChannelsFirst(r));
   // Keras' _set_factor with bounds (0, 1): a number f gives (max(-f, 0), f); a pair is sorted.
@@ -164,10 +170,7 @@ Result<LayerPtr> MakeRandomContrast(ConfigReader& r, int64_t seed) {
 
 Result<LayerPtr> MakeRandomBrightness(ConfigReader& r, int64_t seed) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<double> f, NumberOrPair(r, "factor", r.Raw("factor")));
-  json range = r.Raw("value_range");
-  if (range.is_null()) range = json::array({0, 255});
-  TROUPE_ASSIGN_OR_RETURN(std::vector<double> vr, NumberOrPair(r, "value_range", range));
-  if (vr.size() != 2) return r.Invalid("value_range", "must be a list of two numbers");
+  TROUPE_ASSIGN_OR_RETURN(std::vector<double> vr, ValueRange(r));
   TROUPE_ASSIGN_OR_RETURN(std::optional<int64_t> s, r.OptionalInt("seed"));
   TROUPE_ASSIGN_OR_RETURN(bool channels_first, ChannelsFirst(r));
   (void)channels_first;  // per-image draws: the layout does not matter
